@@ -1,0 +1,483 @@
+"""The Python API of a brain: one object per brain directory, one method per command.
+
+Every method decides events from the projections, records them in the log (with
+their cause), then folds them into the projections it holds. The CLI is a thin layer
+over this module.
+
+Example:
+    >>> with Brain.create("/tmp/brain") as brain:               # doctest: +SKIP
+    ...     brain.sync("examples/workspace")
+    ...     answer = brain.query("how do I roll back a bad deploy", top=5)
+    ...     brain.learn(1.0, trace_id=answer.trace_id)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ocb.commands import (
+    Hit,
+    decide_inject,
+    decide_learn,
+    decide_query,
+    steps_from_ids,
+    unknown,
+)
+from ocb.embed import Embedder, HashEmbedder, Matrix
+from ocb.indexing import decide_sync, unpack_matrix
+from ocb.search import SearchIndex
+from ocb.settings import Indexing, Learning, Traversal, check_key, resolve
+from ocb_events.blobs import BlobStore
+from ocb_events.clock import Clock, system_clock
+from ocb_events.errors import BrainNotFound, EmbedderMismatch, InputError, WorkspaceError
+from ocb_events.log import Durability, SegmentLog
+from ocb_events.schema import ConfigChanged, EdgeDelta, Event, QueryTraced, Record, Step, tag_of
+from projections.graph import State as GraphState
+from replay import PROJECTIONS, SnapshotStore, fold, load_states
+from workspace_sync import scan_workspace
+
+Progress = Callable[[str, int, int], None]
+Warn = Callable[[str], None]
+SNAPSHOT_EVERY = 1000
+_HASH_ID = re.compile(r"^hash-ngram-v1-d(\d+)$")
+
+
+def builtin_embedder(embedder_id: str) -> Embedder | None:
+    """The built-in embedder with this id, if it is one."""
+    m = _HASH_ID.match(embedder_id)
+    return HashEmbedder(int(m.group(1))) if m else None
+
+
+@dataclass
+class Answer:
+    """What a query returns: the ranked results, the fired context and its trace id."""
+
+    trace_id: str
+    query: str
+    results: list[Hit]
+    fired: list[str]
+    stop_reason: str
+    context_chars: int
+    chat_id: str = ""
+
+    @property
+    def context(self) -> str:
+        """The fired nodes' texts in rank order, each under its source."""
+        return "\n\n".join(f"[{h.source}]\n{h.text}" for h in self.results if h.fired)
+
+
+@dataclass
+class SyncReport:
+    """What a sync recorded."""
+
+    files_indexed: int
+    files_changed: int
+    files_removed: int
+    chunks_added: int
+    chunks_removed: int
+    edges_created: int
+    events: int
+    nodes: int
+    edges: int
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class LearnReport:
+    """What an outcome recorded: its seq and the weight deltas it caused."""
+
+    outcome_seq: int
+    trace_id: str
+    rule: str
+    source: str
+    reward: float
+    deltas: list[EdgeDelta]
+
+
+@dataclass
+class InjectReport:
+    """The injected node and its connections (``created`` False for a duplicate)."""
+
+    node_id: str
+    created: bool
+    connections: int
+    inhibits: list[str]
+
+
+class Brain:
+    """A brain directory: its log, blobs, snapshots and caches.
+
+    Args:
+        path: the brain directory.
+        clock: timestamps for new records.
+        writer: take the writer lock (needed to record anything).
+        create: create the directory when it does not exist.
+        durability: ``"batch"`` (fsync every append) or ``"none"``.
+        embedder: override the built-in embedder (must match the brain's).
+        warn: receives warnings (torn tail repaired, damaged snapshot ignored ...).
+
+    Raises:
+        BrainNotFound: no brain at ``path`` and ``create`` is False.
+        BrainLocked: another process holds the writer lock.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        clock: Clock = system_clock,
+        writer: bool = True,
+        create: bool = False,
+        durability: Durability = "batch",
+        embedder: Embedder | None = None,
+        warn: Warn | None = None,
+        snapshot_every: int = SNAPSHOT_EVERY,
+    ) -> None:
+        self.path = Path(path)
+        if not (self.path / "log").is_dir() and not create:
+            raise BrainNotFound(self.path)
+        if create and self.path.exists() and not self.path.is_dir():
+            raise InputError(f"brain path {self.path} is a file", "pass a directory for --brain")
+        self.warn: Warn = warn or (lambda _msg: None)
+        self.log = SegmentLog(
+            self.path / "log", clock=clock, writer=writer, durability=durability
+        )
+        if self.log.recovery is not None:
+            r = self.log.recovery
+            self.warn(
+                f"recovered the log: dropped a torn record tail of {r.dropped_bytes} bytes "
+                f"at {r.segment} offset {r.offset} (last seq {r.last_seq})"
+            )
+        self.blobs = BlobStore(self.path / "blobs")
+        self.snapshots = SnapshotStore(self.path / "snapshots")
+        self.snapshot_every = snapshot_every
+        self._embedder = embedder
+        self._states: dict[str, Any] = {}
+        self._index: SearchIndex | None = None
+        self._index_key = ""
+
+    @classmethod
+    def create(cls, path: str | Path, **kw: Any) -> Brain:
+        """Open a brain for writing, creating its directory if needed."""
+        return cls(path, create=True, **kw)
+
+    def __enter__(self) -> Brain:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ state
+
+    def state(self, name: str) -> Any:
+        """A projection at the end of the log (loaded from snapshot + tail once)."""
+        if name not in self._states:
+            got = load_states(self.log, self.snapshots, [name], warn=self.warn)
+            self._states[name] = got[name]
+        return self._states[name]
+
+    @property
+    def graph(self) -> GraphState:
+        g: GraphState = self.state("graph")
+        return g
+
+    def _record(self, events: Sequence[Event], actor: str, expected_seq: int) -> list[Record]:
+        recs = self.log.append(events, actor=actor, expected_seq=expected_seq)
+        fold(recs, self._states)
+        return recs
+
+    def settings(self) -> tuple[Traversal, Learning, Indexing]:
+        """The settings in force (defaults overridden by recorded config)."""
+        values = self.state("config").values
+        return resolve(Traversal, values), resolve(Learning, values), resolve(Indexing, values)
+
+    # ------------------------------------------------------------------ embedder and index
+
+    def embedder(self) -> Embedder:
+        """The embedder of this brain (the built-in one it was built with by default).
+
+        Raises:
+            EmbedderMismatch: an explicit embedder differs from the recorded one.
+        """
+        recorded = self.state("vectors").embedder_id
+        if self._embedder is None:
+            self._embedder = (builtin_embedder(recorded) if recorded else None) or HashEmbedder()
+        if recorded and recorded != self._embedder.id:
+            raise EmbedderMismatch(recorded, self._embedder.id)
+        return self._embedder
+
+    def vectors_of(self, ids: list[str]) -> Matrix:
+        """Vectors of ``ids`` from the blob store (zero rows where none is recorded)."""
+        vec = self.state("vectors")
+        emb = self.embedder()
+        out = np.zeros((len(ids), emb.dim), dtype=np.float32)
+        by_blob: dict[str, list[tuple[int, int]]] = {}
+        for i, nid in enumerate(ids):
+            ref = vec.rows.get(nid)
+            if ref is not None:
+                by_blob.setdefault(ref.blob, []).append((i, ref.row))
+        for blob in sorted(by_blob):
+            m = unpack_matrix(self.blobs.get(blob))
+            rows = by_blob[blob]
+            out[[i for i, _ in rows]] = m[[r for _, r in rows]]
+        return out
+
+    def _cached_index(self) -> tuple[SearchIndex, Embedder] | None:
+        prefix = f"search-{self.graph.nodes_seq}-"
+        for p in sorted((self.path / "cache").glob(prefix + "*.idx")):
+            emb = self._embedder or builtin_embedder(p.name[len(prefix) : -4])
+            if emb is None or p.name != f"{prefix}{emb.id}.idx":
+                continue
+            idx = SearchIndex.load(p)
+            if idx is not None:
+                self._embedder = emb
+                return idx, emb
+        return None
+
+    def search_index(self) -> SearchIndex:
+        """The search index of the current nodes (from the cache, or built and cached)."""
+        key = str(self.graph.nodes_seq)
+        if self._index is not None and self._index_key == key:
+            return self._index
+        got = self._cached_index()
+        if got is None:
+            emb = self.embedder()
+            g = self.graph
+            ids = sorted(g.nodes)
+            idx = SearchIndex.build([g.nodes[i] for i in ids], self.vectors_of(ids))
+            cache = self.path / "cache"
+            try:
+                idx.save(cache / f"search-{key}-{emb.id}.idx")
+                for old in cache.glob("search-*.idx"):
+                    if old.name != f"search-{key}-{emb.id}.idx":
+                        old.unlink(missing_ok=True)
+            except OSError as exc:
+                self.warn(f"could not write the search cache: {exc}")
+        else:
+            idx = got[0]
+        self._index, self._index_key = idx, key
+        return idx
+
+    # ------------------------------------------------------------------ commands
+
+    def sync(self, workspace: str | Path, *, progress: Progress | None = None) -> SyncReport:
+        """Index a workspace (first run) or bring the brain up to date with it.
+
+        Raises:
+            WorkspaceError: missing, not a directory, or without any indexable file.
+            BrainExists: the brain belongs to another workspace.
+        """
+        from ocb_events.errors import BrainExists
+
+        root = Path(workspace)
+        files, skipped = scan_workspace(root)
+        root_s = str(root.resolve())
+        g = self.graph
+        if g.workspace and g.workspace != root_s:
+            raise BrainExists(self.path, g.workspace, root_s)
+        if not files and not g.files:
+            reason = f" ({len(skipped)} skipped)" if skipped else ""
+            raise WorkspaceError(
+                f"workspace {root} holds no Markdown or text files{reason}",
+                "point --workspace at the directory with your .md notes",
+            )
+        for sk in skipped:
+            self.warn(f"skipped {sk.path}: {sk.reason}")
+        _, _, ix = self.settings()
+        vec = self.state("vectors")
+        emb = self.embedder()
+        plan = decide_sync(
+            g, vec.embedder_id, files, skipped, emb, self.vectors_of, ix, root=root_s, progress=progress
+        )
+        for data in plan.blobs:
+            self.blobs.put(data)
+        if plan.events:
+            self._record(plan.events, "sync", self.log.last_seq)
+        self.search_index()
+        self._save_snapshots(force=bool(plan.events))
+        return SyncReport(
+            files_indexed=plan.files_indexed,
+            files_changed=plan.files_changed,
+            files_removed=plan.files_removed,
+            chunks_added=plan.chunks_added,
+            chunks_removed=plan.chunks_removed,
+            edges_created=plan.edges_created,
+            events=len(plan.events),
+            nodes=len(self.graph.nodes),
+            edges=self.graph.edge_count(),
+            skipped=[(s.path, s.reason) for s in plan.skipped],
+        )
+
+    def query(
+        self,
+        text: str,
+        *,
+        top: int = 5,
+        chat_id: str = "",
+        record: bool = True,
+        **overrides: Any,
+    ) -> Answer:
+        """Answer a query and record its trace.
+
+        Args:
+            text: the question.
+            top: how many results to return (fired nodes first, then the next-best seeds).
+            chat_id: groups traces so ``learn``/``inject`` can name the last one.
+            record: False answers without recording (nothing is written).
+            overrides: traversal settings for this query only (``mode="edge+sim"`` ...).
+
+        Raises:
+            InputError: an empty query or a bad setting.
+        """
+        trav = resolve(Traversal, self.state("config").values, **overrides)
+        index = self.search_index()
+        seq = self.log.last_seq
+        trace, hits = decide_query(
+            self.graph, index, self.embedder(), text, trav,
+            top=top, trace_id=f"t{seq + 1}", chat_id=chat_id,
+        )
+        if record:
+            self._record([trace], "cli", seq)
+        return Answer(
+            trace_id=trace.trace_id if record else "",
+            query=trace.query,
+            results=hits,
+            fired=list(trace.fired),
+            stop_reason=trace.stop_reason,
+            context_chars=trace.context_chars,
+            chat_id=chat_id,
+        )
+
+    def trace(self, trace_id: str = "", chat_id: str = "") -> QueryTraced:
+        """A recorded trace, by id or as the last trace of a chat.
+
+        Raises:
+            InputError: no such trace or chat.
+        """
+        tr = self.state("traces")
+        if chat_id and not trace_id:
+            trace_id = tr.last_by_chat.get(chat_id, "")
+            if not trace_id:
+                raise unknown("chat id", chat_id, sorted(tr.last_by_chat), "pass --chat-id to ocb query first")
+        ref = tr.by_id.get(trace_id)
+        if ref is None:
+            raise unknown("trace id", trace_id, sorted(tr.by_id)[-2000:], "use the trace_id printed by ocb query --json")
+        for rec in self.log.read(ref.seq, ref.seq):
+            if isinstance(rec.event, QueryTraced):
+                return rec.event
+        raise unknown("trace id", trace_id, [], "the trace's record is missing; run ocb doctor")
+
+    def learn(
+        self,
+        outcome: float,
+        *,
+        trace_id: str = "",
+        chat_id: str = "",
+        fired_ids: Sequence[str] = (),
+        rule: str | None = None,
+        source: str = "human",
+        **overrides: Any,
+    ) -> LearnReport:
+        """Score a trace (by id, the last of a chat, or an explicit node path) and
+        record the weight changes the learning rule decides.
+
+        Raises:
+            InputError: no target given, unknown ids, a bad outcome, rule or source.
+        """
+        values = self.state("config").values
+        trav = resolve(Traversal, values)
+        learn = resolve(Learning, values, rule=rule, **overrides)
+        if fired_ids:
+            steps: list[Step] = steps_from_ids(self.graph, list(fired_ids), trav)
+            damping, trace_id = trav.damping, ""
+        elif trace_id or chat_id:
+            trace = self.trace(trace_id, chat_id)
+            steps, damping, trace_id = list(trace.steps), trace.params.damping, trace.trace_id
+        else:
+            raise InputError("nothing to learn from", "pass --trace ID, --chat-id ID or --fired-ids A,B,C")
+        seq = self.log.last_seq
+        events = decide_learn(
+            steps, outcome, learn, source=source, damping=damping, outcome_seq=seq + 1,
+            trace_id=trace_id, chat_id=chat_id, fired_ids=fired_ids,
+        )
+        self._record(events, "human" if source == "human" else source, seq)
+        deltas = list(events[1].deltas) if len(events) > 1 else []  # type: ignore[attr-defined]
+        return LearnReport(seq + 1, trace_id, learn.rule, source, float(outcome), deltas)
+
+    def inject(
+        self,
+        node_type: str,
+        content: str,
+        *,
+        chat_id: str = "",
+        trace_id: str = "",
+        targets: Sequence[str] = (),
+    ) -> InjectReport:
+        """Add a CORRECTION, TEACHING or DIRECTIVE node (see ``decide_inject``).
+
+        Raises:
+            InputError: bad type, empty content, unknown chat, trace or target ids.
+        """
+        trace = self.trace(trace_id, chat_id) if (trace_id or chat_id) else None
+        _, _, ix = self.settings()
+        seq = self.log.last_seq
+        events, blobs, node_id = decide_inject(
+            self.graph, self.search_index(), self.embedder(), node_type, content, ix,
+            trace=trace, chat_id=chat_id, targets=targets,
+        )
+        if not events:
+            return InjectReport(node_id, False, 0, [])
+        for data in blobs:
+            self.blobs.put(data)
+        self._record(events, "human", seq)
+        self.search_index()
+        conns = events[0].connections  # type: ignore[attr-defined]
+        inhibits = sorted(c.target for c in conns if c.weight < 0)
+        return InjectReport(node_id, True, len(conns), inhibits)
+
+    def set_config(self, key: str, value: object) -> Record | None:
+        """Record a setting (validated); None when it already has that value."""
+        coerced = check_key(key, value)
+        if self.state("config").values.get(key) == coerced:
+            return None
+        seq = self.log.last_seq
+        return self._record([ConfigChanged(key=key, value=coerced)], "cli", seq)[0]  # type: ignore[arg-type]
+
+    def events(
+        self, *, since: int = 0, types: Sequence[str] = (), limit: int | None = None
+    ) -> Iterator[Record]:
+        """Records after seq ``since``, optionally only of the given tags, at most ``limit``."""
+        wanted = set(types)
+        n = 0
+        for rec in self.log.read(since + 1):
+            if wanted and tag_of(rec.event) not in wanted:
+                continue
+            if limit is not None and n >= limit:
+                return
+            n += 1
+            yield rec
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _save_snapshots(self, *, force: bool = False) -> None:
+        if not self.log.writer:
+            return
+        for name in sorted(self._states):
+            state = self._states[name]
+            newest = self.snapshots.list(name)
+            last = newest[0].seq if newest else 0
+            if state.seq > last and (force or state.seq - last >= self.snapshot_every):
+                self.snapshots.save(name, state.seq, PROJECTIONS[name].snapshot(state))
+
+    def close(self) -> None:
+        """Write due snapshots, commit and release the log."""
+        try:
+            self._save_snapshots()
+        finally:
+            self.log.close()

@@ -1,0 +1,270 @@
+"""The ``ocb`` command line: thin commands over ``ocb.api``.
+
+Exit codes: 0 success; 1 a user error (``error:`` and ``hint:`` lines on stderr, no
+traceback, nothing recorded); 2 a usage error. Heavy modules are imported inside the
+commands so that ``ocb --help`` starts fast.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from ocb_events.errors import OcbError
+
+app = typer.Typer(
+    help="OpenClawBrain: a learning memory graph over a Markdown workspace.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+BrainOpt = Annotated[
+    Path, typer.Option("--brain", envvar="OCB_BRAIN", help="Brain directory (or $OCB_BRAIN).")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print a stable JSON object on stdout.")]
+
+
+def _fail(exc: OcbError) -> None:
+    typer.echo(f"error: {exc.message}", err=True)
+    if exc.hint:
+        typer.echo(f"hint: {exc.hint}", err=True)
+
+
+def handled(fn: F) -> F:
+    """Map every OcbError of a command to exit code 1 with an error and a hint line."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except OcbError as exc:
+            _fail(exc)
+            raise typer.Exit(1) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _warn(msg: str) -> None:
+    typer.echo(f"warning: {msg}", err=True)
+
+
+def _out(obj: Any, as_json: bool, text: Callable[[Any], str], to_json: Callable[[Any], Any]) -> None:
+    from ocb.render import dumps
+
+    typer.echo(dumps(to_json(obj)) if as_json else text(obj))
+
+
+@app.command()
+@handled
+def init(
+    brain: BrainOpt,
+    workspace: Annotated[Path, typer.Option(help="Markdown workspace to index.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Index a workspace into a brain (re-run to sync changes).
+
+    \b
+    Example:
+      ocb init --workspace examples/workspace --brain /tmp/brain
+    """
+    from ocb.api import Brain
+    from ocb.progress import ProgressBar
+    from ocb.render import sync_json, sync_text
+
+    bar = ProgressBar()
+    with Brain.create(brain, warn=_warn) as b:
+        report = b.sync(workspace, progress=bar)
+    bar.close()
+    _out(report, as_json, sync_text, sync_json)
+
+
+@app.command()
+@handled
+def query(
+    brain: BrainOpt,
+    text: Annotated[str, typer.Argument(help="The question.")] = "",
+    top: Annotated[int, typer.Option(help="Number of results.")] = 5,
+    chat_id: Annotated[str, typer.Option(help="Chat this query belongs to.")] = "",
+    mode: Annotated[str | None, typer.Option(help="Route mode: edge or edge+sim.")] = None,
+    batch: Annotated[Path | None, typer.Option(help="File of queries, one per line (text or JSON).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Answer a question from the brain and record the trace.
+
+    \b
+    Example:
+      ocb query "how do I roll back a bad deploy" --brain /tmp/brain --top 5 --json
+      ocb query --batch questions.jsonl --brain /tmp/brain --top 10
+    """
+    from ocb.api import Brain
+    from ocb.batch import run_batch
+    from ocb.render import answer_json, answer_text, dumps
+
+    with Brain(brain, warn=_warn) as b:
+        if batch is not None:
+            failed = 0
+            for obj in run_batch(b, batch, top=top, chat_id=chat_id, mode=mode):
+                failed += "error" in obj
+                typer.echo(dumps(obj))
+            if failed:
+                raise OcbError(f"{failed} batch line(s) failed", "see the error field of those lines")
+            return
+        answer = b.query(text, top=top, chat_id=chat_id, mode=mode)
+    _out(answer, as_json, answer_text, answer_json)
+
+
+@app.command()
+@handled
+def learn(
+    brain: BrainOpt,
+    outcome: Annotated[float, typer.Option(help="Reward in [-1, 1].")],
+    trace: Annotated[str, typer.Option(help="Trace id from ocb query.")] = "",
+    chat_id: Annotated[str, typer.Option(help="Use the last trace of this chat.")] = "",
+    fired_ids: Annotated[str, typer.Option(help="Comma-separated node path to credit.")] = "",
+    rule: Annotated[str | None, typer.Option(help="pg (default) or heuristic.")] = None,
+    source: Annotated[str, typer.Option(help="human, self, harvester or teacher.")] = "human",
+    as_json: JsonOpt = False,
+) -> None:
+    """Score a trace so the edges it used are strengthened or weakened.
+
+    \b
+    Example:
+      ocb learn --brain /tmp/brain --trace t31 --outcome 1
+      ocb learn --brain /tmp/brain --chat-id c1 --outcome -1 --rule heuristic
+    """
+    from ocb.api import Brain
+    from ocb.render import learn_json, learn_text
+
+    ids = [i.strip() for i in fired_ids.split(",") if i.strip()]
+    with Brain(brain, warn=_warn) as b:
+        report = b.learn(outcome, trace_id=trace, chat_id=chat_id, fired_ids=ids, rule=rule, source=source)
+    _out(report, as_json, learn_text, learn_json)
+
+
+@app.command()
+@handled
+def inject(
+    brain: BrainOpt,
+    content: Annotated[str, typer.Option(help="Text of the node.")],
+    node_type: Annotated[str, typer.Option("--type", help="CORRECTION, TEACHING or DIRECTIVE.")] = "TEACHING",
+    chat_id: Annotated[str, typer.Option(help="A correction suppresses what fired in this chat's last trace.")] = "",
+    trace: Annotated[str, typer.Option(help="... or in this trace.")] = "",
+    target: Annotated[list[str] | None, typer.Option(help="Node id to suppress (repeatable).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Add a CORRECTION, TEACHING or DIRECTIVE node to the graph.
+
+    \b
+    Example:
+      ocb inject --brain /tmp/brain --type CORRECTION --content "Never skip CI for hotfixes" --chat-id c1
+    """
+    from ocb.api import Brain
+    from ocb.render import inject_json, inject_text
+
+    with Brain(brain, warn=_warn) as b:
+        report = b.inject(node_type, content, chat_id=chat_id, trace_id=trace, targets=target or [])
+    _out(report, as_json, inject_text, inject_json)
+
+
+@app.command()
+@handled
+def doctor(brain: BrainOpt, as_json: JsonOpt = False) -> None:
+    """Check the brain's health: log, projections, vectors, edges, tiers.
+
+    \b
+    Example:
+      ocb doctor --brain /tmp/brain
+    """
+    from ocb.doctor import FAIL, as_json as doctor_json, run_doctor
+    from ocb.render import doctor_text
+
+    checks = run_doctor(brain)
+    _out(checks, as_json, doctor_text, doctor_json)
+    if any(c.status == FAIL for c in checks):
+        raise typer.Exit(1)
+
+
+@app.command()
+@handled
+def events(
+    brain: BrainOpt,
+    since: Annotated[int, typer.Option(help="Only events after this seq.")] = 0,
+    event_type: Annotated[list[str] | None, typer.Option("--type", help="Only this event type (repeatable).")] = None,
+    limit: Annotated[int | None, typer.Option(help="At most this many events.")] = None,
+    as_json: JsonOpt = True,
+) -> None:
+    """Print the brain's history as JSON lines, oldest first.
+
+    \b
+    Example:
+      ocb events --brain /tmp/brain --since 0 --type outcome_recorded --limit 20
+    """
+    from ocb.api import Brain
+    from ocb.history import check_types
+    from ocb_events.codec import record_to_json
+
+    types = check_types(event_type or [])
+    with Brain(brain, writer=False, warn=_warn) as b:
+        out = sys.stdout.buffer
+        for rec in b.events(since=since, types=types, limit=limit):
+            out.write(record_to_json(rec) + b"\n")
+        out.flush()
+
+
+@app.command()
+@handled
+def config(
+    brain: BrainOpt,
+    key: Annotated[str | None, typer.Argument(help="Setting, e.g. traversal.max_hops.")] = None,
+    value: Annotated[str | None, typer.Argument(help="New value (records a config event).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show the settings in force, or record a new value for one.
+
+    \b
+    Example:
+      ocb config --brain /tmp/brain traversal.max_hops 4
+    """
+    from ocb.api import Brain
+    from ocb.history import settings_json, settings_text
+
+    with Brain(brain, writer=value is not None, warn=_warn) as b:
+        if key is not None and value is not None:
+            b.set_config(key, value)
+        shown = settings_json(b, key)
+    _out(shown, as_json, settings_text, lambda d: d)
+
+
+@app.command()
+@handled
+def demo(
+    workspace: Annotated[Path, typer.Option(help="Workspace to run on.")] = Path("examples/workspace"),
+    brain: Annotated[Path | None, typer.Option(help="Brain directory (default: a temp dir).")] = None,
+) -> None:
+    """Run the whole loop on a workspace: init, query, learn, correct, doctor.
+
+    \b
+    Example:
+      ocb demo --workspace examples/workspace
+    """
+    from ocb.demo import run_demo
+
+    run_demo(workspace, brain, typer.echo)
+
+
+def main() -> None:
+    """Entry point of the ``ocb`` script."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,310 @@
+"""Deciding queries, outcomes and injections: state + command -> events.
+
+Each ``decide_*`` reads projections (and may call the embedder) but never mutates
+them; recording and folding happen in the API.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from hashlib import sha256
+
+import numpy as np
+
+from ocb.embed import Embedder
+from ocb.indexing import pack_matrix
+from ocb.learning import decide_deltas
+from ocb.search import SearchIndex
+from ocb.settings import REWARD_SOURCES, Indexing, Learning, Traversal
+from ocb.traverse import tier_of, traverse
+from ocb_events.errors import InputError
+from ocb_events.schema import (
+    Candidate,
+    EdgesUpdated,
+    EdgeSpec,
+    Event,
+    NodeInjected,
+    NodesEmbedded,
+    OutcomeRecorded,
+    QueryParams,
+    QueryTraced,
+    SeedHit,
+    Step,
+)
+from projections.graph import CHUNK, State
+
+NODE_TYPES = ("CORRECTION", "TEACHING", "DIRECTIVE")
+
+
+def unknown(kind: str, name: str, known: Sequence[str], hint: str) -> InputError:
+    """An InputError for an id that names nothing, suggesting close matches."""
+    close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+    if close:
+        hint = "did you mean " + ", ".join(close) + "?"
+    return InputError(f"unknown {kind} {name!r}", hint)
+
+
+# --------------------------------------------------------------------------- query
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One retrieval result."""
+
+    id: str
+    source: str
+    text: str
+    score: float
+    fired: bool
+    kind: str
+
+
+def _params(s: Traversal, embedder_id: str) -> QueryParams:
+    return QueryParams(
+        mode=s.mode,
+        max_hops=s.max_hops,
+        max_fired=s.max_fired,
+        max_context_chars=s.max_context_chars,
+        max_seeds=s.max_seeds,
+        tau=s.tau,
+        damping=s.damping,
+        reflex=s.reflex,
+        habitual=s.habitual,
+        inhibitory=s.inhibitory,
+        alpha=s.alpha,
+        fire_threshold=s.fire_threshold,
+        branch=s.branch,
+        embedder_id=embedder_id,
+        visit_penalty=s.visit_penalty,
+    )
+
+
+def decide_query(
+    graph: State,
+    index: SearchIndex,
+    embedder: Embedder,
+    text: str,
+    s: Traversal,
+    *,
+    top: int,
+    trace_id: str,
+    chat_id: str = "",
+) -> tuple[QueryTraced, list[Hit]]:
+    """Seed, traverse and rank: the trace to record and the results to return.
+
+    Raises:
+        InputError: the query is empty or ``top`` is not positive.
+    """
+    query = text.strip()
+    if not query:
+        raise InputError("the query is empty", 'ask a question, e.g. ocb query "how do I roll back"')
+    if top < 1:
+        raise InputError(f"--top must be at least 1, got {top}", "pass --top 5")
+    qvec = embedder.embed([query])[0]
+    hyb, lex, cos = index.hybrid(query, qvec, s.lexical_weight)
+    want = min(len(index.ids), s.max_seeds + top + 8)
+    if want:
+        part = np.argpartition(-hyb, want - 1)[:want]
+        ranked = sorted((int(i) for i in part if hyb[i] > 0), key=lambda i: (-hyb[i], index.ids[i]))
+    else:
+        ranked = []
+    best = float(hyb[ranked[0]]) if ranked else 0.0
+    chosen = [i for i in ranked[: s.max_seeds] if hyb[i] >= s.seed_ratio * best]
+    seeds = [(index.ids[i], float(hyb[i]) / best) for i in chosen]
+    pos = index.pos
+    walk = traverse(graph, seeds, s, lambda v: float(cos[pos[v]]) if v in pos else 0.0)
+    hits = [_hit(graph, n, walk.activation[n], True) for n in walk.ranked()]
+    for i in ranked:
+        if len(hits) >= top:
+            break
+        nid = index.ids[i]
+        if nid not in walk.activation and nid not in walk.vetoed and nid in graph.nodes:
+            hits.append(_hit(graph, nid, float(hyb[i]) / best, False))
+    trace = QueryTraced(
+        trace_id=trace_id,
+        query=query,
+        chat_id=chat_id,
+        seeds=tuple(
+            SeedHit(node_id=index.ids[i], score=float(hyb[i]), lexical=float(lex[i]), vector=float(cos[i]))
+            for i in chosen
+        ),
+        steps=tuple(walk.steps),
+        fired=tuple(walk.fired),
+        vetoed=tuple(sorted(walk.vetoed)),
+        stop_reason=walk.stop_reason,
+        context_chars=walk.context_chars,
+        params=_params(s, embedder.id),
+    )
+    return trace, hits[:top]
+
+
+def _hit(graph: State, node_id: str, score: float, fired: bool) -> Hit:
+    n = graph.nodes[node_id]
+    return Hit(id=n.id, source=n.source, text=n.text, score=round(score, 6), fired=fired, kind=n.kind)
+
+
+# --------------------------------------------------------------------------- learn
+
+
+def check_outcome(outcome: float) -> float:
+    """The outcome as a float in [-1, 1].
+
+    Raises:
+        InputError: NaN, infinite or out of range.
+    """
+    if not isinstance(outcome, (int, float)) or not math.isfinite(outcome) or not -1 <= outcome <= 1:
+        raise InputError(
+            f"outcome must be a number in [-1, 1], got {outcome}",
+            "use --outcome 1 for a good answer, -1 for a bad one",
+        )
+    return float(outcome)
+
+
+def steps_from_ids(graph: State, ids: Sequence[str], s: Traversal) -> list[Step]:
+    """A trajectory through explicitly listed nodes: one step per consecutive pair
+    joined by an edge, with the node's current edges as candidates.
+
+    Raises:
+        InputError: an id names no node.
+    """
+    for nid in ids:
+        if nid not in graph.nodes:
+            raise unknown("node", nid, sorted(graph.nodes), "list node ids from `ocb query --json`")
+    steps: list[Step] = []
+    for hop, (a, b) in enumerate(zip(ids, ids[1:], strict=False), 1):
+        out = graph.out.get(a, {})
+        if b not in out:
+            continue
+        cands = [
+            Candidate(target=v, weight=e.weight, logit=e.weight, tier=tier_of(e.weight, s))
+            for v, e in sorted(out.items())
+            if v == b or (e.weight > s.inhibitory and tier_of(e.weight, s) != "dormant")
+        ]
+        steps.append(Step(hop=hop, node=a, candidates=tuple(cands), stop_logit=graph.stop.get(a, 0.0), chosen=b))
+    return steps
+
+
+def decide_learn(
+    steps: Sequence[Step],
+    reward: float,
+    s: Learning,
+    *,
+    source: str,
+    damping: float,
+    outcome_seq: int,
+    trace_id: str = "",
+    chat_id: str = "",
+    fired_ids: Sequence[str] = (),
+) -> list[Event]:
+    """The outcome and the weight changes it causes (cause_seq = the outcome's seq).
+
+    Raises:
+        InputError: a bad outcome or reward source.
+    """
+    reward = check_outcome(reward)
+    if source not in REWARD_SOURCES:
+        raise InputError(f"unknown reward source {source!r}", f"use one of: {', '.join(REWARD_SOURCES)}")
+    events: list[Event] = [
+        OutcomeRecorded(
+            reward=reward,
+            source=source,  # type: ignore[arg-type]
+            trace_id=trace_id,
+            chat_id=chat_id,
+            fired_ids=tuple(fired_ids),
+        )
+    ]
+    deltas, params = decide_deltas(steps, reward, s, source=source, damping=damping)
+    if deltas:
+        events.append(EdgesUpdated(deltas=deltas, rule=s.rule, cause_seq=outcome_seq, params=params))
+    return events
+
+
+# --------------------------------------------------------------------------- inject
+
+
+def _similar_nodes(
+    index: SearchIndex, graph: State, qtext: str, qvec: np.ndarray, k: int
+) -> list[str]:
+    hyb, _, _ = index.hybrid(qtext, qvec, 0.6)
+    order = sorted(range(len(index.ids)), key=lambda i: (-hyb[i], index.ids[i]))
+    out = []
+    for i in order:
+        if len(out) >= k or hyb[i] <= 0:
+            break
+        nid = index.ids[i]
+        if nid in graph.nodes and graph.nodes[nid].kind == CHUNK:
+            out.append(nid)
+    return out
+
+
+def decide_inject(
+    graph: State,
+    index: SearchIndex,
+    embedder: Embedder,
+    node_type: str,
+    content: str,
+    s: Indexing,
+    *,
+    trace: QueryTraced | None = None,
+    chat_id: str = "",
+    targets: Sequence[str] = (),
+) -> tuple[list[Event], list[bytes], str]:
+    """A new CORRECTION / TEACHING / DIRECTIVE node, connected both ways to its most
+    similar chunks; a correction instead gets edges from them and inhibitory edges to
+    what it corrects (``targets``, or what fired in ``trace``).
+
+    Returns:
+        (events, blobs, node id); no events when the same node already exists.
+    Raises:
+        InputError: unknown type, empty content, unknown target ids.
+    """
+    kind = node_type.upper()
+    if kind not in NODE_TYPES:
+        raise InputError(f"unknown node type {node_type!r}", f"use one of: {', '.join(NODE_TYPES)}")
+    text = content.strip()
+    if not text:
+        raise InputError("the content is empty", 'give the text, e.g. --content "Never skip CI"')
+    for t in targets:
+        if t not in graph.nodes:
+            raise unknown("node", t, sorted(graph.nodes), "list node ids from `ocb query --json`")
+    anchor = trace.query if trace is not None else ""
+    for n in graph.nodes.values():
+        if n.kind == kind and n.text == text and n.anchor == anchor:
+            return [], [], n.id
+    ordinal = graph.injected.get(kind, 0) + 1
+    while f"{kind.lower()}::{ordinal}" in graph.nodes:
+        ordinal += 1
+    node_id = f"{kind.lower()}::{ordinal}"
+    qtext = "\n".join(p for p in (text, anchor) if p)
+    qvec = embedder.embed([qtext])
+    suppressed: list[str] = list(targets)
+    if kind == "CORRECTION" and not suppressed and trace is not None:
+        suppressed = [f for f in trace.fired if f in graph.nodes and graph.nodes[f].kind == CHUNK]
+    near = [n for n in _similar_nodes(index, graph, qtext, qvec[0], s.connect_k) if n not in suppressed]
+    conns: list[EdgeSpec] = []
+    for n in near:
+        conns.append(EdgeSpec(source=n, target=node_id, weight=s.inject_weight, kind="injected"))
+        if kind != "CORRECTION":
+            conns.append(EdgeSpec(source=node_id, target=n, weight=s.inject_weight, kind="injected"))
+    if kind == "CORRECTION":
+        conns += [
+            EdgeSpec(source=node_id, target=t, weight=s.correction_weight, kind="inhibit")
+            for t in sorted(set(suppressed))
+        ]
+    blob = pack_matrix(qvec)
+    events: list[Event] = [
+        NodeInjected(
+            node_id=node_id,
+            node_type=kind,  # type: ignore[arg-type]
+            content=text,
+            connections=tuple(conns),
+            anchor_query=anchor,
+            chat_id=chat_id,
+            trace_id=trace.trace_id if trace is not None else "",
+        ),
+        NodesEmbedded(embedder_id=embedder.id, blob=sha256(blob).hexdigest(), node_ids=(node_id,)),
+    ]
+    return events, [blob], node_id

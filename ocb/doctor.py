@@ -1,0 +1,151 @@
+"""Health checks of a brain, each with a clear pass / warn / fail line."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ocb.api import Brain
+from ocb.indexing import unpack_matrix
+from ocb.settings import Traversal, resolve
+from ocb.traverse import tier_of
+from ocb_events.errors import OcbError
+from ocb_events.log import verify_log
+from projections.graph import CHUNK
+from projections.graph import State as GraphState
+from replay import PROJECTIONS, rebuild
+
+PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
+DORMANT_LIMIT = 0.9
+
+
+@dataclass(frozen=True)
+class Check:
+    """One health check: its name, status and a one-line detail."""
+
+    name: str
+    status: str
+    detail: str
+
+
+def _log_check(path: Path) -> Check:
+    try:
+        reports = verify_log(path / "log")
+    except OcbError as exc:
+        return Check("log integrity", FAIL, exc.message)
+    n = sum(r.records for r in reports)
+    return Check("log integrity", PASS, f"{n} records in {len(reports)} segment(s), checksums and seqs ok")
+
+
+def _rebuild_check(brain: Brain) -> Check:
+    full = rebuild(brain.log)
+    bad = [
+        name
+        for name in sorted(PROJECTIONS)
+        if PROJECTIONS[name].snapshot(brain.state(name)) != PROJECTIONS[name].snapshot(full[name])
+    ]
+    if bad:
+        return Check("projections match rebuild", FAIL, "differ from a full rebuild: " + ", ".join(bad))
+    return Check("projections match rebuild", PASS, f"{len(PROJECTIONS)} projections equal a full rebuild at seq {brain.log.last_seq}")
+
+
+def _embedder_check(brain: Brain) -> Check:
+    vec = brain.state("vectors")
+    g: GraphState = brain.graph
+    if not g.nodes:
+        return Check("embedder consistency", PASS, "no nodes yet")
+    try:
+        emb = brain.embedder()
+    except OcbError as exc:
+        return Check("embedder consistency", FAIL, exc.message)
+    missing = sorted(n for n in g.nodes if n not in vec.rows)
+    problems: list[str] = []
+    for blob in sorted({r.blob for r in vec.rows.values()}):
+        try:
+            m = unpack_matrix(brain.blobs.get(blob, verify=True))
+        except (OcbError, ValueError) as exc:
+            problems.append(str(exc))
+            continue
+        if m.shape[1] != emb.dim:
+            problems.append(f"blob {blob[:12]} has dim {m.shape[1]}, not {emb.dim}")
+    if missing or problems:
+        parts = [f"{len(missing)} node(s) without a vector (e.g. {missing[0]})"] if missing else []
+        return Check("embedder consistency", FAIL, "; ".join(parts + problems[:3]))
+    return Check("embedder consistency", PASS, f"{len(vec.rows)} vectors from {emb.id}, blobs intact")
+
+
+def _orphan_check(g: GraphState) -> Check:
+    bad = [(s, t) for s, ts in g.out.items() for t in ts if s not in g.nodes or t not in g.nodes]
+    if bad:
+        return Check("orphan edges", FAIL, f"{len(bad)} edge(s) with a missing endpoint, e.g. {bad[0][0]} -> {bad[0][1]}")
+    return Check("orphan edges", PASS, "every edge joins two existing nodes")
+
+
+def _bounds_check(g: GraphState) -> Check:
+    ws = [e.weight for ts in g.out.values() for e in ts.values()] + list(g.stop.values())
+    bad = [w for w in ws if not (math.isfinite(w) and -1.0 <= w <= 1.0)]
+    if bad:
+        return Check("weight bounds", FAIL, f"{len(bad)} weight(s) outside [-1, 1], e.g. {bad[0]}")
+    return Check("weight bounds", PASS, f"{len(ws)} weights within [-1, 1]")
+
+
+def tier_shares(g: GraphState, s: Traversal) -> dict[str, float]:
+    """Share of edges in each tier."""
+    counts = {"reflex": 0, "habitual": 0, "dormant": 0, "inhibitory": 0}
+    for ts in g.out.values():
+        for e in ts.values():
+            counts[tier_of(e.weight, s)] += 1
+    total = sum(counts.values()) or 1
+    return {k: v / total for k, v in counts.items()}
+
+
+def _tier_check(brain: Brain) -> Check:
+    shares = tier_shares(brain.graph, resolve(Traversal, brain.state("config").values))
+    detail = ", ".join(f"{k} {v:.0%}" for k, v in shares.items())
+    if shares["dormant"] > DORMANT_LIMIT:
+        return Check("tier distribution", WARN, detail + " (over 90% dormant: routing has died)")
+    return Check("tier distribution", PASS, detail)
+
+
+def _injected_check(g: GraphState) -> Check:
+    inc: set[str] = {t for ts in g.out.values() for t in ts}
+    injected = sorted(n for n, node in g.nodes.items() if node.kind != CHUNK)
+    lonely = [n for n in injected if not g.out.get(n) and n not in inc]
+    if lonely:
+        return Check("injected nodes connected", FAIL, f"{len(lonely)} without edges: {', '.join(lonely[:5])}")
+    return Check("injected nodes connected", PASS, f"{len(injected)} injected node(s), all connected")
+
+
+def run_doctor(path: str | Path) -> list[Check]:
+    """Every check of the brain at ``path``; a damaged log fails its check and skips
+    the checks that need it.
+
+    Raises:
+        BrainNotFound: no brain at ``path``.
+    """
+    path = Path(path)
+    brain = Brain(path, writer=False)
+    try:
+        checks = [_log_check(path)]
+        if brain.log.recovery is not None:
+            r = brain.log.recovery
+            checks.append(Check("torn tail", WARN, f"{r.dropped_bytes} bytes after seq {r.last_seq} in {r.segment}; repaired on the next write"))
+        if checks[0].status == FAIL:
+            names = ["projections match rebuild", "embedder consistency", "orphan edges", "weight bounds", "tier distribution", "injected nodes connected"]
+            return checks + [Check(n, SKIP, "the log is unreadable") for n in names]
+        g = brain.graph
+        checks += [_rebuild_check(brain), _embedder_check(brain), _orphan_check(g), _bounds_check(g)]
+        checks += [_tier_check(brain), _injected_check(g)]
+        return checks
+    finally:
+        brain.close()
+
+
+def as_json(checks: list[Check]) -> dict[str, Any]:
+    """The stable JSON form of a doctor run."""
+    return {
+        "ok": all(c.status != FAIL for c in checks),
+        "checks": [{"name": c.name, "status": c.status, "detail": c.detail} for c in checks],
+    }

@@ -1,0 +1,243 @@
+"""Deciding a workspace sync: file events, vectors for new chunks, and the edges
+that connect them (siblings inside a file, a few similar chunks across files)."""
+
+from __future__ import annotations
+
+import struct
+from hashlib import sha256
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from ocb.embed import Embedder, Matrix
+from ocb.settings import Indexing
+from ocb_events.schema import (
+    ChunkText,
+    EdgesCreated,
+    EdgeSpec,
+    EmbedderConfigured,
+    Event,
+    FileChanged,
+    FileIndexed,
+    FileRemoved,
+    NodesEmbedded,
+    WorkspaceAttached,
+)
+from projections.graph import CHUNK, State
+from workspace_sync import FileText, PreviousFile, Skipped, diff_workspace
+
+Progress = Callable[[str, int, int], None]
+EMBED_BATCH = 1024
+_SIM_BLOCK = 1024
+_VEC_HEAD = struct.Struct("<4sII")
+
+
+def pack_matrix(m: Matrix) -> bytes:
+    """A float32 matrix as blob bytes: magic, rows, dim, little-endian data."""
+    m = np.ascontiguousarray(m, dtype="<f4")
+    return _VEC_HEAD.pack(b"OCBV", m.shape[0], m.shape[1]) + m.tobytes()
+
+
+def unpack_matrix(data: bytes) -> Matrix:
+    """The matrix of a vector blob."""
+    magic, rows, dim = _VEC_HEAD.unpack_from(data, 0)
+    if magic != b"OCBV":
+        raise ValueError("not a vector blob")
+    arr = np.frombuffer(data, dtype="<f4", count=rows * dim, offset=_VEC_HEAD.size)
+    return arr.reshape(rows, dim).astype(np.float32, copy=False)
+
+
+@dataclass
+class SyncPlan:
+    """The events of a sync, the blobs they name, and a summary for the user."""
+
+    events: list[Event] = field(default_factory=list)
+    blobs: list[bytes] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    files_indexed: int = 0
+    files_changed: int = 0
+    files_removed: int = 0
+    chunks_added: int = 0
+    chunks_removed: int = 0
+    edges_created: int = 0
+
+
+def previous_files(graph: State) -> dict[str, PreviousFile]:
+    """The brain's view of every indexed file, as the differ needs it."""
+    return {
+        path: PreviousFile(
+            e.content_hash, [(i, graph.nodes[i].text_hash) for i in e.chunks], e.next_ordinal
+        )
+        for path, e in graph.files.items()
+    }
+
+
+def _new_chunks(events: Sequence[Event]) -> list[tuple[str, ChunkText]]:
+    out: list[tuple[str, ChunkText]] = []
+    for ev in events:
+        if isinstance(ev, FileIndexed):
+            out.extend((ev.path, c) for c in ev.chunks)
+        elif isinstance(ev, FileChanged):
+            out.extend((ev.path, c) for c in ev.added)
+    return out
+
+
+def _file_orders(graph: State, events: Sequence[Event]) -> list[list[str]]:
+    orders = []
+    for ev in events:
+        if isinstance(ev, FileIndexed):
+            orders.append([c.id for c in sorted(ev.chunks, key=lambda c: c.start_line)])
+        elif isinstance(ev, FileChanged):
+            spans = [(s.start_line, s.id) for s in ev.kept] + [(c.start_line, c.id) for c in ev.added]
+            orders.append([i for _, i in sorted(spans)])
+    return orders
+
+
+def sibling_edges(graph: State, events: Sequence[Event], s: Indexing) -> list[EdgeSpec]:
+    """Both directions between neighbouring chunks of each new or changed file,
+    where no edge exists yet."""
+    out: list[EdgeSpec] = []
+    for order in _file_orders(graph, events):
+        for a, b in zip(order, order[1:], strict=False):
+            for src, dst in ((a, b), (b, a)):
+                if dst not in graph.out.get(src, {}):
+                    out.append(EdgeSpec(source=src, target=dst, weight=s.sibling_weight, kind="sibling"))
+    return out
+
+
+def similar_edges(
+    new_ids: Sequence[str],
+    new_vecs: Matrix,
+    all_ids: Sequence[str],
+    all_vecs: Matrix,
+    file_of: dict[str, str],
+    existing: Callable[[str, str], bool],
+    s: Indexing,
+    progress: Progress | None = None,
+) -> list[EdgeSpec]:
+    """For each new chunk, edges both ways to its ``similar_k`` most similar chunks in
+    other files whose cosine reaches ``similar_min``."""
+    if not len(new_ids) or not len(all_ids) or s.similar_k <= 0:
+        return []
+    files = sorted(set(file_of.values()))
+    fidx = {f: i for i, f in enumerate(files)}
+    all_f = np.array([fidx[file_of[i]] for i in all_ids], dtype=np.int32)
+    pairs: dict[tuple[str, str], float] = {}
+    k = min(s.similar_k, len(all_ids))
+    for start in range(0, len(new_ids), _SIM_BLOCK):
+        block = new_vecs[start : start + _SIM_BLOCK]
+        sims: npt.NDArray[np.float32] = block @ all_vecs.T
+        own = np.array([fidx[file_of[i]] for i in new_ids[start : start + _SIM_BLOCK]])
+        sims[own[:, None] == all_f[None, :]] = -np.inf
+        top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+        for r, cols in enumerate(top):
+            a = new_ids[start + r]
+            for c in sorted(cols.tolist(), key=lambda j: (-sims[r, j], j)):
+                cos = float(sims[r, c])
+                if cos >= s.similar_min:
+                    b = all_ids[c]
+                    for key in ((a, b), (b, a)):
+                        pairs[key] = max(pairs.get(key, -1.0), cos)
+        if progress:
+            progress("connect", min(start + _SIM_BLOCK, len(new_ids)), len(new_ids))
+    span = max(1e-9, 1.0 - s.similar_min)
+    lo, hi = s.similar_weight_low, s.similar_weight_high
+    return [
+        EdgeSpec(source=a, target=b, weight=round(lo + (hi - lo) * (c - s.similar_min) / span, 6), kind="similar")
+        for (a, b), c in sorted(pairs.items())
+        if not existing(a, b)
+    ]
+
+
+def decide_sync(
+    graph: State,
+    embedder_id: str,
+    files: Sequence[FileText],
+    skipped: Sequence[Skipped],
+    embedder: Embedder,
+    existing_vectors: Callable[[list[str]], Matrix],
+    s: Indexing,
+    *,
+    root: str,
+    progress: Progress | None = None,
+) -> SyncPlan:
+    """Everything a sync records: attach, embedder, file events, vectors, edges."""
+    plan = SyncPlan(skipped=list(skipped))
+    if not graph.workspace:
+        plan.events.append(WorkspaceAttached(root=root))
+    if not embedder_id:
+        plan.events.append(EmbedderConfigured(embedder_id=embedder.id, dim=embedder.dim))
+    keep = frozenset(sk.path for sk in skipped if sk.path in graph.files)
+    file_events = diff_workspace(files, previous_files(graph), keep=keep, target_chars=s.chunk_chars)
+    plan.events.extend(file_events)
+    for ev in file_events:
+        if isinstance(ev, FileIndexed):
+            plan.files_indexed += 1
+        elif isinstance(ev, FileChanged):
+            plan.files_changed += 1
+            plan.chunks_removed += len(ev.removed)
+        elif isinstance(ev, FileRemoved):
+            plan.files_removed += 1
+            plan.chunks_removed += len(ev.removed)
+    new = _new_chunks(file_events)
+    plan.chunks_added = len(new)
+    new_vecs = _embed(new, embedder, plan, progress)
+    edges = sibling_edges(graph, file_events, s)
+    taken = {(e.source, e.target) for e in edges}
+    edges += _similar(graph, file_events, new, new_vecs, existing_vectors, s, taken, progress)
+    if edges:
+        plan.events.append(EdgesCreated(edges=tuple(edges), cause="sync"))
+    plan.edges_created = len(edges)
+    return plan
+
+
+def _embed(
+    new: list[tuple[str, ChunkText]], embedder: Embedder, plan: SyncPlan, progress: Progress | None
+) -> Matrix:
+    parts: list[Matrix] = []
+    for start in range(0, len(new), EMBED_BATCH):
+        batch = new[start : start + EMBED_BATCH]
+        texts = ["\n".join(p for p in (c.heading, c.text) if p) for _, c in batch]
+        m = embedder.embed(texts)
+        parts.append(m)
+        data = pack_matrix(m)
+        plan.blobs.append(data)
+        plan.events.append(
+            NodesEmbedded(
+                embedder_id=embedder.id,
+                blob=sha256(data).hexdigest(),
+                node_ids=tuple(c.id for _, c in batch),
+            )
+        )
+        if progress:
+            progress("embed", min(start + EMBED_BATCH, len(new)), len(new))
+    if not parts:
+        return np.zeros((0, embedder.dim), dtype=np.float32)
+    return np.vstack(parts)
+
+
+def _similar(
+    graph: State,
+    file_events: Sequence[Event],
+    new: list[tuple[str, ChunkText]],
+    new_vecs: Matrix,
+    existing_vectors: Callable[[list[str]], Matrix],
+    s: Indexing,
+    taken: set[tuple[str, str]],
+    progress: Progress | None,
+) -> list[EdgeSpec]:
+    gone = {i for ev in file_events if isinstance(ev, (FileChanged, FileRemoved)) for i in ev.removed}
+    old_ids = sorted(i for i, n in graph.nodes.items() if n.kind == CHUNK and i not in gone)
+    file_of = {i: graph.nodes[i].path for i in old_ids}
+    file_of.update({c.id: path for path, c in new})
+    new_ids = [c.id for _, c in new]
+    old_vecs = existing_vectors(old_ids) if old_ids and new_ids else np.zeros((0, new_vecs.shape[1]), np.float32)
+    all_ids = old_ids + new_ids
+    all_vecs = np.vstack([old_vecs, new_vecs]) if len(old_ids) else new_vecs
+
+    def exists(a: str, b: str) -> bool:
+        return (a, b) in taken or b in graph.out.get(a, {})
+
+    return similar_edges(new_ids, new_vecs, all_ids, all_vecs, file_of, exists, s, progress)

@@ -1,0 +1,101 @@
+"""Rendering API results for the CLI: the stable JSON objects and the human text.
+
+JSON shapes (documented in README.md) are built here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ocb.api import Answer, InjectReport, LearnReport, SyncReport
+    from ocb.doctor import Check
+
+
+def dumps(obj: Any) -> str:
+    """Compact, key-stable JSON (UTF-8 kept readable)."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def answer_json(a: Answer) -> dict[str, Any]:
+    return {
+        "trace_id": a.trace_id,
+        "query": a.query,
+        "chat_id": a.chat_id,
+        "results": [
+            {"id": h.id, "source": h.source, "text": h.text, "score": h.score, "fired": h.fired, "kind": h.kind}
+            for h in a.results
+        ],
+        "fired": a.fired,
+        "stop_reason": a.stop_reason,
+        "context_chars": a.context_chars,
+    }
+
+
+def answer_text(a: Answer) -> str:
+    head = (
+        f"trace {a.trace_id or '(not recorded)'} · {len(a.fired)} fired · "
+        f"{a.context_chars} chars · stop: {a.stop_reason}"
+    )
+    lines = [head]
+    for i, h in enumerate(a.results, 1):
+        mark = "" if h.fired else "  (not fired)"
+        first = h.text.strip().splitlines()[0] if h.text.strip() else ""
+        lines.append(f"{i:2d}. {h.score:.3f}  {h.source}  [{h.id}]{mark}")
+        lines.append(f"    {first[:100]}")
+    return "\n".join(lines)
+
+
+def sync_text(r: SyncReport) -> str:
+    return (
+        f"indexed {r.files_indexed} new, {r.files_changed} changed, {r.files_removed} removed file(s): "
+        f"+{r.chunks_added} / -{r.chunks_removed} chunks, +{r.edges_created} edges "
+        f"({r.events} events). brain: {r.nodes} nodes, {r.edges} edges."
+    )
+
+
+def sync_json(r: SyncReport) -> dict[str, Any]:
+    d = asdict(r)
+    d["skipped"] = [{"path": p, "reason": why} for p, why in r.skipped]
+    return d
+
+
+def learn_json(r: LearnReport) -> dict[str, Any]:
+    return {
+        "outcome_seq": r.outcome_seq,
+        "trace_id": r.trace_id,
+        "rule": r.rule,
+        "source": r.source,
+        "reward": r.reward,
+        "deltas": [{"source": d.source, "target": d.target, "delta": d.delta} for d in r.deltas],
+    }
+
+
+def learn_text(r: LearnReport) -> str:
+    lines = [
+        f"outcome {r.reward:+g} ({r.source}, {r.rule}) recorded at seq {r.outcome_seq}"
+        + (f" for trace {r.trace_id}" if r.trace_id else "")
+        + f": {len(r.deltas)} weight change(s)"
+    ]
+    top = sorted(r.deltas, key=lambda d: (-abs(d.delta), d.source, d.target))[:8]
+    lines += [f"  {d.delta:+.3f}  {d.source} -> {d.target}" for d in top]
+    return "\n".join(lines)
+
+
+def inject_json(r: InjectReport) -> dict[str, Any]:
+    return asdict(r)
+
+
+def inject_text(r: InjectReport) -> str:
+    if not r.created:
+        return f"{r.node_id} already holds this content; nothing recorded"
+    text = f"injected {r.node_id} with {r.connections} connection(s)"
+    if r.inhibits:
+        text += "; inhibits " + ", ".join(r.inhibits)
+    return text
+
+
+def doctor_text(checks: list[Check]) -> str:
+    return "\n".join(f"{c.status.upper():4}  {c.name}: {c.detail}" for c in checks)

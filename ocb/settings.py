@@ -1,0 +1,139 @@
+"""Settings of traversal and learning: defaults, overridden by recorded config
+(``ocb config set traversal.max_hops 4``) and then by per-call options."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Any, TypeVar
+
+from ocb_events.errors import InputError
+
+ROUTE_MODES = ("edge", "edge+sim")
+RULES = ("pg", "heuristic")
+REWARD_SOURCES = ("human", "self", "harvester", "teacher")
+
+
+@dataclass(frozen=True)
+class Traversal:
+    """How a query seeds and walks the graph.
+
+    Tiers (on the damped weight): reflex >= ``reflex`` is followed automatically;
+    habitual in [``habitual``, ``reflex``) is chosen by the route policy (at most
+    ``branch`` per node, each beating STOP); below ``habitual`` is dormant and skipped;
+    <= ``inhibitory`` vetoes its target. A node fires when its activation
+    (seed score, times the damped weights along the way) reaches ``fire_threshold``.
+    A target that already fired has ``visit_penalty`` taken off its logit.
+    """
+
+    mode: str = "edge"
+    max_hops: int = 3
+    max_fired: int = 30
+    max_context_chars: int = 6000
+    max_seeds: int = 4
+    seed_ratio: float = 0.5
+    lexical_weight: float = 0.6
+    tau: float = 1.0
+    damping: float = 0.3
+    reflex: float = 0.6
+    habitual: float = 0.2
+    inhibitory: float = -0.01
+    alpha: float = 0.3
+    fire_threshold: float = 0.05
+    branch: int = 2
+    visit_penalty: float = 0.2
+
+
+@dataclass(frozen=True)
+class Learning:
+    """How outcomes change edges: learning rate, softmax temperature, discount,
+    baseline, and the weight of each reward source."""
+
+    rule: str = "pg"
+    eta: float = 0.1
+    tau: float = 1.0
+    gamma: float = 0.9
+    baseline: float = 0.0
+    weight_human: float = 1.0
+    weight_self: float = 0.6
+    weight_harvester: float = 0.3
+    weight_teacher: float = 0.1
+
+    def source_weight(self, source: str) -> float:
+        value: float = getattr(self, f"weight_{source}")
+        return value
+
+
+@dataclass(frozen=True)
+class Indexing:
+    """How init connects chunks: sibling edges inside a file and a few cross-file
+    edges between similar chunks."""
+
+    chunk_chars: int = 600
+    sibling_weight: float = 0.3
+    similar_k: int = 2
+    similar_min: float = 0.35
+    similar_weight_low: float = 0.2
+    similar_weight_high: float = 0.4
+    connect_k: int = 3
+    inject_weight: float = 0.5
+    correction_weight: float = -1.0
+
+
+S = TypeVar("S", Traversal, Learning, Indexing)
+
+SECTIONS: dict[str, type[Any]] = {"traversal": Traversal, "learning": Learning, "indexing": Indexing}
+
+
+def _coerce(section: str, name: str, kind: type, value: object) -> object:
+    try:
+        if kind is int:
+            out: object = int(value)  # type: ignore[call-overload]
+        elif kind is float:
+            out = float(value)  # type: ignore[arg-type]
+            if not math.isfinite(out):  # type: ignore[arg-type]
+                raise ValueError
+        else:
+            out = str(value)
+    except (TypeError, ValueError):
+        raise InputError(
+            f"{section}.{name} must be a finite {kind.__name__}, got {value!r}",
+            f"give a number, e.g. ocb config set {section}.{name} 3",
+        ) from None
+    if section == "traversal" and name == "mode" and out not in ROUTE_MODES:
+        raise InputError(f"unknown route mode {out!r}", f"use one of: {', '.join(ROUTE_MODES)}")
+    if section == "learning" and name == "rule" and out not in RULES:
+        raise InputError(f"unknown learning rule {out!r}", f"use one of: {', '.join(RULES)}")
+    return out
+
+
+def check_key(key: str, value: object) -> object:
+    """Validate a ``section.name`` setting and coerce its value.
+
+    Raises:
+        InputError: unknown key or a value of the wrong kind.
+    """
+    section, _, name = key.partition(".")
+    cls = SECTIONS.get(section)
+    known = {f.name: f for f in fields(cls)} if cls else {}
+    if name not in known:
+        keys = sorted(f"{s}.{f.name}" for s, c in SECTIONS.items() for f in fields(c))
+        raise InputError(f"unknown setting {key!r}", "known settings: " + ", ".join(keys))
+    kind = type(getattr(cls(), name))
+    return _coerce(section, name, kind, value)
+
+
+def resolve(cls: type[S], recorded: Mapping[str, object], **overrides: object) -> S:
+    """Defaults of ``cls``, then recorded config, then non-None ``overrides``."""
+    section = next(k for k, v in SECTIONS.items() if v is cls)
+    base = cls()
+    changes: dict[str, object] = {}
+    for key, value in recorded.items():
+        sec, _, name = key.partition(".")
+        if sec == section and hasattr(base, name):
+            changes[name] = value
+    for name, value in overrides.items():
+        if value is not None:
+            changes[name] = check_key(f"{section}.{name}", value)
+    return replace(base, **changes)

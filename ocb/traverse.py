@@ -1,0 +1,188 @@
+"""Traversal: from seeds, walk learned edges to a small context, recording every
+decision so that learning can credit the path actually taken.
+
+At each fired node the route policy looks at the outgoing edges on their damped
+weight ``w * damping^uses`` (``uses``: how often this episode already took the edge):
+
+* targets vetoed by an inhibitory edge from any fired node are never candidates;
+* dormant edges are skipped; so are targets whose activation would stay under the
+  fire threshold;
+* a candidate's logit is its damped weight (plus ``alpha`` times the cosine of the
+  query and the target in ``edge+sim`` mode), less ``visit_penalty`` when the target
+  already fired;
+* the policy's action is the best candidate by logit if it beats the node's STOP
+  logit, else STOP (this is what learning credits);
+* every reflex candidate fires, and so do the best ``branch`` habitual candidates
+  that beat STOP.
+
+Budgets on hops, fired nodes and context characters stop the walk. Nothing here reads
+a clock or a random source, and every choice sorts explicitly, so the same graph and
+query give the same trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from ocb.settings import Traversal
+from ocb_events.schema import STOP, Candidate, Step
+from projections.graph import State
+
+Relevance = Callable[[str], float]
+
+
+def tier_of(weight: float, s: Traversal) -> str:
+    """The tier of a (damped) weight."""
+    if weight <= s.inhibitory:
+        return "inhibitory"
+    if weight >= s.reflex:
+        return "reflex"
+    if weight >= s.habitual:
+        return "habitual"
+    return "dormant"
+
+
+@dataclass
+class Walk:
+    """What a traversal fired and decided."""
+
+    activation: dict[str, float] = field(default_factory=dict)
+    steps: list[Step] = field(default_factory=list)
+    vetoed: set[str] = field(default_factory=set)
+    stop_reason: str = "frontier_empty"
+    context_chars: int = 0
+
+    @property
+    def fired(self) -> list[str]:
+        """Fired node ids in firing order."""
+        return list(self.activation)
+
+    def ranked(self) -> list[str]:
+        """Fired node ids by activation, then firing order."""
+        order = {n: i for i, n in enumerate(self.activation)}
+        return sorted(self.activation, key=lambda n: (-self.activation[n], order[n]))
+
+
+class _Walker:
+    def __init__(self, graph: State, s: Traversal, relevance: Relevance | None) -> None:
+        self.g = graph
+        self.s = s
+        self.relevance = relevance if s.mode == "edge+sim" else None
+        self.walk = Walk()
+        self.uses: dict[tuple[str, str], int] = {}
+        self.done = False
+
+    def veto_from(self, node_id: str) -> None:
+        for target, e in self.g.out.get(node_id, {}).items():
+            if e.weight <= self.s.inhibitory:
+                self.walk.vetoed.add(target)
+
+    def fire(self, node_id: str, activation: float) -> bool:
+        """Fire a node (or raise its activation); False when a budget is hit."""
+        w = self.walk
+        if node_id in w.activation:
+            w.activation[node_id] = max(w.activation[node_id], activation)
+            return True
+        if len(w.activation) >= self.s.max_fired:
+            w.stop_reason, self.done = "max_fired", True
+            return False
+        size = len(self.g.nodes[node_id].text)
+        if w.activation and w.context_chars + size > self.s.max_context_chars:
+            w.stop_reason, self.done = "max_context_chars", True
+            return False
+        w.activation[node_id] = activation
+        w.context_chars += size
+        self.veto_from(node_id)
+        return True
+
+    def candidates(self, u: str, a_u: float) -> list[Candidate]:
+        s, out = self.s, []
+        for v, e in self.g.out.get(u, {}).items():
+            if v in self.walk.vetoed or e.weight <= s.inhibitory:
+                continue
+            k = self.uses.get((u, v), 0)
+            eff = e.weight * s.damping**k
+            tier = tier_of(eff, s)
+            if tier == "dormant" or a_u * eff < s.fire_threshold:
+                continue
+            logit = eff + (s.alpha * self.relevance(v) if self.relevance else 0.0)
+            if v in self.walk.activation:
+                logit -= s.visit_penalty
+            out.append(Candidate(target=v, weight=e.weight, logit=logit, tier=tier, uses=k))
+        out.sort(key=lambda c: (-c.logit, c.target))
+        return out
+
+    def step(self, hop: int, u: str) -> Step | None:
+        a_u = self.walk.activation[u]
+        cands = self.candidates(u, a_u)
+        if not cands:
+            return None
+        stop_logit = self.g.stop.get(u, 0.0)
+        chosen = cands[0].target if cands[0].logit > stop_logit else STOP
+        followed: list[str] = []
+        habitual = 0
+        for c in cands:
+            if c.tier == "reflex":
+                followed.append(c.target)
+            elif c.logit > stop_logit and habitual < self.s.branch:
+                followed.append(c.target)
+                habitual += 1
+        return Step(
+            hop=hop,
+            node=u,
+            candidates=tuple(cands),
+            stop_logit=stop_logit,
+            chosen=chosen,
+            followed=tuple(followed),
+        )
+
+    def expand(self, hop: int, frontier: list[str]) -> list[str]:
+        act = self.walk.activation
+        nxt: dict[str, float] = {}
+        for u in sorted(frontier, key=lambda n: (-act[n], n)):
+            st = self.step(hop, u)
+            if st is None:
+                continue
+            self.walk.steps.append(st)
+            eff = {c.target: c.weight * self.s.damping**c.uses for c in st.candidates}
+            for v in st.followed:
+                self.uses[(u, v)] = self.uses.get((u, v), 0) + 1
+                if v in self.walk.vetoed:
+                    continue
+                a = act[u] * eff[v]
+                if not self.fire(v, a):
+                    return []
+                nxt[v] = max(nxt.get(v, 0.0), a)
+        return sorted(nxt, key=lambda n: (-nxt[n], n))
+
+
+def traverse(
+    graph: State,
+    seeds: Sequence[tuple[str, float]],
+    settings: Traversal,
+    relevance: Relevance | None = None,
+) -> Walk:
+    """Walk the graph from ``seeds`` (node id, activation in (0, 1]) in rank order.
+
+    Inhibitory edges out of every seed candidate veto their targets before anything
+    fires, so a correction that ranks among the seeds suppresses what it corrects.
+    """
+    w = _Walker(graph, settings, relevance)
+    for sid, _ in seeds:
+        w.veto_from(sid)
+    frontier: list[str] = []
+    for sid, a in seeds:
+        if sid in w.walk.vetoed or sid not in graph.nodes:
+            continue
+        if not w.fire(sid, a):
+            break
+        frontier.append(sid)
+    hop = 0
+    while frontier and not w.done:
+        if hop >= settings.max_hops:
+            w.walk.stop_reason = "max_hops"
+            break
+        hop += 1
+        frontier = w.expand(hop, frontier)
+    return w.walk

@@ -1,0 +1,57 @@
+"""The event vocabulary and the append-only log of a brain."""
+
+from ocb_events.blobs import BlobMissing, BlobStore
+from ocb_events.clock import Clock, TickClock, system_clock
+from ocb_events.codec import decode_record, encode_record, record_to_json, register_upcaster
+from ocb_events.errors import (
+    BrainError,
+    BrainExists,
+    BrainLocked,
+    BrainNotFound,
+    EmbedderMismatch,
+    InputError,
+    LogConflict,
+    LogCorrupt,
+    LogError,
+    LogWriteFailed,
+    OcbError,
+    UnknownEventType,
+    WorkspaceError,
+)
+from ocb_events.log import Recovery, SegmentLog, verify_log
+from ocb_events.memory import MemoryLog
+from ocb_events.protocol import EventLog
+from ocb_events.schema import AnyEvent, Event, Record
+
+__all__ = [
+    "AnyEvent",
+    "BlobMissing",
+    "BlobStore",
+    "BrainError",
+    "BrainExists",
+    "BrainLocked",
+    "BrainNotFound",
+    "Clock",
+    "EmbedderMismatch",
+    "Event",
+    "EventLog",
+    "InputError",
+    "LogConflict",
+    "LogCorrupt",
+    "LogError",
+    "LogWriteFailed",
+    "MemoryLog",
+    "OcbError",
+    "Record",
+    "Recovery",
+    "SegmentLog",
+    "TickClock",
+    "UnknownEventType",
+    "WorkspaceError",
+    "decode_record",
+    "encode_record",
+    "record_to_json",
+    "register_upcaster",
+    "system_clock",
+    "verify_log",
+]

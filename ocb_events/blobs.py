@@ -1,0 +1,67 @@
+"""The content-addressed blob store of a brain (embedding matrices).
+
+A blob is named by the sha256 of its bytes and never changes; events refer to blobs
+by that name, so replay never needs the code that produced them. Writes go to a temp
+file, are fsynced, then renamed into place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from ocb_events.errors import BrainError
+
+
+class BlobMissing(BrainError):
+    """A blob named by the log is absent or does not match its hash."""
+
+    def __init__(self, digest: str, reason: str) -> None:
+        super().__init__(
+            f"blob {digest[:12]} {reason}",
+            "run `ocb doctor`; rebuild the brain from its workspace if vectors were lost",
+        )
+        self.digest = digest
+
+
+class BlobStore:
+    """Immutable blobs under ``directory/<2 hex>/<sha256>``."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
+
+    def path(self, digest: str) -> Path:
+        return self.directory / digest[:2] / digest
+
+    def put(self, data: bytes) -> str:
+        """Store ``data`` (once) and return its sha256 hex name."""
+        digest = hashlib.sha256(data).hexdigest()
+        path = self.path(digest)
+        if path.exists():
+            return digest
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(digest + ".tmp")
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        return digest
+
+    def get(self, digest: str, *, verify: bool = False) -> bytes:
+        """The bytes of a blob.
+
+        Raises:
+            BlobMissing: the blob is absent, or ``verify`` and its hash does not match.
+        """
+        try:
+            data = self.path(digest).read_bytes()
+        except OSError:
+            raise BlobMissing(digest, "is missing") from None
+        if verify and hashlib.sha256(data).hexdigest() != digest:
+            raise BlobMissing(digest, "does not match its hash")
+        return data
+
+    def exists(self, digest: str) -> bool:
+        return self.path(digest).exists()

@@ -1,0 +1,85 @@
+"""Binary and JSON codecs for log records, built once and reused.
+
+NOTE: records are stored as msgpack maps of field names, so an added field with a
+default still decodes old records. A change of shape gets an upcaster registered by
+``(tag, version)``: it lifts the raw mapping of an old event one version up. Decoding
+tries the typed fast path first and only falls back to upcasting when that fails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from ocb_events.errors import LogCorrupt, UnknownEventType
+from ocb_events.schema import EVENT_TYPES, Record
+
+Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
+
+_ENCODER = msgspec.msgpack.Encoder()
+_DECODER = msgspec.msgpack.Decoder(Record)
+_RAW_DECODER = msgspec.msgpack.Decoder()
+_JSON_ENCODER = msgspec.json.Encoder()
+_KNOWN_TAGS = frozenset(t.__struct_config__.tag for t in EVENT_TYPES)
+_UPCASTERS: dict[tuple[str, int], Upcaster] = {}
+
+
+def register_upcaster(tag: str, version: int, fn: Upcaster) -> None:
+    """Register ``fn`` to lift events of ``tag`` stored with ``v == version`` to
+    ``version + 1``. Events without a ``v`` field are version 1."""
+    _UPCASTERS[(tag, version)] = fn
+
+
+def encode_record(rec: Record) -> bytes:
+    """The msgpack bytes of a record."""
+    return _ENCODER.encode(rec)
+
+
+def decode_record(buf: bytes | memoryview, *, segment: str = "", offset: int = 0) -> Record:
+    """Decode one record.
+
+    Raises:
+        UnknownEventType: the tag is not known to this version.
+        LogCorrupt: the bytes are not a record at all.
+    """
+    try:
+        return _DECODER.decode(buf)
+    except msgspec.ValidationError as exc:
+        return _decode_slow(buf, exc, segment, offset)
+    except msgspec.DecodeError as exc:
+        raise LogCorrupt(segment, offset, -1, f"undecodable record: {exc}") from exc
+
+
+def _decode_slow(
+    buf: bytes | memoryview, exc: Exception, segment: str, offset: int
+) -> Record:
+    raw = _RAW_DECODER.decode(buf)
+    event = raw.get("event") if isinstance(raw, dict) else None
+    tag = event.get("type") if isinstance(event, dict) else None
+    seq = raw.get("seq", -1) if isinstance(raw, dict) else -1
+    if not isinstance(tag, str) or not isinstance(event, dict):
+        raise LogCorrupt(segment, offset, seq, f"record has no event type: {exc}") from exc
+    if tag not in _KNOWN_TAGS:
+        raise UnknownEventType(tag, segment, offset) from exc
+    version = int(event.get("v", 1))
+    upgraded = dict(event)
+    while (tag, version) in _UPCASTERS:
+        upgraded = _UPCASTERS[(tag, version)](upgraded)
+        version += 1
+    upgraded.pop("v", None)
+    try:
+        return msgspec.convert({**raw, "event": upgraded}, Record)
+    except msgspec.ValidationError as exc2:
+        raise LogCorrupt(segment, offset, seq, f"invalid {tag} record: {exc2}") from exc2
+
+
+def record_to_json(rec: Record) -> bytes:
+    """One record as a JSON object (the event under ``event`` with its ``type``)."""
+    return _JSON_ENCODER.encode(rec)
+
+
+def to_builtins(obj: Any) -> Any:
+    """Structs, tuples and nested values as plain dicts and lists."""
+    return msgspec.to_builtins(obj)

@@ -1,0 +1,151 @@
+"""Every user-facing condition of OpenClawBrain, as one exception tree.
+
+Each instance carries a one-line message, a ``hint`` naming the fix, and the data
+that describes the condition. The CLI prints ``error: <message>`` and
+``hint: <hint>`` and exits 1; callers of the library catch ``OcbError``.
+
+    OcbError
+    ├── LogError
+    │   ├── LogCorrupt           a bad record in the middle of a segment
+    │   ├── LogConflict          append with a stale expected_seq
+    │   ├── LogWriteFailed       the disk refused an append (the log is rolled back)
+    │   ├── UnknownEventType     a tag this version cannot decode
+    │   └── BrainLocked          another process holds the writer lock
+    ├── BrainError
+    │   ├── BrainNotFound        no brain at the path
+    │   ├── BrainExists          init on a brain built from another workspace
+    │   └── EmbedderMismatch     the brain was built with another embedder
+    ├── WorkspaceError           a missing, empty or non-directory workspace
+    └── InputError               bad arguments: an unknown trace, chat or node id,
+                                 an outcome outside [-1, 1], an empty query ...
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class OcbError(Exception):
+    """Base of every error a user can cause or fix."""
+
+    hint: str = ""
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        if hint:
+            self.hint = hint
+
+
+class LogError(OcbError):
+    """A problem with the event log on disk."""
+
+
+class LogCorrupt(LogError):
+    """A record that fails its checksum or framing, with valid records after it."""
+
+    def __init__(self, segment: str, offset: int, seq: int, reason: str) -> None:
+        super().__init__(
+            f"log corrupt at seq {seq} (segment {segment}, offset {offset}): {reason}",
+            "the log was damaged outside OpenClawBrain; restore the segment from a backup "
+            "(records before this seq are intact)",
+        )
+        self.segment = segment
+        self.offset = offset
+        self.seq = seq
+        self.reason = reason
+
+
+class LogConflict(LogError):
+    """An append whose expected_seq is no longer the last seq of the log."""
+
+    def __init__(self, expected_seq: int, last_seq: int) -> None:
+        super().__init__(
+            f"log moved on: expected last seq {expected_seq}, found {last_seq}",
+            "re-read the brain and decide again",
+        )
+        self.expected_seq = expected_seq
+        self.last_seq = last_seq
+
+
+class LogWriteFailed(LogError):
+    """The operating system refused an append; the segment was rolled back."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(
+            f"could not append to {path}: {reason}",
+            "free disk space or fix permissions, then retry; nothing was recorded",
+        )
+        self.path = path
+
+
+class UnknownEventType(LogError):
+    """A record whose tag this version of OpenClawBrain does not know."""
+
+    def __init__(self, tag: str, segment: str, offset: int) -> None:
+        super().__init__(
+            f"unknown event type {tag!r} (segment {segment}, offset {offset})",
+            "this brain was written by a newer OpenClawBrain; upgrade to read it",
+        )
+        self.tag = tag
+        self.segment = segment
+        self.offset = offset
+
+
+class BrainLocked(LogError):
+    """Another process holds the brain's write lock."""
+
+    def __init__(self, path: Path, pid: int | None) -> None:
+        holder = f"pid {pid}" if pid else "another process"
+        super().__init__(
+            f"brain {path} is locked by {holder}",
+            "stop that process, or wait for it to finish, then retry",
+        )
+        self.path = path
+        self.pid = pid
+
+
+class BrainError(OcbError):
+    """A problem with the brain directory as a whole."""
+
+
+class BrainNotFound(BrainError):
+    """No brain exists at the given path."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(
+            f"no brain at {path}",
+            f"create one with: ocb init --workspace DIR --brain {path}",
+        )
+        self.path = path
+
+
+class BrainExists(BrainError):
+    """init was asked to attach a brain to a second workspace."""
+
+    def __init__(self, path: Path, workspace: str, requested: str) -> None:
+        super().__init__(
+            f"brain {path} was built from workspace {workspace}, not {requested}",
+            "use a new --brain directory for this workspace",
+        )
+        self.path = path
+
+
+class EmbedderMismatch(BrainError):
+    """The brain's vectors come from another embedder than the one in use."""
+
+    def __init__(self, recorded: str, current: str) -> None:
+        super().__init__(
+            f"brain was built with embedder {recorded!r}, not {current!r}",
+            f"use embedder {recorded!r} with this brain, or build a new brain",
+        )
+        self.recorded = recorded
+        self.current = current
+
+
+class WorkspaceError(OcbError):
+    """The workspace path is missing, not a directory, or holds no indexable file."""
+
+
+class InputError(OcbError):
+    """An argument that names nothing, or a value out of its range."""

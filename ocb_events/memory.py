@@ -1,0 +1,50 @@
+"""MemoryLog: the in-memory event log, the executable reference of the protocol."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
+
+from ocb_events.clock import Clock, system_clock
+from ocb_events.errors import LogConflict
+from ocb_events.schema import Event, Record
+
+
+class MemoryLog:
+    """An event log held in a list; same behaviour as the segment log, no disk."""
+
+    def __init__(self, *, clock: Clock = system_clock) -> None:
+        self._clock = clock
+        self._records: list[Record] = []
+
+    @property
+    def last_seq(self) -> int:
+        return len(self._records)
+
+    @property
+    def last_ts(self) -> int:
+        return self._records[-1].ts if self._records else 0
+
+    def append(
+        self, events: Sequence[Event], *, actor: str, expected_seq: int | None = None
+    ) -> list[Record]:
+        if expected_seq is not None and expected_seq != self.last_seq:
+            raise LogConflict(expected_seq, self.last_seq)
+        ts = max(self._clock(), self.last_ts)
+        first = self.last_seq + 1
+        recs = [
+            Record(seq=first + i, ts=ts, actor=actor, event=ev)  # type: ignore[arg-type]
+            for i, ev in enumerate(events)
+        ]
+        self._records.extend(recs)
+        return recs
+
+    def read(self, from_seq: int = 1, to_seq: int | None = None) -> Iterator[Record]:
+        end = self.last_seq if to_seq is None else min(to_seq, self.last_seq)
+        return iter(self._records[max(from_seq, 1) - 1 : end])
+
+    def group(self) -> AbstractContextManager[None]:
+        return nullcontext()
+
+    def close(self) -> None:
+        pass

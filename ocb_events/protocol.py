@@ -1,0 +1,46 @@
+"""The protocol every event log implements: the segment log on disk and the
+in-memory reference log."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import Protocol
+
+from ocb_events.schema import Event, Record
+
+
+class EventLog(Protocol):
+    """An append-only sequence of records with gap-free seqs starting at 1."""
+
+    @property
+    def last_seq(self) -> int:
+        """The seq of the newest record, 0 when the log is empty."""
+        ...
+
+    @property
+    def last_ts(self) -> int:
+        """The ts of the newest record, 0 when the log is empty."""
+        ...
+
+    def append(
+        self, events: Sequence[Event], *, actor: str, expected_seq: int | None = None
+    ) -> list[Record]:
+        """Append ``events`` atomically and return their records.
+
+        Raises:
+            LogConflict: ``expected_seq`` is given and is not ``last_seq``.
+        """
+        ...
+
+    def read(self, from_seq: int = 1, to_seq: int | None = None) -> Iterator[Record]:
+        """Records with ``from_seq <= seq <= to_seq`` (to the end by default), in order."""
+        ...
+
+    def group(self) -> AbstractContextManager[None]:
+        """Group commit: appends inside the block share one durability barrier."""
+        ...
+
+    def close(self) -> None:
+        """Release files and locks."""
+        ...

@@ -1,0 +1,309 @@
+"""The event vocabulary of a brain: every payload the log can hold.
+
+NOTE: the tag of each event is its storage format. Never rename a tag and never
+reuse one; the class name may change. New fields come with defaults; a field's type
+or meaning never changes (add a new event type instead).
+
+Every event is a frozen, keyword-only msgspec Struct under ``Event``. Events state
+what was *decided* and its cause, never the inputs needed to recompute it, so that a
+fold applies decisions and replay does not depend on the code of a rule.
+
+Units: ``ts`` is nanoseconds since the Unix epoch; line numbers are 1-based and
+inclusive; weights are in [-1, 1]; rewards are in [-1, 1].
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+STOP = "<STOP>"
+"""The target name of the STOP action in traversal steps and learning deltas."""
+
+RewardSource = Literal["human", "self", "harvester", "teacher"]
+NodeType = Literal["CORRECTION", "TEACHING", "DIRECTIVE"]
+Authority = Literal["constitutional", "canonical", "overlay"]
+
+
+class Event(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, tag_field="type"):
+    """Base of every payload in the log."""
+
+
+class _Part(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Base of the value types nested inside events."""
+
+
+# --------------------------------------------------------------------------- workspace
+
+
+class ChunkText(_Part):
+    """A chunk as first recorded: its id, text and place in a file version."""
+
+    id: str
+    text: str
+    text_hash: str
+    start_line: int
+    end_line: int
+    heading: str = ""
+
+
+class ChunkSpan(_Part):
+    """An unchanged chunk of an edited file, at its (possibly moved) line range."""
+
+    id: str
+    text_hash: str
+    start_line: int
+    end_line: int
+
+
+class WorkspaceAttached(Event, tag="workspace_attached"):
+    """Emitted once when a brain is created from a workspace. Folded by graph."""
+
+    root: str
+
+
+class FileIndexed(Event, tag="file_indexed"):
+    """A file seen for the first time, with all of its chunks. Folded by graph."""
+
+    path: str
+    content_hash: str
+    chunks: tuple[ChunkText, ...]
+
+
+class FileChanged(Event, tag="file_changed"):
+    """A file whose content changed: new chunks, kept chunks at their new ranges,
+    and removed chunk ids. Folded by graph and vectors."""
+
+    path: str
+    content_hash: str
+    added: tuple[ChunkText, ...] = ()
+    kept: tuple[ChunkSpan, ...] = ()
+    removed: tuple[str, ...] = ()
+
+
+class FileRemoved(Event, tag="file_removed"):
+    """A file that left the workspace, with the ids of its chunks. Folded by graph
+    and vectors."""
+
+    path: str
+    removed: tuple[str, ...]
+
+
+# --------------------------------------------------------------------------- vectors
+
+
+class EmbedderConfigured(Event, tag="embedder_configured"):
+    """The embedder that builds this brain's vectors. Folded by vectors."""
+
+    embedder_id: str
+    dim: int
+
+
+class NodesEmbedded(Event, tag="nodes_embedded"):
+    """Vectors for nodes, stored as one content-addressed blob (sha256 of its bytes)
+    whose rows follow ``node_ids``. Folded by vectors."""
+
+    embedder_id: str
+    blob: str
+    node_ids: tuple[str, ...]
+
+
+# --------------------------------------------------------------------------- graph
+
+
+class EdgeSpec(_Part):
+    """A directed, signed edge as decided: source -> target with a weight and kind."""
+
+    source: str
+    target: str
+    weight: float
+    kind: str
+
+
+class EdgesCreated(Event, tag="edges_created"):
+    """New edges and why they were made (``cause``: sibling, similar ...). Folded by
+    graph; an edge whose endpoint is missing is ignored."""
+
+    edges: tuple[EdgeSpec, ...]
+    cause: str = ""
+
+
+class EdgeDelta(_Part):
+    """A change of one edge's weight (target STOP: the source's stop weight)."""
+
+    source: str
+    target: str
+    delta: float
+
+
+class LearnParams(_Part):
+    """The settings a learning decision was made with, kept for audit and what-if."""
+
+    eta: float
+    tau: float = 1.0
+    gamma: float = 1.0
+    baseline: float = 0.0
+    source_weight: float = 1.0
+
+
+class EdgesUpdated(Event, tag="edges_updated"):
+    """Weight deltas decided by a learning rule, with their cause (the seq of the
+    outcome that produced them). Folded by graph: w = clip(w + delta, -1, 1)."""
+
+    deltas: tuple[EdgeDelta, ...]
+    rule: str
+    cause_seq: int
+    params: LearnParams | None = None
+
+
+class NodeInjected(Event, tag="node_injected"):
+    """A CORRECTION, TEACHING or DIRECTIVE node with its connections. A correction's
+    ``anchor_query`` is the query it corrects, indexed beside its content. Folded by
+    graph."""
+
+    node_id: str
+    node_type: NodeType
+    content: str
+    connections: tuple[EdgeSpec, ...] = ()
+    anchor_query: str = ""
+    chat_id: str = ""
+    trace_id: str = ""
+    authority: Authority = "overlay"
+
+
+class ConfigChanged(Event, tag="config_changed"):
+    """A setting changed (traversal, learning ...). Folded by config."""
+
+    key: str
+    value: float | int | bool | str
+
+
+# --------------------------------------------------------------------------- traces
+
+
+class SeedHit(_Part):
+    """A seed candidate of a query: hybrid score and its lexical and vector parts."""
+
+    node_id: str
+    score: float
+    lexical: float = 0.0
+    vector: float = 0.0
+
+
+class Candidate(_Part):
+    """One outgoing edge considered at a traversal step. ``uses`` is how often the
+    edge had been taken earlier in the episode (damping lambda^uses); ``logit`` is
+    the route policy's score for it."""
+
+    target: str
+    weight: float
+    logit: float
+    tier: str
+    uses: int = 0
+
+
+class Step(_Part):
+    """A decision point of a traversal: the node, its candidates, the STOP logit,
+    the policy's choice (a target or STOP) and every target fired from here."""
+
+    hop: int
+    node: str
+    candidates: tuple[Candidate, ...]
+    stop_logit: float
+    chosen: str
+    followed: tuple[str, ...] = ()
+
+
+class QueryParams(_Part):
+    """The traversal settings a query ran with."""
+
+    mode: str
+    max_hops: int
+    max_fired: int
+    max_context_chars: int
+    max_seeds: int
+    tau: float
+    damping: float
+    reflex: float
+    habitual: float
+    inhibitory: float
+    alpha: float
+    fire_threshold: float
+    branch: int
+    embedder_id: str = ""
+    visit_penalty: float = 0.0
+
+
+class QueryTraced(Event, tag="query_traced"):
+    """A query and everything its traversal decided. Folded by traces."""
+
+    trace_id: str
+    query: str
+    seeds: tuple[SeedHit, ...]
+    steps: tuple[Step, ...]
+    fired: tuple[str, ...]
+    stop_reason: str
+    context_chars: int
+    params: QueryParams
+    chat_id: str = ""
+    vetoed: tuple[str, ...] = ()
+
+
+class OutcomeRecorded(Event, tag="outcome_recorded"):
+    """A scored trace (or an explicit list of fired ids). Folded by traces; its
+    EdgesUpdated follows with cause_seq = this record's seq."""
+
+    reward: float
+    source: RewardSource
+    trace_id: str = ""
+    chat_id: str = ""
+    fired_ids: tuple[str, ...] = ()
+
+
+AnyEvent = (
+    WorkspaceAttached
+    | FileIndexed
+    | FileChanged
+    | FileRemoved
+    | EmbedderConfigured
+    | NodesEmbedded
+    | EdgesCreated
+    | EdgesUpdated
+    | NodeInjected
+    | ConfigChanged
+    | QueryTraced
+    | OutcomeRecorded
+)
+
+EVENT_TYPES: tuple[type[Event], ...] = (
+    WorkspaceAttached,
+    FileIndexed,
+    FileChanged,
+    FileRemoved,
+    EmbedderConfigured,
+    NodesEmbedded,
+    EdgesCreated,
+    EdgesUpdated,
+    NodeInjected,
+    ConfigChanged,
+    QueryTraced,
+    OutcomeRecorded,
+)
+
+
+class Record(msgspec.Struct, frozen=True, kw_only=True):
+    """One line of the log: gap-free ``seq`` (from 1), ``ts`` in ns, the ``actor``
+    that caused it (cli, daemon, sync, maintenance, teacher, human) and the event."""
+
+    seq: int
+    ts: int
+    actor: str
+    event: AnyEvent
+
+
+def tag_of(event: Event) -> str:
+    """The storage tag of an event, e.g. ``"query_traced"``."""
+    tag = type(event).__struct_config__.tag
+    assert isinstance(tag, str)
+    return tag

@@ -1,0 +1,50 @@
+"""The config projection: settings recorded as ConfigChanged events, so that time
+travel runs with the settings that were in force.
+
+NOTE: ``State`` is mutable; ``evolve`` consumes its input.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from ocb_events.schema import ConfigChanged, Record
+
+Value = float | int | bool | str
+
+
+class State(msgspec.Struct, kw_only=True):
+    """Every setting changed so far, by key."""
+
+    seq: int = 0
+    values: dict[str, Value] = msgspec.field(default_factory=dict)
+
+
+def initial() -> State:
+    """No setting changed: every default is in force."""
+    return State()
+
+
+def evolve(state: State, rec: Record) -> State:
+    """Apply one record (consumes ``state``)."""
+    match rec.event:
+        case ConfigChanged(key=key, value=value):
+            state.values[key] = value
+        case _:
+            pass
+    state.seq = rec.seq
+    return state
+
+
+_ENCODER = msgspec.msgpack.Encoder(order="deterministic")
+_DECODER = msgspec.msgpack.Decoder(State)
+
+
+def snapshot(state: State) -> bytes:
+    """Canonical bytes of the state."""
+    return _ENCODER.encode(state)
+
+
+def restore(data: bytes) -> State:
+    """The state whose snapshot is ``data``."""
+    return _DECODER.decode(data)

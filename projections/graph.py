@@ -1,0 +1,297 @@
+"""The graph projection: chunk and injected nodes, directed signed edges, stop weights.
+
+NOTE: ``State`` is mutable for speed: ``evolve`` consumes its input and returns it.
+Copy a state through ``restore(snapshot(state))``. Nothing here may depend on the
+insertion order of a dict: a restored state orders its keys differently from a folded
+one, so every ordered output sorts explicitly.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from ocb_events.schema import (
+    STOP,
+    ChunkText,
+    EdgesCreated,
+    EdgeSpec,
+    EdgesUpdated,
+    FileChanged,
+    FileIndexed,
+    FileRemoved,
+    NodeInjected,
+    NodesEmbedded,
+    Record,
+    WorkspaceAttached,
+)
+
+CHUNK = "chunk"
+
+
+class Node(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A node: a chunk of a workspace file, or an injected CORRECTION / TEACHING /
+    DIRECTIVE. ``anchor`` is extra text indexed with it (a correction's query)."""
+
+    id: str
+    kind: str
+    text: str
+    path: str = ""
+    start_line: int = 0
+    end_line: int = 0
+    heading: str = ""
+    text_hash: str = ""
+    authority: str = "overlay"
+    anchor: str = ""
+    created_seq: int = 0
+
+    @property
+    def source(self) -> str:
+        """``path#Lstart-Lend`` for a chunk, ``inject:<id>`` for an injected node."""
+        if not self.path:
+            return f"inject:{self.id}"
+        return f"{self.path}#L{self.start_line}-L{self.end_line}"
+
+
+class Edge(msgspec.Struct, frozen=True, array_like=True):
+    """A directed edge's weight in [-1, 1], its kind and the seq that last set it."""
+
+    weight: float
+    kind: str
+    last_seq: int
+
+
+class FileEntry(msgspec.Struct, frozen=True, array_like=True):
+    """A workspace file as indexed: content hash, chunk ids in file order, and the
+    next free chunk ordinal (ids are ``path::n`` and never reused)."""
+
+    content_hash: str
+    chunks: tuple[str, ...]
+    next_ordinal: int
+
+
+class _Snapshot(msgspec.Struct, array_like=True):
+    seq: int
+    workspace: str
+    nodes_seq: int
+    nodes: list[Node]
+    out: dict[str, dict[str, Edge]]
+    stop: dict[str, float]
+    files: dict[str, FileEntry]
+    injected: dict[str, int]
+
+
+class State:
+    """The graph at ``seq``. Mutable; see the module note.
+
+    ``nodes_seq`` is the seq of the last event that changed what a search over nodes
+    sees (a node's text, the node set, or node vectors); search caches key on it.
+    """
+
+    __slots__ = ("seq", "workspace", "nodes_seq", "nodes", "out", "stop", "files", "injected", "_inc")
+
+    def __init__(self) -> None:
+        self.seq = 0
+        self.workspace = ""
+        self.nodes_seq = 0
+        self.nodes: dict[str, Node] = {}
+        self.out: dict[str, dict[str, Edge]] = {}
+        self.stop: dict[str, float] = {}
+        self.files: dict[str, FileEntry] = {}
+        self.injected: dict[str, int] = {}
+        self._inc: dict[str, set[str]] | None = None
+
+    def edge_count(self) -> int:
+        """The number of directed edges."""
+        return sum(len(v) for v in self.out.values())
+
+    def incoming(self, node_id: str) -> list[str]:
+        """Sources of edges into ``node_id``, sorted."""
+        return sorted(self._incoming().get(node_id, ()))
+
+    def _incoming(self) -> dict[str, set[str]]:
+        if self._inc is None:
+            inc: dict[str, set[str]] = {}
+            for src, targets in self.out.items():
+                for dst in targets:
+                    inc.setdefault(dst, set()).add(src)
+            self._inc = inc
+        return self._inc
+
+    # ---------------------------------------------------------------- mutations
+
+    def set_edge(self, spec: EdgeSpec, seq: int) -> None:
+        if spec.source == spec.target:
+            return
+        if spec.source not in self.nodes or spec.target not in self.nodes:
+            return
+        self.out.setdefault(spec.source, {})[spec.target] = Edge(_clip(spec.weight), spec.kind, seq)
+        if self._inc is not None:
+            self._inc.setdefault(spec.target, set()).add(spec.source)
+
+    def add_chunk(self, path: str, c: ChunkText, seq: int) -> None:
+        self.nodes[c.id] = Node(
+            id=c.id,
+            kind=CHUNK,
+            text=c.text,
+            path=path,
+            start_line=c.start_line,
+            end_line=c.end_line,
+            heading=c.heading,
+            text_hash=c.text_hash,
+            created_seq=seq,
+        )
+
+    def remove_node(self, node_id: str) -> None:
+        if self.nodes.pop(node_id, None) is None:
+            return
+        inc = self._incoming()
+        for dst in self.out.pop(node_id, {}):
+            sources = inc.get(dst)
+            if sources is not None:
+                sources.discard(node_id)
+        for src in inc.pop(node_id, set()):
+            targets = self.out.get(src)
+            if targets is not None:
+                targets.pop(node_id, None)
+                if not targets:
+                    del self.out[src]
+        self.stop.pop(node_id, None)
+
+
+def _clip(w: float) -> float:
+    return -1.0 if w < -1.0 else 1.0 if w > 1.0 else w
+
+
+def _ordinal(node_id: str) -> int:
+    tail = node_id.rsplit("::", 1)[-1]
+    return int(tail) if tail.isdigit() else -1
+
+
+def _index_file(state: State, ev: FileIndexed, seq: int) -> None:
+    old = state.files.get(ev.path)
+    keep = {c.id for c in ev.chunks}
+    if old is not None:
+        for node_id in old.chunks:
+            if node_id not in keep:
+                state.remove_node(node_id)
+    for c in ev.chunks:
+        state.add_chunk(ev.path, c, seq)
+    nxt = max([old.next_ordinal if old else 0] + [_ordinal(c.id) + 1 for c in ev.chunks])
+    ids = tuple(c.id for c in sorted(ev.chunks, key=lambda c: (c.start_line, c.id)))
+    state.files[ev.path] = FileEntry(ev.content_hash, ids, nxt)
+    state.nodes_seq = seq
+
+
+def _change_file(state: State, ev: FileChanged, seq: int) -> None:
+    for node_id in ev.removed:
+        state.remove_node(node_id)
+    for span in ev.kept:
+        node = state.nodes.get(span.id)
+        if node is not None:
+            state.nodes[span.id] = msgspec.structs.replace(
+                node, start_line=span.start_line, end_line=span.end_line
+            )
+    for c in ev.added:
+        state.add_chunk(ev.path, c, seq)
+    old = state.files.get(ev.path)
+    nxt = max([old.next_ordinal if old else 0] + [_ordinal(c.id) + 1 for c in ev.added])
+    order = sorted(
+        [(s.start_line, s.id) for s in ev.kept] + [(c.start_line, c.id) for c in ev.added]
+    )
+    state.files[ev.path] = FileEntry(ev.content_hash, tuple(i for _, i in order), nxt)
+    state.nodes_seq = seq
+
+
+def _update_edges(state: State, ev: EdgesUpdated, seq: int) -> None:
+    for d in ev.deltas:
+        if d.target == STOP:
+            if d.source in state.nodes:
+                state.stop[d.source] = _clip(state.stop.get(d.source, 0.0) + d.delta)
+            continue
+        targets = state.out.get(d.source)
+        edge = targets.get(d.target) if targets is not None else None
+        if targets is not None and edge is not None:
+            targets[d.target] = Edge(_clip(edge.weight + d.delta), edge.kind, seq)
+
+
+def _inject(state: State, ev: NodeInjected, seq: int) -> None:
+    state.nodes[ev.node_id] = Node(
+        id=ev.node_id,
+        kind=ev.node_type,
+        text=ev.content,
+        authority=ev.authority,
+        anchor=ev.anchor_query,
+        created_seq=seq,
+    )
+    state.injected[ev.node_type] = state.injected.get(ev.node_type, 0) + 1
+    for spec in ev.connections:
+        state.set_edge(spec, seq)
+    state.nodes_seq = seq
+
+
+def initial() -> State:
+    """An empty graph."""
+    return State()
+
+
+def evolve(state: State, rec: Record) -> State:
+    """Apply one record (consumes ``state``)."""
+    match rec.event:
+        case FileIndexed() as ev:
+            _index_file(state, ev, rec.seq)
+        case FileChanged() as ev:
+            _change_file(state, ev, rec.seq)
+        case FileRemoved(path=path, removed=removed):
+            for node_id in removed:
+                state.remove_node(node_id)
+            state.files.pop(path, None)
+            state.nodes_seq = rec.seq
+        case EdgesCreated(edges=edges):
+            for spec in edges:
+                state.set_edge(spec, rec.seq)
+        case EdgesUpdated() as ev:
+            _update_edges(state, ev, rec.seq)
+        case NodeInjected() as ev:
+            _inject(state, ev, rec.seq)
+        case NodesEmbedded():
+            state.nodes_seq = rec.seq
+        case WorkspaceAttached(root=root):
+            state.workspace = root
+        case _:
+            pass
+    state.seq = rec.seq
+    return state
+
+
+_ENCODER = msgspec.msgpack.Encoder(order="deterministic")
+_DECODER = msgspec.msgpack.Decoder(_Snapshot)
+
+
+def snapshot(state: State) -> bytes:
+    """Canonical bytes of the state: equal states give equal bytes."""
+    snap = _Snapshot(
+        seq=state.seq,
+        workspace=state.workspace,
+        nodes_seq=state.nodes_seq,
+        nodes=[state.nodes[k] for k in sorted(state.nodes)],
+        out={k: v for k, v in state.out.items() if v},
+        stop={k: v for k, v in state.stop.items() if v != 0.0},
+        files=state.files,
+        injected=state.injected,
+    )
+    return _ENCODER.encode(snap)
+
+
+def restore(data: bytes) -> State:
+    """The state whose snapshot is ``data``."""
+    snap = _DECODER.decode(data)
+    state = State()
+    state.seq = snap.seq
+    state.workspace = snap.workspace
+    state.nodes_seq = snap.nodes_seq
+    state.nodes = {n.id: n for n in snap.nodes}
+    state.out = snap.out
+    state.stop = snap.stop
+    state.files = snap.files
+    state.injected = snap.injected
+    return state

@@ -1,0 +1,61 @@
+"""The trace projection: where each query trace is in the log, the last trace of
+every chat, and how many outcomes each trace received.
+
+NOTE: ``State`` is mutable; ``evolve`` consumes its input.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from ocb_events.schema import OutcomeRecorded, QueryTraced, Record
+
+
+class TraceRef(msgspec.Struct, frozen=True, array_like=True):
+    """The seq of a trace's record and its chat id."""
+
+    seq: int
+    chat_id: str
+
+
+class State(msgspec.Struct, kw_only=True):
+    """Trace index by id and by chat."""
+
+    seq: int = 0
+    by_id: dict[str, TraceRef] = msgspec.field(default_factory=dict)
+    last_by_chat: dict[str, str] = msgspec.field(default_factory=dict)
+    outcomes: dict[str, int] = msgspec.field(default_factory=dict)
+
+
+def initial() -> State:
+    """No traces."""
+    return State()
+
+
+def evolve(state: State, rec: Record) -> State:
+    """Apply one record (consumes ``state``)."""
+    match rec.event:
+        case QueryTraced(trace_id=tid, chat_id=chat):
+            state.by_id[tid] = TraceRef(rec.seq, chat)
+            if chat:
+                state.last_by_chat[chat] = tid
+        case OutcomeRecorded(trace_id=tid) if tid:
+            state.outcomes[tid] = state.outcomes.get(tid, 0) + 1
+        case _:
+            pass
+    state.seq = rec.seq
+    return state
+
+
+_ENCODER = msgspec.msgpack.Encoder(order="deterministic")
+_DECODER = msgspec.msgpack.Decoder(State)
+
+
+def snapshot(state: State) -> bytes:
+    """Canonical bytes of the state."""
+    return _ENCODER.encode(state)
+
+
+def restore(data: bytes) -> State:
+    """The state whose snapshot is ``data``."""
+    return _DECODER.decode(data)

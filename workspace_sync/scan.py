@@ -1,0 +1,104 @@
+"""Walking a workspace for the files a brain indexes.
+
+Markdown (``.md``, ``.markdown``) and plain text (``.txt``) files are read; hidden
+files and directories, build and dependency directories, binary files and files that
+are not UTF-8 are skipped with a reason. Symlinked directories are never followed,
+and a symlinked file is read only when it resolves inside the workspace.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ocb_events.errors import WorkspaceError
+
+TEXT_SUFFIXES = frozenset({".md", ".markdown", ".txt"})
+SKIP_DIRS = frozenset(
+    {"node_modules", "build", "dist", "__pycache__", "venv", "target", "site-packages", "out"}
+)
+
+
+@dataclass(frozen=True)
+class FileText:
+    """A readable workspace file: posix path relative to the root, text and hash."""
+
+    path: str
+    text: str
+    content_hash: str
+
+    @property
+    def markdown(self) -> bool:
+        return not self.path.endswith(".txt")
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A file that was not indexed, and why."""
+
+    path: str
+    reason: str
+
+
+def _read(root: Path, full: Path, rel: str) -> FileText | Skipped:
+    if full.is_symlink():
+        try:
+            target = full.resolve(strict=True)
+        except (OSError, RuntimeError):
+            return Skipped(rel, "broken symlink")
+        if not target.is_relative_to(root):
+            return Skipped(rel, "symlink points outside the workspace")
+    try:
+        data = full.read_bytes()
+    except OSError as exc:
+        return Skipped(rel, f"unreadable ({exc.strerror or exc})")
+    if b"\x00" in data[:8192]:
+        return Skipped(rel, "binary file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return Skipped(rel, "not UTF-8")
+    return FileText(rel, text, hashlib.blake2b(data, digest_size=16).hexdigest())
+
+
+def scan_workspace(root: Path) -> tuple[list[FileText], list[Skipped]]:
+    """Every indexable file under ``root``, sorted by path, and what was skipped.
+
+    Raises:
+        WorkspaceError: ``root`` is missing or is not a directory.
+    """
+    root = Path(root)
+    if not root.exists():
+        raise WorkspaceError(
+            f"workspace {root} does not exist", "pass the directory that holds your Markdown"
+        )
+    if not root.is_dir():
+        raise WorkspaceError(
+            f"workspace {root} is a file, not a directory",
+            "pass the directory that holds your Markdown files",
+        )
+    root = root.resolve()
+    files: list[FileText] = []
+    skipped: list[Skipped] = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        base = Path(dirpath)
+        keep = []
+        for d in sorted(dirnames):
+            if d.startswith(".") or d in SKIP_DIRS:
+                continue
+            if (base / d).is_symlink():
+                skipped.append(Skipped((base / d).relative_to(root).as_posix(), "symlinked directory"))
+                continue
+            keep.append(d)
+        dirnames[:] = keep
+        for name in sorted(filenames):
+            if name.startswith(".") or Path(name).suffix.lower() not in TEXT_SUFFIXES:
+                continue
+            full = base / name
+            got = _read(root, full, full.relative_to(root).as_posix())
+            (files if isinstance(got, FileText) else skipped).append(got)  # type: ignore[arg-type]
+    files.sort(key=lambda f: f.path)
+    skipped.sort(key=lambda s: s.path)
+    return files, skipped
