@@ -35,17 +35,34 @@ from ocb.search import SearchIndex
 from ocb.settings import Indexing, Learning, Traversal, check_key, resolve
 from ocb_events.blobs import BlobStore
 from ocb_events.clock import Clock, system_clock
-from ocb_events.errors import BrainNotFound, EmbedderMismatch, InputError, WorkspaceError
+from ocb_events.errors import (
+    BrainExists,
+    BrainNotFound,
+    EmbedderMismatch,
+    InputError,
+    WorkspaceError,
+)
 from ocb_events.log import Durability, SegmentLog
 from ocb_events.schema import ConfigChanged, EdgeDelta, Event, QueryTraced, Record, Step, tag_of
 from projections.graph import State as GraphState
 from replay import PROJECTIONS, SnapshotStore, fold, load_states
-from workspace_sync import scan_workspace
+from workspace_sync import FileText, Skipped, scan_workspace
 
 Progress = Callable[[str, int, int], None]
 Warn = Callable[[str], None]
 SNAPSHOT_EVERY = 1000
 _HASH_ID = re.compile(r"^hash-ngram-v1-d(\d+)$")
+
+
+def _scan(root: Path, *, has_files: bool) -> tuple[list[FileText], list[Skipped]]:
+    files, skipped = scan_workspace(root)
+    if not files and not has_files:
+        reason = f" ({len(skipped)} skipped)" if skipped else ""
+        raise WorkspaceError(
+            f"workspace {root} holds no Markdown or text files{reason}",
+            "point --workspace at the directory with your .md notes",
+        )
+    return files, skipped
 
 
 def builtin_embedder(embedder_id: str) -> Embedder | None:
@@ -266,27 +283,43 @@ class Brain:
 
     # ------------------------------------------------------------------ commands
 
-    def sync(self, workspace: str | Path, *, progress: Progress | None = None) -> SyncReport:
+    @classmethod
+    def init(
+        cls, path: str | Path, workspace: str | Path, *, progress: Progress | None = None, **kw: Any
+    ) -> tuple[Brain, SyncReport]:
+        """Create (or open) a brain and sync it with ``workspace``. The workspace is
+        checked first, so a bad one leaves no brain directory behind.
+
+        Raises:
+            WorkspaceError: missing, not a directory, or without any indexable file.
+        """
+        scanned = _scan(Path(workspace), has_files=False)
+        brain = cls(path, create=True, **kw)
+        try:
+            return brain, brain.sync(workspace, progress=progress, scanned=scanned)
+        except BaseException:
+            brain.close()
+            raise
+
+    def sync(
+        self,
+        workspace: str | Path,
+        *,
+        progress: Progress | None = None,
+        scanned: tuple[list[FileText], list[Skipped]] | None = None,
+    ) -> SyncReport:
         """Index a workspace (first run) or bring the brain up to date with it.
 
         Raises:
             WorkspaceError: missing, not a directory, or without any indexable file.
             BrainExists: the brain belongs to another workspace.
         """
-        from ocb_events.errors import BrainExists
-
         root = Path(workspace)
-        files, skipped = scan_workspace(root)
-        root_s = str(root.resolve())
         g = self.graph
+        files, skipped = scanned or _scan(root, has_files=bool(g.files))
+        root_s = str(root.resolve())
         if g.workspace and g.workspace != root_s:
             raise BrainExists(self.path, g.workspace, root_s)
-        if not files and not g.files:
-            reason = f" ({len(skipped)} skipped)" if skipped else ""
-            raise WorkspaceError(
-                f"workspace {root} holds no Markdown or text files{reason}",
-                "point --workspace at the directory with your .md notes",
-            )
         for sk in skipped:
             self.warn(f"skipped {sk.path}: {sk.reason}")
         _, _, ix = self.settings()

@@ -81,8 +81,8 @@ def init(
     from ocb.render import sync_json, sync_text
 
     bar = ProgressBar()
-    with Brain.create(brain, warn=_warn) as b:
-        report = b.sync(workspace, progress=bar)
+    b, report = Brain.init(brain, workspace, progress=bar, warn=_warn)
+    b.close()
     bar.close()
     _out(report, as_json, sync_text, sync_json)
 

@@ -21,9 +21,10 @@ def run_demo(workspace: Path, brain_dir: Path | None, say: Callable[[str], None]
         tmp = tempfile.TemporaryDirectory(prefix="ocb-demo-")
         brain_dir = Path(tmp.name) / "brain"
     try:
-        with Brain.create(brain_dir) as b:
+        b, report = Brain.init(brain_dir, workspace)
+        with b:
             say(f"$ ocb init --workspace {workspace} --brain {brain_dir}")
-            say(sync_text(b.sync(workspace)))
+            say(sync_text(report))
             first = b.query(QUESTION, top=5, chat_id="demo")
             say(f'\n$ ocb query "{QUESTION}"  ->  {len(first.fired)} nodes fired, {first.context_chars} chars')
             for h in first.results[:3]:

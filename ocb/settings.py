@@ -17,14 +17,16 @@ REWARD_SOURCES = ("human", "self", "harvester", "teacher")
 
 @dataclass(frozen=True)
 class Traversal:
-    """How a query seeds and walks the graph.
+    """How a query seeds and walks the graph (see ``ocb.traverse``).
 
     Tiers (on the damped weight): reflex >= ``reflex`` is followed automatically;
-    habitual in [``habitual``, ``reflex``) is chosen by the route policy (at most
-    ``branch`` per node, each beating STOP); below ``habitual`` is dormant and skipped;
-    <= ``inhibitory`` vetoes its target. A node fires when its activation
-    (seed score, times the damped weights along the way) reaches ``fire_threshold``.
-    A target that already fired has ``visit_penalty`` taken off its logit.
+    habitual in [``habitual``, ``reflex``) is chosen by the route policy, a softmax over
+    the candidates and STOP at temperature ``tau``; below ``habitual`` is dormant and
+    skipped; <= ``inhibitory`` vetoes its target. A target receives its source's
+    activation times the policy's probability of moving there and fires when that
+    reaches ``fire_threshold`` (at most ``branch`` habitual targets per node). A target
+    that already fired has ``visit_penalty`` taken off its logit. Seeds are the best
+    ``max_seeds`` hybrid matches scoring at least ``seed_ratio`` of the best.
     """
 
     mode: str = "edge"
@@ -41,7 +43,7 @@ class Traversal:
     inhibitory: float = -0.01
     alpha: float = 0.3
     fire_threshold: float = 0.05
-    branch: int = 2
+    branch: int = 3
     visit_penalty: float = 0.2
 
 

@@ -1,19 +1,22 @@
 """Traversal: from seeds, walk learned edges to a small context, recording every
 decision so that learning can credit the path actually taken.
 
-At each fired node the route policy looks at the outgoing edges on their damped
-weight ``w * damping^uses`` (``uses``: how often this episode already took the edge):
+At each fired node ``u`` the route policy is a softmax, with temperature ``tau``, over
+the logits of the outgoing candidates and the node's STOP logit:
 
 * targets vetoed by an inhibitory edge from any fired node are never candidates;
-* dormant edges are skipped; so are targets whose activation would stay under the
-  fire threshold;
+* an edge's tier is read on its damped weight ``w * damping^uses`` (``uses``: how often
+  this episode already took it); dormant edges are skipped;
 * a candidate's logit is its damped weight (plus ``alpha`` times the cosine of the
   query and the target in ``edge+sim`` mode), less ``visit_penalty`` when the target
   already fired;
-* the policy's action is the best candidate by logit if it beats the node's STOP
-  logit, else STOP (this is what learning credits);
-* every reflex candidate fires, and so do the best ``branch`` habitual candidates
-  that beat STOP.
+* activation flows as probability: target ``v`` receives ``a(u) * p(v | u)``, so a
+  node fires with the chance that the policy's walk reaches it. Reflex candidates
+  always pass activation on; habitual ones do when it reaches ``fire_threshold``
+  (at most ``branch`` per node). Early on, probability is spread and the walk fans
+  out; learning concentrates it on one route and the fan-out falls dormant;
+* the policy's action, the one learning credits, is the best candidate when it passed
+  activation on and beats STOP, else STOP.
 
 Budgets on hops, fired nodes and context characters stop the walk. Nothing here reads
 a clock or a random source, and every choice sorts explicitly, so the same graph and
@@ -25,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from ocb.learning import softmax
 from ocb.settings import Traversal
 from ocb_events.schema import STOP, Candidate, Step
 from projections.graph import State
@@ -74,9 +78,15 @@ class _Walker:
         self.done = False
 
     def veto_from(self, node_id: str) -> None:
+        """Veto the targets of ``node_id``'s inhibitory edges; a vetoed node that
+        already fired leaves the context (the veto is hard)."""
+        w = self.walk
         for target, e in self.g.out.get(node_id, {}).items():
-            if e.weight <= self.s.inhibitory:
-                self.walk.vetoed.add(target)
+            if e.weight <= self.s.inhibitory and target != node_id:
+                w.vetoed.add(target)
+                if target in w.activation:
+                    del w.activation[target]
+                    w.context_chars -= len(self.g.nodes[target].text)
 
     def fire(self, node_id: str, activation: float) -> bool:
         """Fire a node (or raise its activation); False when a budget is hit."""
@@ -96,7 +106,7 @@ class _Walker:
         self.veto_from(node_id)
         return True
 
-    def candidates(self, u: str, a_u: float) -> list[Candidate]:
+    def candidates(self, u: str) -> list[Candidate]:
         s, out = self.s, []
         for v, e in self.g.out.get(u, {}).items():
             if v in self.walk.vetoed or e.weight <= s.inhibitory:
@@ -104,7 +114,7 @@ class _Walker:
             k = self.uses.get((u, v), 0)
             eff = e.weight * s.damping**k
             tier = tier_of(eff, s)
-            if tier == "dormant" or a_u * eff < s.fire_threshold:
+            if tier == "dormant":
                 continue
             logit = eff + (s.alpha * self.relevance(v) if self.relevance else 0.0)
             if v in self.walk.activation:
@@ -113,44 +123,47 @@ class _Walker:
         out.sort(key=lambda c: (-c.logit, c.target))
         return out
 
-    def step(self, hop: int, u: str) -> Step | None:
+    def step(self, hop: int, u: str) -> tuple[Step, dict[str, float]] | None:
+        """The policy's decision at ``u`` and the activation it passes to each target."""
         a_u = self.walk.activation[u]
-        cands = self.candidates(u, a_u)
+        cands = self.candidates(u)
         if not cands:
             return None
         stop_logit = self.g.stop.get(u, 0.0)
-        chosen = cands[0].target if cands[0].logit > stop_logit else STOP
-        followed: list[str] = []
+        probs = softmax([c.logit for c in cands] + [stop_logit], self.s.tau)
+        passed: dict[str, float] = {}
         habitual = 0
-        for c in cands:
+        for c, p in zip(cands, probs, strict=False):
             if c.tier == "reflex":
-                followed.append(c.target)
-            elif c.logit > stop_logit and habitual < self.s.branch:
-                followed.append(c.target)
+                passed[c.target] = a_u * p
+            elif a_u * p >= self.s.fire_threshold and habitual < self.s.branch:
+                passed[c.target] = a_u * p
                 habitual += 1
-        return Step(
+        best = cands[0]
+        chosen = best.target if best.target in passed and best.logit > stop_logit else STOP
+        step = Step(
             hop=hop,
             node=u,
             candidates=tuple(cands),
             stop_logit=stop_logit,
             chosen=chosen,
-            followed=tuple(followed),
+            followed=tuple(passed),
         )
+        return step, passed
 
     def expand(self, hop: int, frontier: list[str]) -> list[str]:
         act = self.walk.activation
         nxt: dict[str, float] = {}
-        for u in sorted(frontier, key=lambda n: (-act[n], n)):
-            st = self.step(hop, u)
-            if st is None:
+        for u in sorted((n for n in frontier if n in act), key=lambda n: (-act[n], n)):
+            got = self.step(hop, u)
+            if got is None:
                 continue
+            st, passed = got
             self.walk.steps.append(st)
-            eff = {c.target: c.weight * self.s.damping**c.uses for c in st.candidates}
-            for v in st.followed:
+            for v, a in passed.items():
                 self.uses[(u, v)] = self.uses.get((u, v), 0) + 1
                 if v in self.walk.vetoed:
                     continue
-                a = act[u] * eff[v]
                 if not self.fire(v, a):
                     return []
                 nxt[v] = max(nxt.get(v, 0.0), a)

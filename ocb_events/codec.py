@@ -48,14 +48,18 @@ def decode_record(buf: bytes | memoryview, *, segment: str = "", offset: int = 0
         return _DECODER.decode(buf)
     except msgspec.ValidationError as exc:
         return _decode_slow(buf, exc, segment, offset)
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         raise LogCorrupt(segment, offset, -1, f"undecodable record: {exc}") from exc
 
 
 def _decode_slow(
     buf: bytes | memoryview, exc: Exception, segment: str, offset: int
 ) -> Record:
-    raw = _RAW_DECODER.decode(buf)
+    try:
+        raw = _RAW_DECODER.decode(buf)
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc2:
+        # the typed decoder can fail on an early field before it sees the rest
+        raise LogCorrupt(segment, offset, -1, f"undecodable record: {exc2}") from exc2
     event = raw.get("event") if isinstance(raw, dict) else None
     tag = event.get("type") if isinstance(event, dict) else None
     seq = raw.get("seq", -1) if isinstance(raw, dict) else -1
@@ -63,7 +67,10 @@ def _decode_slow(
         raise LogCorrupt(segment, offset, seq, f"record has no event type: {exc}") from exc
     if tag not in _KNOWN_TAGS:
         raise UnknownEventType(tag, segment, offset) from exc
-    version = int(event.get("v", 1))
+    try:
+        version = int(event.get("v", 1))
+    except (TypeError, ValueError, OverflowError) as exc2:
+        raise LogCorrupt(segment, offset, seq, f"bad version of a {tag} record") from exc2
     upgraded = dict(event)
     while (tag, version) in _UPCASTERS:
         upgraded = _UPCASTERS[(tag, version)](upgraded)

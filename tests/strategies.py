@@ -1,0 +1,299 @@
+"""Hypothesis strategies for the event vocabulary: one builder per event type.
+
+``st.builds`` only fills a Struct's required fields, so every defaulted field gets an
+explicit strategy here; otherwise round trips would never see a non-default value.
+
+Reusable names:
+    any_event       one event of any type
+    event_lists     lists of events (a batch may be empty)
+    event_batches   non-empty lists of events (one append)
+    EVENT_BUILDERS  event type -> builder (a function returning a strategy)
+    events()        the one_of of every builder
+    records()       whole log records (seq, ts, actor, event)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from hypothesis import strategies as st
+
+from ocb_events.schema import (
+    STOP,
+    Candidate,
+    ChunkSpan,
+    ChunkText,
+    ConfigChanged,
+    EdgeDelta,
+    EdgesCreated,
+    EdgeSpec,
+    EdgesUpdated,
+    EmbedderConfigured,
+    Event,
+    FileChanged,
+    FileIndexed,
+    FileRemoved,
+    LearnParams,
+    NodeInjected,
+    NodesEmbedded,
+    OutcomeRecorded,
+    QueryParams,
+    QueryTraced,
+    Record,
+    SeedHit,
+    Step,
+    WorkspaceAttached,
+)
+
+# ------------------------------------------------------------------ scalars
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+printable = st.characters(codec="utf-8", exclude_categories=("Cc", "Cs", "Co", "Cn"))
+"""Printable unicode that UTF-8 can encode (no controls, surrogates or unassigned)."""
+
+texts = st.text(printable, max_size=20)
+multiline_texts = st.text(st.one_of(printable, st.just("\n")), max_size=60)
+ids = st.text(printable, min_size=1, max_size=12)
+id_tuples = st.lists(ids, max_size=4).map(tuple)
+hashes = st.text("0123456789abcdef", min_size=8, max_size=64)
+paths = st.from_regex(r"[a-z]{1,8}(/[a-z]{1,8}){0,2}\.md", fullmatch=True)
+finite_floats = st.floats(allow_nan=False, allow_infinity=False)
+unit_floats = st.floats(-1.0, 1.0, allow_nan=False)
+small_floats = st.floats(-1e6, 1e6, allow_nan=False)
+int64s = st.integers(INT64_MIN, INT64_MAX)
+line_numbers = st.integers(1, 1_000_000)
+counts = st.integers(0, 10_000)
+seqs = st.integers(1, 2**62)
+timestamps = st.integers(0, INT64_MAX)
+actors = st.one_of(
+    st.sampled_from(["cli", "daemon", "sync", "maintenance", "teacher", "human"]), texts
+)
+
+
+def _tuples(elements: st.SearchStrategy[Any], max_size: int = 3) -> st.SearchStrategy[Any]:
+    return st.lists(elements, max_size=max_size).map(tuple)
+
+
+# ------------------------------------------------------------------ nested parts
+
+
+def chunk_texts() -> st.SearchStrategy[ChunkText]:
+    return st.builds(
+        ChunkText,
+        id=ids,
+        text=multiline_texts,
+        text_hash=hashes,
+        start_line=line_numbers,
+        end_line=line_numbers,
+        heading=texts,
+    )
+
+
+def chunk_spans() -> st.SearchStrategy[ChunkSpan]:
+    return st.builds(
+        ChunkSpan, id=ids, text_hash=hashes, start_line=line_numbers, end_line=line_numbers
+    )
+
+
+def edge_specs() -> st.SearchStrategy[EdgeSpec]:
+    return st.builds(EdgeSpec, source=ids, target=ids, weight=unit_floats, kind=texts)
+
+
+def edge_deltas() -> st.SearchStrategy[EdgeDelta]:
+    targets = st.one_of(ids, st.just(STOP))
+    return st.builds(EdgeDelta, source=ids, target=targets, delta=small_floats)
+
+
+def learn_params() -> st.SearchStrategy[LearnParams]:
+    return st.builds(
+        LearnParams,
+        eta=finite_floats,
+        tau=finite_floats,
+        gamma=finite_floats,
+        baseline=finite_floats,
+        source_weight=finite_floats,
+    )
+
+
+def seed_hits() -> st.SearchStrategy[SeedHit]:
+    return st.builds(
+        SeedHit, node_id=ids, score=finite_floats, lexical=finite_floats, vector=finite_floats
+    )
+
+
+def candidates() -> st.SearchStrategy[Candidate]:
+    return st.builds(
+        Candidate,
+        target=ids,
+        weight=unit_floats,
+        logit=finite_floats,
+        tier=st.sampled_from(["reflex", "habitual", "dormant", "inhibitory"]),
+        uses=counts,
+    )
+
+
+def steps() -> st.SearchStrategy[Step]:
+    return st.builds(
+        Step,
+        hop=counts,
+        node=ids,
+        candidates=_tuples(candidates()),
+        stop_logit=finite_floats,
+        chosen=st.one_of(ids, st.just(STOP)),
+        followed=id_tuples,
+    )
+
+
+def query_params() -> st.SearchStrategy[QueryParams]:
+    return st.builds(
+        QueryParams,
+        mode=st.sampled_from(["weight", "relevance", "learned"]),
+        max_hops=counts,
+        max_fired=counts,
+        max_context_chars=counts,
+        max_seeds=counts,
+        tau=finite_floats,
+        damping=finite_floats,
+        reflex=unit_floats,
+        habitual=unit_floats,
+        inhibitory=unit_floats,
+        alpha=finite_floats,
+        fire_threshold=finite_floats,
+        branch=counts,
+        embedder_id=texts,
+        visit_penalty=finite_floats,
+    )
+
+
+# ------------------------------------------------------------------ events, one per type
+
+
+def workspace_attached() -> st.SearchStrategy[WorkspaceAttached]:
+    return st.builds(WorkspaceAttached, root=texts)
+
+
+def file_indexed() -> st.SearchStrategy[FileIndexed]:
+    return st.builds(
+        FileIndexed, path=paths, content_hash=hashes, chunks=_tuples(chunk_texts())
+    )
+
+
+def file_changed() -> st.SearchStrategy[FileChanged]:
+    return st.builds(
+        FileChanged,
+        path=paths,
+        content_hash=hashes,
+        added=_tuples(chunk_texts()),
+        kept=_tuples(chunk_spans()),
+        removed=id_tuples,
+    )
+
+
+def file_removed() -> st.SearchStrategy[FileRemoved]:
+    return st.builds(FileRemoved, path=paths, removed=id_tuples)
+
+
+def embedder_configured() -> st.SearchStrategy[EmbedderConfigured]:
+    return st.builds(EmbedderConfigured, embedder_id=ids, dim=st.integers(1, 4096))
+
+
+def nodes_embedded() -> st.SearchStrategy[NodesEmbedded]:
+    digests = st.text("0123456789abcdef", min_size=64, max_size=64)
+    return st.builds(NodesEmbedded, embedder_id=ids, blob=digests, node_ids=id_tuples)
+
+
+def edges_created() -> st.SearchStrategy[EdgesCreated]:
+    return st.builds(EdgesCreated, edges=_tuples(edge_specs()), cause=texts)
+
+
+def edges_updated() -> st.SearchStrategy[EdgesUpdated]:
+    return st.builds(
+        EdgesUpdated,
+        deltas=_tuples(edge_deltas()),
+        rule=st.sampled_from(["heuristic", "reinforce"]),
+        cause_seq=st.integers(0, 2**62),
+        params=st.none() | learn_params(),
+    )
+
+
+def node_injected() -> st.SearchStrategy[NodeInjected]:
+    return st.builds(
+        NodeInjected,
+        node_id=ids,
+        node_type=st.sampled_from(["CORRECTION", "TEACHING", "DIRECTIVE"]),
+        content=multiline_texts,
+        connections=_tuples(edge_specs()),
+        anchor_query=texts,
+        chat_id=texts,
+        trace_id=texts,
+        authority=st.sampled_from(["constitutional", "canonical", "overlay"]),
+    )
+
+
+def config_changed() -> st.SearchStrategy[ConfigChanged]:
+    values = st.one_of(finite_floats, int64s, st.booleans(), texts)
+    return st.builds(ConfigChanged, key=ids, value=values)
+
+
+def query_traced() -> st.SearchStrategy[QueryTraced]:
+    return st.builds(
+        QueryTraced,
+        trace_id=ids,
+        query=texts,
+        seeds=_tuples(seed_hits()),
+        steps=_tuples(steps(), max_size=2),
+        fired=id_tuples,
+        stop_reason=st.sampled_from(["stop", "max_hops", "max_fired", "max_context_chars"]),
+        context_chars=counts,
+        params=query_params(),
+        chat_id=texts,
+        vetoed=id_tuples,
+    )
+
+
+def outcome_recorded() -> st.SearchStrategy[OutcomeRecorded]:
+    return st.builds(
+        OutcomeRecorded,
+        reward=unit_floats,
+        source=st.sampled_from(["human", "self", "harvester", "teacher"]),
+        trace_id=texts,
+        chat_id=texts,
+        fired_ids=id_tuples,
+    )
+
+
+EVENT_BUILDERS: dict[type[Event], Callable[[], st.SearchStrategy[Any]]] = {
+    WorkspaceAttached: workspace_attached,
+    FileIndexed: file_indexed,
+    FileChanged: file_changed,
+    FileRemoved: file_removed,
+    EmbedderConfigured: embedder_configured,
+    NodesEmbedded: nodes_embedded,
+    EdgesCreated: edges_created,
+    EdgesUpdated: edges_updated,
+    NodeInjected: node_injected,
+    ConfigChanged: config_changed,
+    QueryTraced: query_traced,
+    OutcomeRecorded: outcome_recorded,
+}
+"""Every event type of ``ocb_events.schema.EVENT_TYPES`` with its builder."""
+
+
+def events() -> st.SearchStrategy[Event]:
+    """One event of any type."""
+    return st.one_of([build() for build in EVENT_BUILDERS.values()])
+
+
+def records(event: st.SearchStrategy[Event] | None = None) -> st.SearchStrategy[Record]:
+    """A log record around ``event`` (any event by default)."""
+    return st.builds(
+        Record, seq=seqs, ts=timestamps, actor=actors, event=events() if event is None else event
+    )
+
+
+any_event = events()
+event_lists = st.lists(any_event, max_size=5)
+event_batches = st.lists(any_event, min_size=1, max_size=5)
+any_record = records()
