@@ -407,7 +407,8 @@ class SegmentLog:
                     yield rec
                 off = end
                 expected += 1
-            if expected <= limit and seg is self._segments[-1]:
+            # records must continue in the next segment (or end the log here)
+            if expected <= limit and all(s.first_seq != expected for s in self._segments):
                 raise LogCorrupt(seg.path.name, off, expected, "record missing")
         finally:
             if isinstance(buf, mmap.mmap):

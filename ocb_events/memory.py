@@ -40,7 +40,7 @@ class MemoryLog:
         return recs
 
     def read(self, from_seq: int = 1, to_seq: int | None = None) -> Iterator[Record]:
-        end = self.last_seq if to_seq is None else min(to_seq, self.last_seq)
+        end = self.last_seq if to_seq is None else max(min(to_seq, self.last_seq), 0)
         return iter(self._records[max(from_seq, 1) - 1 : end])
 
     def group(self) -> AbstractContextManager[None]:

@@ -175,9 +175,7 @@ def workspace_attached() -> st.SearchStrategy[WorkspaceAttached]:
 
 
 def file_indexed() -> st.SearchStrategy[FileIndexed]:
-    return st.builds(
-        FileIndexed, path=paths, content_hash=hashes, chunks=_tuples(chunk_texts())
-    )
+    return st.builds(FileIndexed, path=paths, content_hash=hashes, chunks=_tuples(chunk_texts()))
 
 
 def file_changed() -> st.SearchStrategy[FileChanged]:

@@ -198,6 +198,24 @@ def test_every_strict_prefix_of_a_record_is_corrupt(rec: Record, data: st.DataOb
         decode_record(encoded[:cut])
 
 
+def test_invalid_utf8_in_a_record_is_corrupt() -> None:
+    encoded = encode_record(Record(seq=1, ts=2, actor="ab", event=WorkspaceAttached(root="/")))
+    at = encoded.index(b"ab")
+    with pytest.raises(LogCorrupt):
+        decode_record(encoded[:at] + b"\x80" + encoded[at + 1 :])
+
+
+@given(rec=any_record, data=st.data())
+def test_a_changed_byte_never_escapes_as_a_foreign_error(rec: Record, data: st.DataObject) -> None:
+    encoded = bytearray(encode_record(rec))
+    at = data.draw(st.integers(0, len(encoded) - 1))
+    encoded[at] = data.draw(st.integers(0, 255))
+    try:
+        decode_record(bytes(encoded))
+    except OcbError as exc:
+        assert isinstance(exc, (LogCorrupt, UnknownEventType))
+
+
 @given(buf=st.binary(max_size=64))
 def test_arbitrary_bytes_never_escape_as_a_foreign_error(buf: bytes) -> None:
     try:
@@ -216,7 +234,9 @@ _leaves = st.one_of(
 )
 _values = st.recursive(
     _leaves,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 _event_dicts = st.fixed_dictionaries(
