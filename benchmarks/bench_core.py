@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -130,14 +131,10 @@ def make_workspace(root: Path, n_files: int, n_queries: int, seed: int) -> list[
 # ----------------------------------------------------------------------- helpers
 
 
-def pct(xs: list[float], q: float) -> float:
-    return float(np.percentile(np.asarray(xs), q)) if xs else float("nan")
-
-
 def lat(xs_s: list[float]) -> dict[str, float]:
-    """p50/p95 of durations given in seconds, in milliseconds."""
-    ms = [x * 1000.0 for x in xs_s]
-    return {"p50_ms": pct(ms, 50), "p95_ms": pct(ms, 95), "n": len(ms)}
+    """p50/p95 (numpy's linear interpolation) of durations in seconds, in milliseconds."""
+    p50, p95 = np.percentile(np.asarray(xs_s) * 1000.0, [50, 95])
+    return {"p50_ms": float(p50), "p95_ms": float(p95), "n": len(xs_s)}
 
 
 def timed_runs(cmds: list[list[str]]) -> list[float]:
@@ -152,31 +149,39 @@ def timed_runs(cmds: list[list[str]]) -> list[float]:
 
 
 def machine() -> dict[str, object]:
+    """Facts that explain the numbers (load: other processes share the CPU; no-bytecode:
+    cold starts recompile every module that has no cached .pyc)."""
     mem = Path("/proc/meminfo").read_text().split("\n")[0].split()[1]
     cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
                 if ln.startswith("model name")), platform.processor())
     return {"cores": os.cpu_count(), "cpu": cpu, "ram_gib": round(int(mem) / 2**20, 1),
             "python": platform.python_version(), "platform": platform.platform(),
-            "date": datetime.date.today().isoformat()}
+            "date": datetime.date.today().isoformat(), "loadavg_1m": os.getloadavg()[0],
+            "PYTHONDONTWRITEBYTECODE": os.environ.get("PYTHONDONTWRITEBYTECODE", "")}
 
 
 # ----------------------------------------------------------------------- measurements
 
 
-def bench_init(ws: Path, work: Path, repeats: int) -> tuple[dict[str, object], Path]:
-    """In-process ``Brain.create(dir).sync(ws)`` into fresh directories."""
-    times, report = [], None
+def bench_init(ws: Path, work: Path, repeats: int) -> dict[str, object]:
+    """In-process ``Brain.create(dir).sync(ws)`` into fresh directories, then one
+    ``ocb init`` process (the like-for-like comparison with the reference CLI)."""
+    cli = [str(Path(sys.executable).with_name("ocb")), "init", "--workspace", str(ws)]
+    t0 = time.perf_counter()
+    subprocess.run([*cli, "--brain", str(work / "brain-cli")], capture_output=True, check=True)
+    cli_s = time.perf_counter() - t0
+    shutil.rmtree(work / "brain-cli")
+    times = []
     for r in range(repeats):
         d = work / f"brain-init-{r}"
         t0 = time.perf_counter()
         with Brain.create(d) as b:
-            report = b.sync(ws)
+            rep = b.sync(ws)
         times.append(time.perf_counter() - t0)
-    assert report is not None
     with Brain(d, writer=False) as b:
         events = b.log.last_seq
-    return {"median_s": float(np.median(times)), "runs_s": times, "nodes": report.nodes,
-            "edges": report.edges, "events": events, "files": report.files_indexed}, d
+    return {"median_s": float(np.median(times)), "runs_s": times, "cli_s": cli_s, "brain": str(d),
+            "nodes": rep.nodes, "edges": rep.edges, "events": events, "files": rep.files_indexed}
 
 
 def bench_query_learn(brain_dir: Path, queries: list[dict[str, str]]) -> dict[str, object]:
@@ -207,7 +212,7 @@ def bench_append(work: Path, sample: list[object], n_batched: int, n_single: int
     """SegmentLog appends: batches of 1,000 vs one event per append, small vs real mix."""
     small = [ConfigChanged(key="traversal.max_hops", value=1 + i % 5) for i in range(1000)]
     mix = [sample[i % len(sample)] for i in range(1000)]
-    out: dict[str, object] = {"bytes_per_event_mix": None}
+    out: dict[str, object] = {}
     for label, evs in (("small", small), ("mix", mix)):
         for mode, per, durability, total in (("batched", 1000, "batch", n_batched),
                                              ("single", 1, "batch", n_single),
@@ -219,8 +224,7 @@ def bench_append(work: Path, sample: list[object], n_batched: int, n_single: int
                     log.append([evs[(start + k) % 1000] for k in range(per)], actor="bench")
                 dt = time.perf_counter() - t0
             out[f"{label}_{mode}_eps"] = total / dt
-            if label == "mix":
-                out["bytes_per_event_mix"] = sum(p.stat().st_size for p in d.glob("*.seg")) / total
+            out[f"{label}_bytes_per_event"] = sum(p.stat().st_size for p in d.glob("*.seg")) / total
             shutil.rmtree(d)
     return out
 
@@ -277,6 +281,7 @@ def bench_rebuild(brain_dir: Path, work: Path, extra: int, repeats: int) -> dict
 
 
 def bench_cold(brain_dir: Path, queries: list[dict[str, str]], runs: int) -> dict[str, object]:
+    """``ocb query --json`` as fresh processes, and the interpreter's own start as a floor."""
     ocb = str(Path(sys.executable).with_name("ocb"))
     cmds = [[ocb, "query", q["text"], "--brain", str(brain_dir), "--top", str(TOP), "--json"]
             for q in queries[:runs]]
@@ -303,12 +308,13 @@ for q in json.loads(Path(qfile).read_text()):
               journal_path=journal)
     lat.append(time.perf_counter() - t0)
     files.append([f.split("::")[0] for f in list(dict.fromkeys(res.fired))[:top]])
-print(json.dumps({"load_s": load_s, "lat": lat, "files": files, "nodes": graph.node_count()}))
+print(json.dumps({"load_s": load_s, "lat": lat, "files": files, "nodes": graph.node_count(),
+                  "edges": graph.edge_count()}))
 """
 
 
 def bench_ref(ref_py: Path, ws: Path, work: Path, queries: list[dict[str, str]],
-              n_warm: int, runs: int) -> dict[str, object]:
+              runs: int) -> dict[str, object]:
     """The reference package: init via its CLI (hash embedder, no LLM), warm queries
     through its Python API in one process, cold queries through its CLI."""
     cli = str(ref_py.with_name("openclawbrain"))
@@ -319,14 +325,14 @@ def bench_ref(ref_py: Path, ws: Path, work: Path, queries: list[dict[str, str]],
     init_s = time.perf_counter() - t0
     state = out / "state.json"
     qfile, snippet = work / "ref-queries.json", work / "ref_snippet.py"
-    qfile.write_text(json.dumps([q["text"] for q in queries[:n_warm]]))
+    qfile.write_text(json.dumps([q["text"] for q in queries]))
     snippet.write_text(REF_SNIPPET)
     got = json.loads(subprocess.run([str(ref_py), str(snippet), str(state), str(qfile), str(TOP)],
                                     capture_output=True, check=True, text=True).stdout)
     hits = sum(q["file"] in f for q, f in zip(queries, got["files"], strict=False))
     cmds = [[cli, "query", q["text"], "--state", str(state), "--top", str(TOP), "--json"]
             for q in queries[:runs]]
-    return {"init_s": init_s, "nodes": got["nodes"], "load_s": got["load_s"],
+    return {"init_s": init_s, "nodes": got["nodes"], "edges": got["edges"], "load_s": got["load_s"],
             "query": lat(got["lat"]), "hit_at_5": hits / len(got["lat"]),
             "cold": lat(timed_runs(cmds)), "state_mib": round(state.stat().st_size / 2**20, 1)}
 
@@ -335,37 +341,37 @@ def bench_ref(ref_py: Path, ws: Path, work: Path, queries: list[dict[str, str]],
 
 
 def rows(res: dict, ref: dict | None) -> list[tuple[str, float, float | None, str, str]]:
-    """(metric, ours, reference, better ('lo'/'hi'), target) for the table."""
-    r = ref or {}
-    q, c, a = res["query"], res["cold"], res["append"]
+    """(metric, ours, reference, better: lo/hi/'' for no ratio, target) for the table."""
+    r, i, q, c, a = ref or {}, res["init"], res["query"], res["cold"], res["append"]
+    rq, rc = r.get("query", {}), r.get("cold", {})
     return [
-        ("init time, s (in process)", res["init"]["median_s"], r.get("init_s"), "lo", ""),
-        ("query p50, ms (in process, recorded)", q["query"]["p50_ms"],
-         r.get("query", {}).get("p50_ms"), "lo", "<= 5"),
-        ("query p95, ms (in process, recorded)", q["query"]["p95_ms"],
-         r.get("query", {}).get("p95_ms"), "lo", ""),
+        ("init, s (in process, median)", i["median_s"], None, "lo", ""),
+        ("init, s (CLI process, 1 run)", i["cli_s"], r.get("init_s"), "lo", ""),
+        ("graph nodes after init", i["nodes"], r.get("nodes"), "", ""),
+        ("graph edges after init", i["edges"], r.get("edges"), "", ""),
+        ("log events after init", i["events"], None, "", ""),
+        ("query p50, ms (in process, recorded)", q["query"]["p50_ms"], rq.get("p50_ms"), "lo",
+         "<= 5"),
+        ("query p95, ms (in process, recorded)", q["query"]["p95_ms"], rq.get("p95_ms"), "lo", ""),
         ("query p50, ms (in process, record=False)", q["query_norecord"]["p50_ms"], None, "lo", ""),
-        ("cold CLI query p50, ms", c["query"]["p50_ms"], r.get("cold", {}).get("p50_ms"), "lo",
-         "<= 300"),
-        ("cold CLI query p95, ms", c["query"]["p95_ms"], r.get("cold", {}).get("p95_ms"), "lo", ""),
+        ("cold CLI query p50, ms", c["query"]["p50_ms"], rc.get("p50_ms"), "lo", "<= 300"),
+        ("cold CLI query p95, ms", c["query"]["p95_ms"], rc.get("p95_ms"), "lo", ""),
         ("python -c pass p50, ms (floor)", c["python_floor"]["p50_ms"], None, "lo", ""),
         ("learn p50, ms (in process)", q["learn"]["p50_ms"], None, "lo", ""),
         ("learn p95, ms (in process)", q["learn"]["p95_ms"], None, "lo", ""),
         ("file hit@5 (sanity, not speed)", q["hit_at_5"], r.get("hit_at_5"), "hi", ""),
-        ("append small, batched 1000, ev/s", a["small_batched_eps"], None, "hi", ""),
-        ("append small, 1/append fsync, ev/s", a["small_single_eps"], None, "hi", ""),
-        ("append small, 1/append no fsync, ev/s", a["small_single_nofsync_eps"], None, "hi", ""),
-        ("append mix, batched 1000, ev/s", a["mix_batched_eps"], None, "hi", ""),
-        ("append mix, 1/append fsync, ev/s", a["mix_single_eps"], None, "hi", ""),
-        ("append mix, 1/append no fsync, ev/s", a["mix_single_nofsync_eps"], None, "hi", ""),
+        *[(f"append {kind}, {how}, ev/s", a[f"{kind}_{key}_eps"], None, "hi", "")
+          for kind in ("small", "mix")
+          for key, how in (("batched", "1000/append fsync"), ("single", "1/append fsync"),
+                           ("single_nofsync", "1/append no fsync"))],
         ("rebuild, ev/s", res["rebuild"]["eps"], None, "hi", ">= 100000"),
         ("decode-only pass, ev/s", res["rebuild"]["decode_only_eps"], None, "hi", ""),
     ]
 
 
 def fmt(x: float | None) -> str:
-    if x is None:
-        return "-"
+    if x is None or isinstance(x, int):
+        return "-" if x is None else f"{x:,}"
     return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}" if abs(x) < 10 else f"{x:.1f}"
 
 
@@ -374,7 +380,7 @@ def table(res: dict, ref: dict | None) -> str:
              "|---|---:|---:|---:|---|"]
     for name, ours, theirs, better, target in rows(res, ref):
         ratio = None
-        if theirs and ours:
+        if theirs and ours and better:
             ratio = theirs / ours if better == "lo" else ours / theirs
         lines.append(f"| {name} | {fmt(ours)} | {fmt(theirs)} | "
                      f"{'-' if ratio is None else f'{ratio:.2f}x'} | {target} |")
@@ -388,46 +394,40 @@ def main() -> None:
     ap.add_argument("--workspace-out", type=Path, help="write the workspace here (kept)")
     ap.add_argument("--ref-python", type=Path, default=Path("/tmp/ocb-ref/bin/python"))
     ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--rebuild-events", type=int, help="log size for the rebuild (default 150k)")
+    ap.add_argument("--rebuild-events", type=int, help="events added for the rebuild (150k)")
     args = ap.parse_args()
-    quick = args.quick
-    n_files, n_queries = (100, 50) if quick else (1000, 200)
-    cold_runs, init_reps = (5, 1) if quick else (20, 3)
-    extra = args.rebuild_events or (15_000 if quick else 150_000)
-
+    q = args.quick
+    n_files, n_queries, cold_runs, reps = (100, 50, 5, 1) if q else (1000, 200, 20, 3)
+    extra = args.rebuild_events or (15_000 if q else 150_000)
     work = Path(tempfile.mkdtemp(prefix="ocb-bench-"))
     ws = args.workspace_out or work / "workspace"
     ws.mkdir(parents=True, exist_ok=True)
-    facts = machine()
-    print("machine: " + ", ".join(f"{k}={v}" for k, v in facts.items()), flush=True)
+    res: dict[str, object] = {"machine": machine(), "quick": q, "files": n_files,
+                              "queries": n_queries, "cold_runs": cold_runs, "repeats": reps}
+    print("machine: " + ", ".join(f"{k}={v}" for k, v in res["machine"].items()), flush=True)
     queries = make_workspace(ws, n_files, n_queries, args.seed)
-    res: dict[str, object] = {"machine": facts, "quick": quick, "workspace": str(ws),
-                              "files": n_files, "queries": n_queries, "cold_runs": cold_runs,
-                              "init_repeats": init_reps}
-    print("init ...", flush=True)
-    res["init"], brain_dir = bench_init(ws, work, init_reps)
-    print(f"  {res['init']}", flush=True)
-    print("query + learn (in process) ...", flush=True)
-    res["query"] = bench_query_learn(brain_dir, queries)
-    print("cold CLI ...", flush=True)
-    res["cold"] = bench_cold(brain_dir, queries, cold_runs)
-    print("append ...", flush=True)
+
+    def step(name: str, fn: Callable[[], dict]) -> dict:
+        print(f"{name} ...", flush=True)
+        res[name] = got = fn()
+        return got
+
+    brain_dir = Path(step("init", lambda: bench_init(ws, work, reps))["brain"])
+    step("query", lambda: bench_query_learn(brain_dir, queries))
+    step("cold", lambda: bench_cold(brain_dir, queries, cold_runs))
     mix = [ev for t in real_triples(brain_dir) for ev in t]
-    res["append"] = bench_append(work, mix, 10_000 if quick else 100_000, 200 if quick else 1000)
-    print("rebuild ...", flush=True)
-    res["rebuild"] = bench_rebuild(brain_dir, work, extra, 2 if quick else 3)
+    step("append", lambda: bench_append(work, mix, 10_000 if q else 100_000, 200 if q else 1000))
+    step("rebuild", lambda: bench_rebuild(brain_dir, work, extra, 2 if q else 3))
     ref = None
     if args.ref_python.exists():
-        print("reference package ...", flush=True)
-        ref = bench_ref(args.ref_python, ws, work, queries, n_queries, cold_runs)
-        res["reference"] = ref
+        ref = step("reference", lambda: bench_ref(args.ref_python, ws, work, queries, cold_runs))
     else:
         res["reference"] = None
         print(f"reference column skipped: {args.ref_python} not found", flush=True)
+    res["machine"]["loadavg_1m_end"] = os.getloadavg()[0]  # type: ignore[index]
     res["table"] = [dict(zip(("metric", "ours", "reference", "better", "target"), r, strict=True))
-                    for r in rows(res, ref)]
-    print()
-    print(table(res, ref))
+                    for r in rows(res, ref)]  # type: ignore[arg-type]
+    print("\n" + table(res, ref))  # type: ignore[arg-type]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(res, indent=2, default=str) + "\n")
     print(f"\nwrote {args.out}")

@@ -82,11 +82,25 @@ def _decode_slow(
         raise LogCorrupt(segment, offset, seq, f"invalid {tag} record: {exc2}") from exc2
 
 
-def record_to_json(rec: Record) -> bytes:
-    """One record as a JSON object (the event under ``event`` with its ``type``)."""
-    return _JSON_ENCODER.encode(rec)
-
-
 def to_builtins(obj: Any) -> Any:
-    """Structs, tuples and nested values as plain dicts and lists."""
-    return msgspec.to_builtins(obj)
+    """Structs (events and their array-stored parts alike) as dicts of field names,
+    tuples as lists: the readable form of a record."""
+    if isinstance(obj, msgspec.Struct):
+        out: dict[str, Any] = {}
+        config = obj.__struct_config__
+        if config.tag_field is not None:
+            out[config.tag_field] = config.tag
+        for name in obj.__struct_fields__:
+            out[name] = to_builtins(getattr(obj, name))
+        return out
+    if isinstance(obj, (tuple, list)):
+        return [to_builtins(x) for x in obj]
+    if isinstance(obj, dict):
+        return {k: to_builtins(v) for k, v in obj.items()}
+    return obj
+
+
+def record_to_json(rec: Record) -> bytes:
+    """One record as a JSON object with named fields throughout (the event under
+    ``event`` with its ``type``)."""
+    return _JSON_ENCODER.encode(to_builtins(rec))

@@ -2,7 +2,8 @@
 
 NOTE: the tag of each event is its storage format. Never rename a tag and never
 reuse one; the class name may change. New fields come with defaults; a field's type
-or meaning never changes (add a new event type instead).
+or meaning never changes (add a new event type instead). Events are stored as maps of
+field names; the parts nested inside them as arrays, so a part's new field goes last.
 
 Every event is a frozen, keyword-only msgspec Struct under ``Event``. Events state
 what was *decided* and its cause, never the inputs needed to recompute it, so that a
@@ -30,8 +31,12 @@ class Event(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, tag_f
     """Base of every payload in the log."""
 
 
-class _Part(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """Base of the value types nested inside events."""
+class _Part(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, array_like=True):
+    """Base of the value types nested inside events.
+
+    NOTE: parts are stored as arrays (traces hold thousands of them), so their field
+    order is part of the storage format: add new fields only at the end, with defaults.
+    """
 
 
 # --------------------------------------------------------------------------- workspace
