@@ -19,6 +19,7 @@ import json
 import os
 import platform
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -62,8 +63,12 @@ VOCAB = {t: w.split() for t, w in TOPICS.items()}
 VERBS = "restart drain scale pause resume rotate bump patch tune throttle pin flush migrate".split()
 ADJS = "slow stale noisy degraded intermittent elevated flaky saturated missing delayed".split()
 PEOPLE = "priya marco lena tomas aiko sven nadia omar ruth felix dana kwame".split()
-SERVICES = [f"{a}-{b}" for a in "payments ledger checkout identity gateway notifier catalog "
-            "inventory reports ingest scheduler orders".split() for b in ("api", "worker", "db")]
+SERVICES = [
+    f"{a}-{b}"
+    for a in "payments ledger checkout identity gateway notifier catalog "
+    "inventory reports ingest scheduler orders".split()
+    for b in ("api", "worker", "db")
+]
 TEMPLATES = [
     "When {svc} shows {a} {b}, check {c} first and page {person} if it lasts {num} minutes.",
     "We had to {verb} {a} on {svc} after the {b} alert fired; {c} recovered in {num} minutes.",
@@ -87,8 +92,15 @@ def _section(rng: random.Random, topic: str) -> tuple[str, list[str]]:
         a, b, c = rng.sample(words, 3)
         svc = rng.choice(SERVICES)
         s = rng.choice(TEMPLATES).format(
-            a=a, b=b, c=c, svc=svc, person=rng.choice(PEOPLE),
-            verb=rng.choice(VERBS), adj=rng.choice(ADJS), num=rng.randint(2, 90))
+            a=a,
+            b=b,
+            c=c,
+            svc=svc,
+            person=rng.choice(PEOPLE),
+            verb=rng.choice(VERBS),
+            adj=rng.choice(ADJS),
+            num=rng.randint(2, 90),
+        )
         if body_len + len(s) > 480:
             break
         used += [a, b, c, svc]
@@ -109,8 +121,11 @@ def make_workspace(root: Path, n_files: int, n_queries: int, seed: int) -> list[
     for i in range(n_files):
         kind = ("runbooks", "notes", "memory")[i % 3]
         main, second = rng.sample(names, 2)
-        rel = (f"memory/{day0 + datetime.timedelta(days=i // 3)}.md" if kind == "memory"
-               else f"{kind}/{main}-{i:04d}.md")
+        rel = (
+            f"memory/{day0 + datetime.timedelta(days=i // 3)}.md"
+            if kind == "memory"
+            else f"{kind}/{main}-{i:04d}.md"
+        )
         parts = [f"# {main.title()} {kind} {i}"]
         for _ in range(10):
             r = rng.random()
@@ -152,12 +167,17 @@ def machine() -> dict[str, object]:
     """Facts that explain the numbers (load: other processes share the CPU; no-bytecode:
     cold starts recompile every module that has no cached .pyc)."""
     mem = Path("/proc/meminfo").read_text().split("\n")[0].split()[1]
-    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                if ln.startswith("model name")), platform.processor())
-    return {"cores": os.cpu_count(), "cpu": cpu, "ram_gib": round(int(mem) / 2**20, 1),
-            "python": platform.python_version(), "platform": platform.platform(),
-            "date": datetime.date.today().isoformat(), "loadavg_1m": os.getloadavg()[0],
-            "PYTHONDONTWRITEBYTECODE": os.environ.get("PYTHONDONTWRITEBYTECODE", "")}
+    cpu = re.search(r"model name\s*:\s*(.*)", Path("/proc/cpuinfo").read_text())
+    return {
+        "cores": os.cpu_count(),
+        "cpu": cpu.group(1) if cpu else platform.processor(),
+        "ram_gib": round(int(mem) / 2**20, 1),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "date": datetime.date.today().isoformat(),
+        "loadavg_1m": os.getloadavg()[0],
+        "PYTHONDONTWRITEBYTECODE": os.environ.get("PYTHONDONTWRITEBYTECODE", ""),
+    }
 
 
 # ----------------------------------------------------------------------- measurements
@@ -180,8 +200,16 @@ def bench_init(ws: Path, work: Path, repeats: int) -> dict[str, object]:
         times.append(time.perf_counter() - t0)
     with Brain(d, writer=False) as b:
         events = b.log.last_seq
-    return {"median_s": float(np.median(times)), "runs_s": times, "cli_s": cli_s, "brain": str(d),
-            "nodes": rep.nodes, "edges": rep.edges, "events": events, "files": rep.files_indexed}
+    return {
+        "median_s": float(np.median(times)),
+        "runs_s": times,
+        "cli_s": cli_s,
+        "brain": str(d),
+        "nodes": rep.nodes,
+        "edges": rep.edges,
+        "events": events,
+        "files": rep.files_indexed,
+    }
 
 
 def bench_query_learn(brain_dir: Path, queries: list[dict[str, str]]) -> dict[str, object]:
@@ -204,8 +232,12 @@ def bench_query_learn(brain_dir: Path, queries: list[dict[str, str]]) -> dict[st
             t0 = time.perf_counter()
             b.learn(1.0 if i % 3 else -1.0, trace_id=tid)
             learn_t.append(time.perf_counter() - t0)
-    return {"query": lat(rec_t), "query_norecord": lat(norec_t), "learn": lat(learn_t),
-            "hit_at_5": hits / len(queries)}
+    return {
+        "query": lat(rec_t),
+        "query_norecord": lat(norec_t),
+        "learn": lat(learn_t),
+        "hit_at_5": hits / len(queries),
+    }
 
 
 def bench_append(work: Path, sample: list[object], n_batched: int, n_single: int) -> dict:
@@ -214,9 +246,11 @@ def bench_append(work: Path, sample: list[object], n_batched: int, n_single: int
     mix = [sample[i % len(sample)] for i in range(1000)]
     out: dict[str, object] = {}
     for label, evs in (("small", small), ("mix", mix)):
-        for mode, per, durability, total in (("batched", 1000, "batch", n_batched),
-                                             ("single", 1, "batch", n_single),
-                                             ("single_nofsync", 1, "none", n_single)):
+        for mode, per, durability, total in (
+            ("batched", 1000, "batch", n_batched),
+            ("single", 1, "batch", n_single),
+            ("single_nofsync", 1, "none", n_single),
+        ):
             d = work / f"append-{label}-{mode}"
             with SegmentLog(d, durability=durability) as log:  # type: ignore[arg-type]
                 t0 = time.perf_counter()
@@ -258,9 +292,11 @@ def bench_rebuild(brain_dir: Path, work: Path, extra: int, repeats: int) -> dict
             for _ in range(333):
                 tr, oc, up = triples[k % len(triples)]
                 tid, oseq = f"b{k}", log.last_seq + len(batch) + 2
-                batch += [msgspec.structs.replace(tr, trace_id=tid),
-                          msgspec.structs.replace(oc, trace_id=tid),
-                          msgspec.structs.replace(up, cause_seq=oseq)]
+                batch += [
+                    msgspec.structs.replace(tr, trace_id=tid),
+                    msgspec.structs.replace(oc, trace_id=tid),
+                    msgspec.structs.replace(up, cause_seq=oseq),
+                ]
                 k += 1
             log.append(batch, actor="bench")  # type: ignore[arg-type]
     full, decode = [], []
@@ -275,16 +311,24 @@ def bench_rebuild(brain_dir: Path, work: Path, extra: int, repeats: int) -> dict
             full.append(time.perf_counter() - t0)
     mb = sum(p.stat().st_size for p in (d / "log").glob("*.seg")) / 2**20
     shutil.rmtree(d)
-    return {"events": n, "log_mib": round(mb, 1), "median_s": float(np.median(full)),
-            "eps": n / float(np.median(full)), "decode_only_eps": n / float(np.median(decode)),
-            "runs_s": full, "triples": len(triples)}
+    return {
+        "events": n,
+        "log_mib": round(mb, 1),
+        "median_s": float(np.median(full)),
+        "eps": n / float(np.median(full)),
+        "decode_only_eps": n / float(np.median(decode)),
+        "runs_s": full,
+        "triples": len(triples),
+    }
 
 
 def bench_cold(brain_dir: Path, queries: list[dict[str, str]], runs: int) -> dict[str, object]:
     """``ocb query --json`` as fresh processes, and the interpreter's own start as a floor."""
     ocb = str(Path(sys.executable).with_name("ocb"))
-    cmds = [[ocb, "query", q["text"], "--brain", str(brain_dir), "--top", str(TOP), "--json"]
-            for q in queries[:runs]]
+    cmds = [
+        [ocb, "query", q["text"], "--brain", str(brain_dir), "--top", str(TOP), "--json"]
+        for q in queries[:runs]
+    ]
     floor = timed_runs([[sys.executable, "-c", "pass"]] * 10)
     return {"query": lat(timed_runs(cmds)), "python_floor": lat(floor)}
 
@@ -313,28 +357,38 @@ print(json.dumps({"load_s": load_s, "lat": lat, "files": files, "nodes": graph.n
 """
 
 
-def bench_ref(ref_py: Path, ws: Path, work: Path, queries: list[dict[str, str]],
-              runs: int) -> dict[str, object]:
+def bench_ref(
+    ref_py: Path, ws: Path, work: Path, queries: list[dict[str, str]], runs: int
+) -> dict[str, object]:
     """The reference package: init via its CLI (hash embedder, no LLM), warm queries
     through its Python API in one process, cold queries through its CLI."""
     cli = str(ref_py.with_name("openclawbrain"))
     out = work / "ref-brain"
     t0 = time.perf_counter()
-    subprocess.run([cli, "init", "--workspace", str(ws), "--output", str(out),
-                    "--embedder", "hash", "--llm", "none"], capture_output=True, check=True)
+    init = [cli, "init", "--workspace", str(ws), "--output", str(out)]
+    subprocess.run([*init, "--embedder", "hash", "--llm", "none"], capture_output=True, check=True)
     init_s = time.perf_counter() - t0
     state = out / "state.json"
     qfile, snippet = work / "ref-queries.json", work / "ref_snippet.py"
     qfile.write_text(json.dumps([q["text"] for q in queries]))
     snippet.write_text(REF_SNIPPET)
-    got = json.loads(subprocess.run([str(ref_py), str(snippet), str(state), str(qfile), str(TOP)],
-                                    capture_output=True, check=True, text=True).stdout)
+    run = [str(ref_py), str(snippet), str(state), str(qfile), str(TOP)]
+    got = json.loads(subprocess.run(run, capture_output=True, check=True, text=True).stdout)
     hits = sum(q["file"] in f for q, f in zip(queries, got["files"], strict=False))
-    cmds = [[cli, "query", q["text"], "--state", str(state), "--top", str(TOP), "--json"]
-            for q in queries[:runs]]
-    return {"init_s": init_s, "nodes": got["nodes"], "edges": got["edges"], "load_s": got["load_s"],
-            "query": lat(got["lat"]), "hit_at_5": hits / len(got["lat"]),
-            "cold": lat(timed_runs(cmds)), "state_mib": round(state.stat().st_size / 2**20, 1)}
+    cmds = [
+        [cli, "query", q["text"], "--state", str(state), "--top", str(TOP), "--json"]
+        for q in queries[:runs]
+    ]
+    return {
+        "init_s": init_s,
+        "nodes": got["nodes"],
+        "edges": got["edges"],
+        "load_s": got["load_s"],
+        "query": lat(got["lat"]),
+        "hit_at_5": hits / len(got["lat"]),
+        "cold": lat(timed_runs(cmds)),
+        "state_mib": round(state.stat().st_size / 2**20, 1),
+    }
 
 
 # ----------------------------------------------------------------------- report
@@ -350,20 +404,24 @@ def rows(res: dict, ref: dict | None) -> list[tuple[str, float, float | None, st
         ("graph nodes after init", i["nodes"], r.get("nodes"), "", ""),
         ("graph edges after init", i["edges"], r.get("edges"), "", ""),
         ("log events after init", i["events"], None, "", ""),
-        ("query p50, ms (in process, recorded)", q["query"]["p50_ms"], rq.get("p50_ms"), "lo",
-         "<= 5"),
-        ("query p95, ms (in process, recorded)", q["query"]["p95_ms"], rq.get("p95_ms"), "lo", ""),
-        ("query p50, ms (in process, record=False)", q["query_norecord"]["p50_ms"], None, "lo", ""),
+        ("query p50, ms (in process)", q["query"]["p50_ms"], rq.get("p50_ms"), "lo", "<= 5"),
+        ("query p95, ms (in process)", q["query"]["p95_ms"], rq.get("p95_ms"), "lo", ""),
+        ("query p50, ms (record=False)", q["query_norecord"]["p50_ms"], None, "lo", ""),
         ("cold CLI query p50, ms", c["query"]["p50_ms"], rc.get("p50_ms"), "lo", "<= 300"),
         ("cold CLI query p95, ms", c["query"]["p95_ms"], rc.get("p95_ms"), "lo", ""),
         ("python -c pass p50, ms (floor)", c["python_floor"]["p50_ms"], None, "lo", ""),
         ("learn p50, ms (in process)", q["learn"]["p50_ms"], None, "lo", ""),
         ("learn p95, ms (in process)", q["learn"]["p95_ms"], None, "lo", ""),
         ("file hit@5 (sanity, not speed)", q["hit_at_5"], r.get("hit_at_5"), "hi", ""),
-        *[(f"append {kind}, {how}, ev/s", a[f"{kind}_{key}_eps"], None, "hi", "")
-          for kind in ("small", "mix")
-          for key, how in (("batched", "1000/append fsync"), ("single", "1/append fsync"),
-                           ("single_nofsync", "1/append no fsync"))],
+        *[
+            (f"append {kind}, {how}, ev/s", a[f"{kind}_{key}_eps"], None, "hi", "")
+            for kind in ("small", "mix")
+            for key, how in (
+                ("batched", "1000/append fsync"),
+                ("single", "1/append fsync"),
+                ("single_nofsync", "1/append no fsync"),
+            )
+        ],
         ("rebuild, ev/s", res["rebuild"]["eps"], None, "hi", ">= 100000"),
         ("decode-only pass, ev/s", res["rebuild"]["decode_only_eps"], None, "hi", ""),
     ]
@@ -376,14 +434,18 @@ def fmt(x: float | None) -> str:
 
 
 def table(res: dict, ref: dict | None) -> str:
-    lines = ["| metric | ours | reference | ratio (>1 = ours better) | target |",
-             "|---|---:|---:|---:|---|"]
+    lines = [
+        "| metric | ours | reference | ratio (>1 = ours better) | target |",
+        "|---|---:|---:|---:|---|",
+    ]
     for name, ours, theirs, better, target in rows(res, ref):
         ratio = None
         if theirs and ours and better:
             ratio = theirs / ours if better == "lo" else ours / theirs
-        lines.append(f"| {name} | {fmt(ours)} | {fmt(theirs)} | "
-                     f"{'-' if ratio is None else f'{ratio:.2f}x'} | {target} |")
+        lines.append(
+            f"| {name} | {fmt(ours)} | {fmt(theirs)} | "
+            f"{'-' if ratio is None else f'{ratio:.2f}x'} | {target} |"
+        )
     return "\n".join(lines)
 
 
@@ -402,8 +464,14 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="ocb-bench-"))
     ws = args.workspace_out or work / "workspace"
     ws.mkdir(parents=True, exist_ok=True)
-    res: dict[str, object] = {"machine": machine(), "quick": q, "files": n_files,
-                              "queries": n_queries, "cold_runs": cold_runs, "repeats": reps}
+    res: dict[str, object] = {
+        "machine": machine(),
+        "quick": q,
+        "files": n_files,
+        "queries": n_queries,
+        "cold_runs": cold_runs,
+        "repeats": reps,
+    }
     print("machine: " + ", ".join(f"{k}={v}" for k, v in res["machine"].items()), flush=True)
     queries = make_workspace(ws, n_files, n_queries, args.seed)
 
@@ -425,9 +493,9 @@ def main() -> None:
         res["reference"] = None
         print(f"reference column skipped: {args.ref_python} not found", flush=True)
     res["machine"]["loadavg_1m_end"] = os.getloadavg()[0]  # type: ignore[index]
-    res["table"] = [dict(zip(("metric", "ours", "reference", "better", "target"), r, strict=True))
-                    for r in rows(res, ref)]  # type: ignore[arg-type]
-    print("\n" + table(res, ref))  # type: ignore[arg-type]
+    keys = ("metric", "ours", "reference", "better", "target")
+    res["table"] = [dict(zip(keys, r, strict=True)) for r in rows(res, ref)]
+    print("\n" + table(res, ref))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(res, indent=2, default=str) + "\n")
     print(f"\nwrote {args.out}")

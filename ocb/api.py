@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from ocb.commands import (
@@ -71,8 +71,7 @@ def builtin_embedder(embedder_id: str) -> Embedder | None:
     return HashEmbedder(int(m.group(1))) if m else None
 
 
-@dataclass
-class Answer:
+class Answer(msgspec.Struct):
     """What a query returns: the ranked results, the fired context and its trace id."""
 
     trace_id: str
@@ -89,8 +88,7 @@ class Answer:
         return "\n\n".join(f"[{h.source}]\n{h.text}" for h in self.results if h.fired)
 
 
-@dataclass
-class SyncReport:
+class SyncReport(msgspec.Struct):
     """What a sync recorded."""
 
     files_indexed: int
@@ -102,11 +100,10 @@ class SyncReport:
     events: int
     nodes: int
     edges: int
-    skipped: list[tuple[str, str]] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = msgspec.field(default_factory=list)
 
 
-@dataclass
-class LearnReport:
+class LearnReport(msgspec.Struct):
     """What an outcome recorded: its seq and the weight deltas it caused."""
 
     outcome_seq: int
@@ -117,8 +114,7 @@ class LearnReport:
     deltas: list[EdgeDelta]
 
 
-@dataclass
-class InjectReport:
+class InjectReport(msgspec.Struct):
     """The injected node and its connections (``created`` False for a duplicate)."""
 
     node_id: str
@@ -162,9 +158,7 @@ class Brain:
         if create and self.path.exists() and not self.path.is_dir():
             raise InputError(f"brain path {self.path} is a file", "pass a directory for --brain")
         self.warn: Warn = warn or (lambda _msg: None)
-        self.log = SegmentLog(
-            self.path / "log", clock=clock, writer=writer, durability=durability
-        )
+        self.log = SegmentLog(self.path / "log", clock=clock, writer=writer, durability=durability)
         if self.log.recovery is not None:
             r = self.log.recovery
             self.warn(
@@ -175,7 +169,9 @@ class Brain:
         self.snapshots = SnapshotStore(self.path / "snapshots")
         self.snapshot_every = snapshot_every
         self._embedder = embedder
+        self._embedder_checked = False
         self._states: dict[str, Any] = {}
+        self._resnapshot: set[str] = set()
         self._index: SearchIndex | None = None
         self._index_key = ""
 
@@ -195,8 +191,16 @@ class Brain:
     def state(self, name: str) -> Any:
         """A projection at the end of the log (loaded from snapshot + tail once)."""
         if name not in self._states:
-            got = load_states(self.log, self.snapshots, [name], warn=self.warn)
+            damaged: list[str] = []
+
+            def warn(msg: str) -> None:
+                damaged.append(msg)
+                self.warn(msg)
+
+            got = load_states(self.log, self.snapshots, [name], warn=warn)
             self._states[name] = got[name]
+            if damaged:
+                self._resnapshot.add(name)
         return self._states[name]
 
     @property
@@ -222,11 +226,14 @@ class Brain:
         Raises:
             EmbedderMismatch: an explicit embedder differs from the recorded one.
         """
+        if self._embedder is not None and self._embedder_checked:
+            return self._embedder
         recorded = self.state("vectors").embedder_id
         if self._embedder is None:
             self._embedder = (builtin_embedder(recorded) if recorded else None) or HashEmbedder()
         if recorded and recorded != self._embedder.id:
             raise EmbedderMismatch(recorded, self._embedder.id)
+        self._embedder_checked = bool(recorded)
         return self._embedder
 
     def vectors_of(self, ids: list[str]) -> Matrix:
@@ -253,7 +260,8 @@ class Brain:
                 continue
             idx = SearchIndex.load(p)
             if idx is not None:
-                self._embedder = emb
+                # the cache was built after the recorded embedder was checked
+                self._embedder, self._embedder_checked = emb, True
                 return idx, emb
         return None
 
@@ -326,7 +334,15 @@ class Brain:
         vec = self.state("vectors")
         emb = self.embedder()
         plan = decide_sync(
-            g, vec.embedder_id, files, skipped, emb, self.vectors_of, ix, root=root_s, progress=progress
+            g,
+            vec.embedder_id,
+            files,
+            skipped,
+            emb,
+            self.vectors_of,
+            ix,
+            root=root_s,
+            progress=progress,
         )
         for data in plan.blobs:
             self.blobs.put(data)
@@ -372,8 +388,14 @@ class Brain:
         index = self.search_index()
         seq = self.log.last_seq
         trace, hits = decide_query(
-            self.graph, index, self.embedder(), text, trav,
-            top=top, trace_id=f"t{seq + 1}", chat_id=chat_id,
+            self.graph,
+            index,
+            self.embedder(),
+            text,
+            trav,
+            top=top,
+            trace_id=f"t{seq + 1}",
+            chat_id=chat_id,
         )
         if record:
             self._record([trace], "cli", seq)
@@ -397,10 +419,17 @@ class Brain:
         if chat_id and not trace_id:
             trace_id = tr.last_by_chat.get(chat_id, "")
             if not trace_id:
-                raise unknown("chat id", chat_id, sorted(tr.last_by_chat), "pass --chat-id to ocb query first")
+                raise unknown(
+                    "chat id", chat_id, sorted(tr.last_by_chat), "pass --chat-id to ocb query first"
+                )
         ref = tr.by_id.get(trace_id)
         if ref is None:
-            raise unknown("trace id", trace_id, sorted(tr.by_id)[-2000:], "use the trace_id printed by ocb query --json")
+            raise unknown(
+                "trace id",
+                trace_id,
+                sorted(tr.by_id)[-2000:],
+                "use the trace_id printed by ocb query --json",
+            )
         for rec in self.log.read(ref.seq, ref.seq):
             if isinstance(rec.event, QueryTraced):
                 return rec.event
@@ -433,11 +462,20 @@ class Brain:
             trace = self.trace(trace_id, chat_id)
             steps, damping, trace_id = list(trace.steps), trace.params.damping, trace.trace_id
         else:
-            raise InputError("nothing to learn from", "pass --trace ID, --chat-id ID or --fired-ids A,B,C")
+            raise InputError(
+                "nothing to learn from", "pass --trace ID, --chat-id ID or --fired-ids A,B,C"
+            )
         seq = self.log.last_seq
         events = decide_learn(
-            steps, outcome, learn, source=source, damping=damping, outcome_seq=seq + 1,
-            trace_id=trace_id, chat_id=chat_id, fired_ids=fired_ids,
+            steps,
+            outcome,
+            learn,
+            source=source,
+            damping=damping,
+            outcome_seq=seq + 1,
+            trace_id=trace_id,
+            chat_id=chat_id,
+            fired_ids=fired_ids,
         )
         self._record(events, "human" if source == "human" else source, seq)
         deltas = list(events[1].deltas) if len(events) > 1 else []  # type: ignore[attr-defined]
@@ -461,8 +499,15 @@ class Brain:
         _, _, ix = self.settings()
         seq = self.log.last_seq
         events, blobs, node_id = decide_inject(
-            self.graph, self.search_index(), self.embedder(), node_type, content, ix,
-            trace=trace, chat_id=chat_id, targets=targets,
+            self.graph,
+            self.search_index(),
+            self.embedder(),
+            node_type,
+            content,
+            ix,
+            trace=trace,
+            chat_id=chat_id,
+            targets=targets,
         )
         if not events:
             return InjectReport(node_id, False, 0, [])
@@ -505,7 +550,8 @@ class Brain:
             state = self._states[name]
             newest = self.snapshots.list(name)
             last = newest[0].seq if newest else 0
-            if state.seq > last and (force or state.seq - last >= self.snapshot_every):
+            due = force or name in self._resnapshot or state.seq - last >= self.snapshot_every
+            if state.seq > 0 and (state.seq > last or name in self._resnapshot) and due:
                 self.snapshots.save(name, state.seq, PROJECTIONS[name].snapshot(state))
 
     def close(self) -> None:

@@ -19,7 +19,9 @@ def _parse(line: str) -> dict[str, Any]:
         try:
             obj = json.loads(s)
         except json.JSONDecodeError as exc:
-            raise InputError(f"not valid JSON: {exc.msg}", "one query per line: text or {\"query\": ...}") from None
+            raise InputError(
+                f"not valid JSON: {exc.msg}", 'one query per line: text or {"query": ...}'
+            ) from None
         if not isinstance(obj, dict):
             raise InputError("a JSON line must be an object", 'use {"query": "...", "qid": "q1"}')
         return obj
@@ -40,7 +42,9 @@ def run_batch(
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read batch file {path}: {exc}", "pass a UTF-8 text file") from None
+        raise InputError(
+            f"cannot read batch file {path}: {exc}", "pass a UTF-8 text file"
+        ) from None
     with brain.log.group():
         for n, line in enumerate(lines, 1):
             if not line.strip():

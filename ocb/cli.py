@@ -57,7 +57,9 @@ def _warn(msg: str) -> None:
     typer.echo(f"warning: {msg}", err=True)
 
 
-def _out(obj: Any, as_json: bool, text: Callable[[Any], str], to_json: Callable[[Any], Any]) -> None:
+def _out(
+    obj: Any, as_json: bool, text: Callable[[Any], str], to_json: Callable[[Any], Any]
+) -> None:
     from ocb.render import dumps
 
     typer.echo(dumps(to_json(obj)) if as_json else text(obj))
@@ -95,7 +97,9 @@ def query(
     top: Annotated[int, typer.Option(help="Number of results.")] = 5,
     chat_id: Annotated[str, typer.Option(help="Chat this query belongs to.")] = "",
     mode: Annotated[str | None, typer.Option(help="Route mode: edge or edge+sim.")] = None,
-    batch: Annotated[Path | None, typer.Option(help="File of queries, one per line (text or JSON).")] = None,
+    batch: Annotated[
+        Path | None, typer.Option(help="File of queries, one per line (text or JSON).")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Answer a question from the brain and record the trace.
@@ -116,7 +120,9 @@ def query(
                 failed += "error" in obj
                 typer.echo(dumps(obj))
             if failed:
-                raise OcbError(f"{failed} batch line(s) failed", "see the error field of those lines")
+                raise OcbError(
+                    f"{failed} batch line(s) failed", "see the error field of those lines"
+                )
             return
         answer = b.query(text, top=top, chat_id=chat_id, mode=mode)
     _out(answer, as_json, answer_text, answer_json)
@@ -146,7 +152,9 @@ def learn(
 
     ids = [i.strip() for i in fired_ids.split(",") if i.strip()]
     with Brain(brain, warn=_warn) as b:
-        report = b.learn(outcome, trace_id=trace, chat_id=chat_id, fired_ids=ids, rule=rule, source=source)
+        report = b.learn(
+            outcome, trace_id=trace, chat_id=chat_id, fired_ids=ids, rule=rule, source=source
+        )
     _out(report, as_json, learn_text, learn_json)
 
 
@@ -155,17 +163,24 @@ def learn(
 def inject(
     brain: BrainOpt,
     content: Annotated[str, typer.Option(help="Text of the node.")],
-    node_type: Annotated[str, typer.Option("--type", help="CORRECTION, TEACHING or DIRECTIVE.")] = "TEACHING",
-    chat_id: Annotated[str, typer.Option(help="A correction suppresses what fired in this chat's last trace.")] = "",
+    node_type: Annotated[
+        str, typer.Option("--type", help="CORRECTION, TEACHING or DIRECTIVE.")
+    ] = "TEACHING",
+    chat_id: Annotated[
+        str, typer.Option(help="A correction suppresses what fired in this chat's last trace.")
+    ] = "",
     trace: Annotated[str, typer.Option(help="... or in this trace.")] = "",
-    target: Annotated[list[str] | None, typer.Option(help="Node id to suppress (repeatable).")] = None,
+    target: Annotated[
+        list[str] | None, typer.Option(help="Node id to suppress (repeatable).")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Add a CORRECTION, TEACHING or DIRECTIVE node to the graph.
 
     \b
     Example:
-      ocb inject --brain /tmp/brain --type CORRECTION --content "Never skip CI for hotfixes" --chat-id c1
+      ocb inject --brain /tmp/brain --type CORRECTION \\
+        --content "Never skip CI for hotfixes" --chat-id c1
     """
     from ocb.api import Brain
     from ocb.render import inject_json, inject_text
@@ -184,7 +199,8 @@ def doctor(brain: BrainOpt, as_json: JsonOpt = False) -> None:
     Example:
       ocb doctor --brain /tmp/brain
     """
-    from ocb.doctor import FAIL, as_json as doctor_json, run_doctor
+    from ocb.doctor import FAIL, run_doctor
+    from ocb.doctor import as_json as doctor_json
     from ocb.render import doctor_text
 
     checks = run_doctor(brain)
@@ -198,7 +214,9 @@ def doctor(brain: BrainOpt, as_json: JsonOpt = False) -> None:
 def events(
     brain: BrainOpt,
     since: Annotated[int, typer.Option(help="Only events after this seq.")] = 0,
-    event_type: Annotated[list[str] | None, typer.Option("--type", help="Only this event type (repeatable).")] = None,
+    event_type: Annotated[
+        list[str] | None, typer.Option("--type", help="Only this event type (repeatable).")
+    ] = None,
     limit: Annotated[int | None, typer.Option(help="At most this many events.")] = None,
     as_json: JsonOpt = True,
 ) -> None:
@@ -247,8 +265,12 @@ def config(
 @app.command()
 @handled
 def demo(
-    workspace: Annotated[Path, typer.Option(help="Workspace to run on.")] = Path("examples/workspace"),
-    brain: Annotated[Path | None, typer.Option(help="Brain directory (default: a temp dir).")] = None,
+    workspace: Annotated[Path, typer.Option(help="Workspace to run on.")] = Path(
+        "examples/workspace"
+    ),
+    brain: Annotated[
+        Path | None, typer.Option(help="Brain directory (default: a temp dir).")
+    ] = None,
 ) -> None:
     """Run the whole loop on a workspace: init, query, learn, correct, doctor.
 

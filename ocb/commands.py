@@ -9,9 +9,9 @@ from __future__ import annotations
 import difflib
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from hashlib import sha256
 
+import msgspec
 import numpy as np
 
 from ocb.embed import Embedder
@@ -23,8 +23,8 @@ from ocb.traverse import tier_of, traverse
 from ocb_events.errors import InputError
 from ocb_events.schema import (
     Candidate,
-    EdgesUpdated,
     EdgeSpec,
+    EdgesUpdated,
     Event,
     NodeInjected,
     NodesEmbedded,
@@ -50,8 +50,7 @@ def unknown(kind: str, name: str, known: Sequence[str], hint: str) -> InputError
 # --------------------------------------------------------------------------- query
 
 
-@dataclass(frozen=True)
-class Hit:
+class Hit(msgspec.Struct, frozen=True):
     """One retrieval result."""
 
     id: str
@@ -100,7 +99,9 @@ def decide_query(
     """
     query = text.strip()
     if not query:
-        raise InputError("the query is empty", 'ask a question, e.g. ocb query "how do I roll back"')
+        raise InputError(
+            "the query is empty", 'ask a question, e.g. ocb query "how do I roll back"'
+        )
     if top < 1:
         raise InputError(f"--top must be at least 1, got {top}", "pass --top 5")
     qvec = embedder.embed([query])[0]
@@ -128,7 +129,12 @@ def decide_query(
         query=query,
         chat_id=chat_id,
         seeds=tuple(
-            SeedHit(node_id=index.ids[i], score=float(hyb[i]), lexical=float(lex[i]), vector=float(cos[i]))
+            SeedHit(
+                node_id=index.ids[i],
+                score=float(hyb[i]),
+                lexical=float(lex[i]),
+                vector=float(cos[i]),
+            )
             for i in chosen
         ),
         steps=tuple(walk.steps),
@@ -143,7 +149,9 @@ def decide_query(
 
 def _hit(graph: State, node_id: str, score: float, fired: bool) -> Hit:
     n = graph.nodes[node_id]
-    return Hit(id=n.id, source=n.source, text=n.text, score=round(score, 6), fired=fired, kind=n.kind)
+    return Hit(
+        id=n.id, source=n.source, text=n.text, score=round(score, 6), fired=fired, kind=n.kind
+    )
 
 
 # --------------------------------------------------------------------------- learn
@@ -155,7 +163,11 @@ def check_outcome(outcome: float) -> float:
     Raises:
         InputError: NaN, infinite or out of range.
     """
-    if not isinstance(outcome, (int, float)) or not math.isfinite(outcome) or not -1 <= outcome <= 1:
+    if (
+        not isinstance(outcome, (int, float))
+        or not math.isfinite(outcome)
+        or not -1 <= outcome <= 1
+    ):
         raise InputError(
             f"outcome must be a number in [-1, 1], got {outcome}",
             "use --outcome 1 for a good answer, -1 for a bad one",
@@ -183,7 +195,15 @@ def steps_from_ids(graph: State, ids: Sequence[str], s: Traversal) -> list[Step]
             for v, e in sorted(out.items())
             if v == b or (e.weight > s.inhibitory and tier_of(e.weight, s) != "dormant")
         ]
-        steps.append(Step(hop=hop, node=a, candidates=tuple(cands), stop_logit=graph.stop.get(a, 0.0), chosen=b))
+        steps.append(
+            Step(
+                hop=hop,
+                node=a,
+                candidates=tuple(cands),
+                stop_logit=graph.stop.get(a, 0.0),
+                chosen=b,
+            )
+        )
     return steps
 
 
@@ -206,7 +226,9 @@ def decide_learn(
     """
     reward = check_outcome(reward)
     if source not in REWARD_SOURCES:
-        raise InputError(f"unknown reward source {source!r}", f"use one of: {', '.join(REWARD_SOURCES)}")
+        raise InputError(
+            f"unknown reward source {source!r}", f"use one of: {', '.join(REWARD_SOURCES)}"
+        )
     events: list[Event] = [
         OutcomeRecorded(
             reward=reward,
@@ -218,7 +240,9 @@ def decide_learn(
     ]
     deltas, params = decide_deltas(steps, reward, s, source=source, damping=damping)
     if deltas:
-        events.append(EdgesUpdated(deltas=deltas, rule=s.rule, cause_seq=outcome_seq, params=params))
+        events.append(
+            EdgesUpdated(deltas=deltas, rule=s.rule, cause_seq=outcome_seq, params=params)
+        )
     return events
 
 
@@ -283,12 +307,16 @@ def decide_inject(
     suppressed: list[str] = list(targets)
     if kind == "CORRECTION" and not suppressed and trace is not None:
         suppressed = [f for f in trace.fired if f in graph.nodes and graph.nodes[f].kind == CHUNK]
-    near = [n for n in _similar_nodes(index, graph, qtext, qvec[0], s.connect_k) if n not in suppressed]
+    near = [
+        n for n in _similar_nodes(index, graph, qtext, qvec[0], s.connect_k) if n not in suppressed
+    ]
     conns: list[EdgeSpec] = []
     for n in near:
         conns.append(EdgeSpec(source=n, target=node_id, weight=s.inject_weight, kind="injected"))
         if kind != "CORRECTION":
-            conns.append(EdgeSpec(source=node_id, target=n, weight=s.inject_weight, kind="injected"))
+            conns.append(
+                EdgeSpec(source=node_id, target=n, weight=s.inject_weight, kind="injected")
+            )
     if kind == "CORRECTION":
         conns += [
             EdgeSpec(source=node_id, target=t, weight=s.correction_weight, kind="inhibit")

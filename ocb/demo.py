@@ -11,7 +11,19 @@ from ocb.doctor import run_doctor
 from ocb.render import doctor_text, inject_text, learn_text, sync_text
 
 QUESTION = "how do I roll back a bad deploy"
-ROUNDS = 6
+HOTFIX = "can we skip CI for an urgent hotfix"
+ROUNDS = 8
+STALE = "memory/2026-11-10.md"
+FIX = "Never skip CI for hotfixes"
+
+
+def _ask(b: Brain, question: str, say: Callable[[str], None], chat_id: str = "") -> list[str]:
+    answer = b.query(question, top=3, chat_id=chat_id)
+    say(f'$ ocb query "{question}"')
+    say(f"  trace {answer.trace_id}: {len(answer.fired)} nodes fired, {answer.context_chars} chars")
+    for h in answer.results:
+        say(f"  {h.score:.3f}  {h.source}")
+    return answer.fired
 
 
 def run_demo(workspace: Path, brain_dir: Path | None, say: Callable[[str], None]) -> None:
@@ -24,25 +36,25 @@ def run_demo(workspace: Path, brain_dir: Path | None, say: Callable[[str], None]
         b, report = Brain.init(brain_dir, workspace)
         with b:
             say(f"$ ocb init --workspace {workspace} --brain {brain_dir}")
-            say(sync_text(report))
-            first = b.query(QUESTION, top=5, chat_id="demo")
-            say(f'\n$ ocb query "{QUESTION}"  ->  {len(first.fired)} nodes fired, {first.context_chars} chars')
-            for h in first.results[:3]:
-                say(f"   {h.score:.3f}  {h.source}")
-            say(f"\n$ ocb learn --outcome 1   (x{ROUNDS}, each on a fresh trace of the same question)")
+            say(sync_text(report) + "\n")
+            first = _ask(b, QUESTION, say)
+            say(f"\n$ ocb learn --outcome 1    # {ROUNDS} times, each on a new trace of it")
             for _ in range(ROUNDS):
-                a = b.query(QUESTION, top=5, chat_id="demo")
-                report = b.learn(1.0, trace_id=a.trace_id)
-            say(learn_text(report))
-            after = b.query(QUESTION, top=5, chat_id="demo")
-            say(f"   now {len(after.fired)} nodes fire (was {len(first.fired)}), {after.context_chars} chars")
-            say('\n$ ocb inject --type CORRECTION --content "Never skip CI for hotfixes" --chat-id demo')
-            say(inject_text(b.inject("CORRECTION", "Never skip CI for hotfixes", chat_id="demo")))
-            fixed = b.query(QUESTION, top=5)
-            say(f"   the question now fires: {', '.join(fixed.fired[:5])}")
+                report_l = b.learn(1.0, trace_id=b.query(QUESTION).trace_id)
+            say(learn_text(report_l) + "\n")
+            after = _ask(b, QUESTION, say)
+            say(f"  the route compiled: {len(first)} -> {len(after)} nodes fired\n")
+            fired = _ask(b, HOTFIX, say, chat_id="demo")
+            stale = next((n for n in fired if n.startswith(STALE)), fired[0])
+            say(f"  {stale} is the withdrawn advice; correct it:")
+            say(f'\n$ ocb inject --type CORRECTION --content "{FIX}" --target {stale}')
+            say(inject_text(b.inject("CORRECTION", FIX, chat_id="demo", targets=[stale])) + "\n")
+            fixed = _ask(b, HOTFIX, say)
+            verdict = "still fires" if stale in fixed else "no longer fires"
+            say(f"  {stale} {verdict} for this question")
         say(f"\n$ ocb doctor --brain {brain_dir}")
         say(doctor_text(run_doctor(brain_dir)))
-        say(f"\n$ ocb events --brain {brain_dir} --since 0   # the whole history, as JSON lines")
+        say(f"\n$ ocb events --brain {brain_dir} --since 0    # the whole history, as JSON lines")
     finally:
         if tmp is not None:
             tmp.cleanup()

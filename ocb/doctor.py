@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from ocb.api import Brain
 from ocb.indexing import unpack_matrix
@@ -21,8 +22,7 @@ PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
 DORMANT_LIMIT = 0.9
 
 
-@dataclass(frozen=True)
-class Check:
+class Check(msgspec.Struct, frozen=True):
     """One health check: its name, status and a one-line detail."""
 
     name: str
@@ -36,7 +36,9 @@ def _log_check(path: Path) -> Check:
     except OcbError as exc:
         return Check("log integrity", FAIL, exc.message)
     n = sum(r.records for r in reports)
-    return Check("log integrity", PASS, f"{n} records in {len(reports)} segment(s), checksums and seqs ok")
+    return Check(
+        "log integrity", PASS, f"{n} records in {len(reports)} segment(s), checksums and seqs ok"
+    )
 
 
 def _rebuild_check(brain: Brain) -> Check:
@@ -47,8 +49,14 @@ def _rebuild_check(brain: Brain) -> Check:
         if PROJECTIONS[name].snapshot(brain.state(name)) != PROJECTIONS[name].snapshot(full[name])
     ]
     if bad:
-        return Check("projections match rebuild", FAIL, "differ from a full rebuild: " + ", ".join(bad))
-    return Check("projections match rebuild", PASS, f"{len(PROJECTIONS)} projections equal a full rebuild at seq {brain.log.last_seq}")
+        return Check(
+            "projections match rebuild", FAIL, "differ from a full rebuild: " + ", ".join(bad)
+        )
+    return Check(
+        "projections match rebuild",
+        PASS,
+        f"{len(PROJECTIONS)} projections equal a full rebuild at seq {brain.log.last_seq}",
+    )
 
 
 def _embedder_check(brain: Brain) -> Check:
@@ -73,13 +81,19 @@ def _embedder_check(brain: Brain) -> Check:
     if missing or problems:
         parts = [f"{len(missing)} node(s) without a vector (e.g. {missing[0]})"] if missing else []
         return Check("embedder consistency", FAIL, "; ".join(parts + problems[:3]))
-    return Check("embedder consistency", PASS, f"{len(vec.rows)} vectors from {emb.id}, blobs intact")
+    return Check(
+        "embedder consistency", PASS, f"{len(vec.rows)} vectors from {emb.id}, blobs intact"
+    )
 
 
 def _orphan_check(g: GraphState) -> Check:
     bad = [(s, t) for s, ts in g.out.items() for t in ts if s not in g.nodes or t not in g.nodes]
     if bad:
-        return Check("orphan edges", FAIL, f"{len(bad)} edge(s) with a missing endpoint, e.g. {bad[0][0]} -> {bad[0][1]}")
+        return Check(
+            "orphan edges",
+            FAIL,
+            f"{len(bad)} edge(s) with a missing endpoint, e.g. {bad[0][0]} -> {bad[0][1]}",
+        )
     return Check("orphan edges", PASS, "every edge joins two existing nodes")
 
 
@@ -114,8 +128,14 @@ def _injected_check(g: GraphState) -> Check:
     injected = sorted(n for n, node in g.nodes.items() if node.kind != CHUNK)
     lonely = [n for n in injected if not g.out.get(n) and n not in inc]
     if lonely:
-        return Check("injected nodes connected", FAIL, f"{len(lonely)} without edges: {', '.join(lonely[:5])}")
-    return Check("injected nodes connected", PASS, f"{len(injected)} injected node(s), all connected")
+        return Check(
+            "injected nodes connected",
+            FAIL,
+            f"{len(lonely)} without edges: {', '.join(lonely[:5])}",
+        )
+    return Check(
+        "injected nodes connected", PASS, f"{len(injected)} injected node(s), all connected"
+    )
 
 
 def run_doctor(path: str | Path) -> list[Check]:
@@ -131,12 +151,31 @@ def run_doctor(path: str | Path) -> list[Check]:
         checks = [_log_check(path)]
         if brain.log.recovery is not None:
             r = brain.log.recovery
-            checks.append(Check("torn tail", WARN, f"{r.dropped_bytes} bytes after seq {r.last_seq} in {r.segment}; repaired on the next write"))
+            checks.append(
+                Check(
+                    "torn tail",
+                    WARN,
+                    f"{r.dropped_bytes} bytes after seq {r.last_seq} in {r.segment}; "
+                    "repaired on the next write",
+                )
+            )
         if checks[0].status == FAIL:
-            names = ["projections match rebuild", "embedder consistency", "orphan edges", "weight bounds", "tier distribution", "injected nodes connected"]
+            names = [
+                "projections match rebuild",
+                "embedder consistency",
+                "orphan edges",
+                "weight bounds",
+                "tier distribution",
+                "injected nodes connected",
+            ]
             return checks + [Check(n, SKIP, "the log is unreadable") for n in names]
         g = brain.graph
-        checks += [_rebuild_check(brain), _embedder_check(brain), _orphan_check(g), _bounds_check(g)]
+        checks += [
+            _rebuild_check(brain),
+            _embedder_check(brain),
+            _orphan_check(g),
+            _bounds_check(g),
+        ]
         checks += [_tier_check(brain), _injected_check(g)]
         return checks
     finally:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Any
+
+import msgspec
 
 from ocb.api import Brain
 from ocb.commands import unknown
@@ -34,7 +35,7 @@ def settings_json(brain: Brain, key: str | None = None) -> dict[str, Any]:
     values = {
         f"{section}.{k}": v
         for section, obj in (("traversal", trav), ("learning", learn), ("indexing", ix))
-        for k, v in asdict(obj).items()
+        for k, v in msgspec.structs.asdict(obj).items()
     }
     if key is not None:
         if key not in values:
@@ -47,5 +48,6 @@ def settings_json(brain: Brain, key: str | None = None) -> dict[str, Any]:
 def settings_text(d: dict[str, Any]) -> str:
     rec = set(d["recorded"])
     return "\n".join(
-        f"{k} = {v}" + ("   (recorded)" if k in rec else "") for k, v in sorted(d["settings"].items())
+        f"{k} = {v}" + ("   (recorded)" if k in rec else "")
+        for k, v in sorted(d["settings"].items())
     )

@@ -4,10 +4,10 @@ that connect them (siblings inside a file, a few similar chunks across files).""
 from __future__ import annotations
 
 import struct
-from hashlib import sha256
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from hashlib import sha256
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -49,13 +49,12 @@ def unpack_matrix(data: bytes) -> Matrix:
     return arr.reshape(rows, dim).astype(np.float32, copy=False)
 
 
-@dataclass
-class SyncPlan:
+class SyncPlan(msgspec.Struct):
     """The events of a sync, the blobs they name, and a summary for the user."""
 
-    events: list[Event] = field(default_factory=list)
-    blobs: list[bytes] = field(default_factory=list)
-    skipped: list[Skipped] = field(default_factory=list)
+    events: list[Event] = msgspec.field(default_factory=list)
+    blobs: list[bytes] = msgspec.field(default_factory=list)
+    skipped: list[Skipped] = msgspec.field(default_factory=list)
     files_indexed: int = 0
     files_changed: int = 0
     files_removed: int = 0
@@ -90,7 +89,9 @@ def _file_orders(graph: State, events: Sequence[Event]) -> list[list[str]]:
         if isinstance(ev, FileIndexed):
             orders.append([c.id for c in sorted(ev.chunks, key=lambda c: c.start_line)])
         elif isinstance(ev, FileChanged):
-            spans = [(s.start_line, s.id) for s in ev.kept] + [(c.start_line, c.id) for c in ev.added]
+            spans = [(s.start_line, s.id) for s in ev.kept] + [
+                (c.start_line, c.id) for c in ev.added
+            ]
             orders.append([i for _, i in sorted(spans)])
     return orders
 
@@ -103,7 +104,9 @@ def sibling_edges(graph: State, events: Sequence[Event], s: Indexing) -> list[Ed
         for a, b in zip(order, order[1:], strict=False):
             for src, dst in ((a, b), (b, a)):
                 if dst not in graph.out.get(src, {}):
-                    out.append(EdgeSpec(source=src, target=dst, weight=s.sibling_weight, kind="sibling"))
+                    out.append(
+                        EdgeSpec(source=src, target=dst, weight=s.sibling_weight, kind="sibling")
+                    )
     return out
 
 
@@ -145,7 +148,12 @@ def similar_edges(
     span = max(1e-9, 1.0 - s.similar_min)
     lo, hi = s.similar_weight_low, s.similar_weight_high
     return [
-        EdgeSpec(source=a, target=b, weight=round(lo + (hi - lo) * (c - s.similar_min) / span, 6), kind="similar")
+        EdgeSpec(
+            source=a,
+            target=b,
+            weight=round(lo + (hi - lo) * (c - s.similar_min) / span, 6),
+            kind="similar",
+        )
         for (a, b), c in sorted(pairs.items())
         if not existing(a, b)
     ]
@@ -170,7 +178,9 @@ def decide_sync(
     if not embedder_id:
         plan.events.append(EmbedderConfigured(embedder_id=embedder.id, dim=embedder.dim))
     keep = frozenset(sk.path for sk in skipped if sk.path in graph.files)
-    file_events = diff_workspace(files, previous_files(graph), keep=keep, target_chars=s.chunk_chars)
+    file_events = diff_workspace(
+        files, previous_files(graph), keep=keep, target_chars=s.chunk_chars
+    )
     plan.events.extend(file_events)
     for ev in file_events:
         if isinstance(ev, FileIndexed):
@@ -228,12 +238,18 @@ def _similar(
     taken: set[tuple[str, str]],
     progress: Progress | None,
 ) -> list[EdgeSpec]:
-    gone = {i for ev in file_events if isinstance(ev, (FileChanged, FileRemoved)) for i in ev.removed}
+    gone = {
+        i for ev in file_events if isinstance(ev, (FileChanged, FileRemoved)) for i in ev.removed
+    }
     old_ids = sorted(i for i, n in graph.nodes.items() if n.kind == CHUNK and i not in gone)
     file_of = {i: graph.nodes[i].path for i in old_ids}
     file_of.update({c.id: path for path, c in new})
     new_ids = [c.id for _, c in new]
-    old_vecs = existing_vectors(old_ids) if old_ids and new_ids else np.zeros((0, new_vecs.shape[1]), np.float32)
+    old_vecs = (
+        existing_vectors(old_ids)
+        if old_ids and new_ids
+        else np.zeros((0, new_vecs.shape[1]), np.float32)
+    )
     all_ids = old_ids + new_ids
     all_vecs = np.vstack([old_vecs, new_vecs]) if len(old_ids) else new_vecs
 

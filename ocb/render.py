@@ -6,8 +6,9 @@ JSON shapes (documented in README.md) are built here and nowhere else.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 if TYPE_CHECKING:
     from ocb.api import Answer, InjectReport, LearnReport, SyncReport
@@ -25,7 +26,14 @@ def answer_json(a: Answer) -> dict[str, Any]:
         "query": a.query,
         "chat_id": a.chat_id,
         "results": [
-            {"id": h.id, "source": h.source, "text": h.text, "score": h.score, "fired": h.fired, "kind": h.kind}
+            {
+                "id": h.id,
+                "source": h.source,
+                "text": h.text,
+                "score": h.score,
+                "fired": h.fired,
+                "kind": h.kind,
+            }
             for h in a.results
         ],
         "fired": a.fired,
@@ -50,14 +58,15 @@ def answer_text(a: Answer) -> str:
 
 def sync_text(r: SyncReport) -> str:
     return (
-        f"indexed {r.files_indexed} new, {r.files_changed} changed, {r.files_removed} removed file(s): "
+        f"indexed {r.files_indexed} new, {r.files_changed} changed, "
+        f"{r.files_removed} removed file(s): "
         f"+{r.chunks_added} / -{r.chunks_removed} chunks, +{r.edges_created} edges "
         f"({r.events} events). brain: {r.nodes} nodes, {r.edges} edges."
     )
 
 
 def sync_json(r: SyncReport) -> dict[str, Any]:
-    d = asdict(r)
+    d = msgspec.structs.asdict(r)
     d["skipped"] = [{"path": p, "reason": why} for p, why in r.skipped]
     return d
 
@@ -85,7 +94,7 @@ def learn_text(r: LearnReport) -> str:
 
 
 def inject_json(r: InjectReport) -> dict[str, Any]:
-    return asdict(r)
+    return msgspec.structs.asdict(r)
 
 
 def inject_text(r: InjectReport) -> str:

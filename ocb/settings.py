@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
 from typing import Any, TypeVar
+
+import msgspec
 
 from ocb_events.errors import InputError
 
@@ -15,8 +16,7 @@ RULES = ("pg", "heuristic")
 REWARD_SOURCES = ("human", "self", "harvester", "teacher")
 
 
-@dataclass(frozen=True)
-class Traversal:
+class Traversal(msgspec.Struct, frozen=True):
     """How a query seeds and walks the graph (see ``ocb.traverse``).
 
     Tiers (on the damped weight): reflex >= ``reflex`` is followed automatically;
@@ -47,8 +47,7 @@ class Traversal:
     visit_penalty: float = 0.2
 
 
-@dataclass(frozen=True)
-class Learning:
+class Learning(msgspec.Struct, frozen=True):
     """How outcomes change edges: learning rate, softmax temperature, discount,
     baseline, and the weight of each reward source."""
 
@@ -67,8 +66,7 @@ class Learning:
         return value
 
 
-@dataclass(frozen=True)
-class Indexing:
+class Indexing(msgspec.Struct, frozen=True):
     """How init connects chunks: sibling edges inside a file and a few cross-file
     edges between similar chunks."""
 
@@ -85,7 +83,11 @@ class Indexing:
 
 S = TypeVar("S", Traversal, Learning, Indexing)
 
-SECTIONS: dict[str, type[Any]] = {"traversal": Traversal, "learning": Learning, "indexing": Indexing}
+SECTIONS: dict[str, type[Any]] = {
+    "traversal": Traversal,
+    "learning": Learning,
+    "indexing": Indexing,
+}
 
 
 def _coerce(section: str, name: str, kind: type, value: object) -> object:
@@ -118,9 +120,11 @@ def check_key(key: str, value: object) -> object:
     """
     section, _, name = key.partition(".")
     cls = SECTIONS.get(section)
-    known = {f.name: f for f in fields(cls)} if cls else {}
+    known = {f.name: f for f in msgspec.structs.fields(cls)} if cls else {}
     if name not in known:
-        keys = sorted(f"{s}.{f.name}" for s, c in SECTIONS.items() for f in fields(c))
+        keys = sorted(
+            f"{s}.{f.name}" for s, c in SECTIONS.items() for f in msgspec.structs.fields(c)
+        )
         raise InputError(f"unknown setting {key!r}", "known settings: " + ", ".join(keys))
     kind = type(getattr(cls(), name))
     return _coerce(section, name, kind, value)
@@ -138,4 +142,4 @@ def resolve(cls: type[S], recorded: Mapping[str, object], **overrides: object) -
     for name, value in overrides.items():
         if value is not None:
             changes[name] = check_key(f"{section}.{name}", value)
-    return replace(base, **changes)
+    return msgspec.structs.replace(base, **changes)

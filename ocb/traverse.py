@@ -26,7 +26,8 @@ query give the same trace.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+
+import msgspec
 
 from ocb.learning import softmax
 from ocb.settings import Traversal
@@ -47,13 +48,12 @@ def tier_of(weight: float, s: Traversal) -> str:
     return "dormant"
 
 
-@dataclass
-class Walk:
+class Walk(msgspec.Struct):
     """What a traversal fired and decided."""
 
-    activation: dict[str, float] = field(default_factory=dict)
-    steps: list[Step] = field(default_factory=list)
-    vetoed: set[str] = field(default_factory=set)
+    activation: dict[str, float] = msgspec.field(default_factory=dict)
+    steps: list[Step] = msgspec.field(default_factory=list)
+    vetoed: set[str] = msgspec.field(default_factory=set)
     stop_reason: str = "frontier_empty"
     context_chars: int = 0
 

@@ -52,9 +52,7 @@ def decode_record(buf: bytes | memoryview, *, segment: str = "", offset: int = 0
         raise LogCorrupt(segment, offset, -1, f"undecodable record: {exc}") from exc
 
 
-def _decode_slow(
-    buf: bytes | memoryview, exc: Exception, segment: str, offset: int
-) -> Record:
+def _decode_slow(buf: bytes | memoryview, exc: Exception, segment: str, offset: int) -> Record:
     try:
         raw = _RAW_DECODER.decode(buf)
     except (msgspec.DecodeError, UnicodeDecodeError) as exc2:

@@ -34,9 +34,10 @@ import threading
 import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+import msgspec
 
 from ocb_events.clock import Clock, system_clock
 from ocb_events.codec import decode_record, encode_record
@@ -55,8 +56,7 @@ SEGMENT_BYTES = 64 * 1024 * 1024
 Durability = Literal["batch", "none"]
 
 
-@dataclass(frozen=True)
-class Recovery:
+class Recovery(msgspec.Struct, frozen=True):
     """A torn tail found on open, at ``offset``: truncated by a writer (``repaired``),
     left in place and ignored by a reader."""
 
@@ -67,8 +67,7 @@ class Recovery:
     repaired: bool = True
 
 
-@dataclass(frozen=True)
-class FrameInfo:
+class FrameInfo(msgspec.Struct, frozen=True):
     """The header of one valid frame, as found by a scan."""
 
     offset: int
@@ -132,8 +131,7 @@ def _valid_frame_after(buf: bytes | mmap.mmap, start: int, size: int, seq: int) 
     return False
 
 
-@dataclass
-class _Scan:
+class _Scan(msgspec.Struct):
     end: int
     last_seq: int
     last_ts: int
@@ -151,8 +149,10 @@ def _scan(
         info = _frame_ok(buf, off, size)
         if info is None or info.seq != expected:
             if _valid_frame_after(buf, off + 1, size, expected - 1):
-                reason = "checksum or framing mismatch" if info is None else (
-                    f"seq {info.seq} where {expected} was expected"
+                reason = (
+                    "checksum or framing mismatch"
+                    if info is None
+                    else (f"seq {info.seq} where {expected} was expected")
                 )
                 raise LogCorrupt(name, off, expected, reason)
             break
@@ -528,8 +528,7 @@ class SegmentLog:
         self.close()
 
 
-@dataclass(frozen=True)
-class SegmentReport:
+class SegmentReport(msgspec.Struct, frozen=True):
     """The result of verifying one segment end to end."""
 
     segment: str
@@ -572,6 +571,8 @@ def verify_log(directory: Path) -> list[SegmentReport]:
         finally:
             if isinstance(buf, mmap.mmap):
                 buf.close()
-        reports.append(SegmentReport(seg.path.name, scan.last_seq - expected + 1, expected, scan.last_seq))
+        reports.append(
+            SegmentReport(seg.path.name, scan.last_seq - expected + 1, expected, scan.last_seq)
+        )
         expected = scan.last_seq + 1
     return reports

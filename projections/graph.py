@@ -24,6 +24,7 @@ from ocb_events.schema import (
     Record,
     WorkspaceAttached,
 )
+from projections._lazy import LazyMap
 
 CHUNK = "chunk"
 
@@ -73,28 +74,43 @@ class _Snapshot(msgspec.Struct, array_like=True):
     seq: int
     workspace: str
     nodes_seq: int
-    nodes: list[Node]
-    out: dict[str, dict[str, Edge]]
+    nodes: dict[str, msgspec.Raw]
+    out: dict[str, msgspec.Raw]
     stop: dict[str, float]
     files: dict[str, FileEntry]
     injected: dict[str, int]
 
 
+_NODE = msgspec.msgpack.Decoder(Node)
+_TARGETS = msgspec.msgpack.Decoder(dict[str, Edge])
+
+
 class State:
-    """The graph at ``seq``. Mutable; see the module note.
+    """The graph at ``seq``. Mutable; see the module note. ``nodes`` and ``out`` are
+    lazy mappings: a restored value is decoded when first read.
 
     ``nodes_seq`` is the seq of the last event that changed what a search over nodes
     sees (a node's text, the node set, or node vectors); search caches key on it.
     """
 
-    __slots__ = ("seq", "workspace", "nodes_seq", "nodes", "out", "stop", "files", "injected", "_inc")
+    __slots__ = (
+        "seq",
+        "workspace",
+        "nodes_seq",
+        "nodes",
+        "out",
+        "stop",
+        "files",
+        "injected",
+        "_inc",
+    )
 
     def __init__(self) -> None:
         self.seq = 0
         self.workspace = ""
         self.nodes_seq = 0
-        self.nodes: dict[str, Node] = {}
-        self.out: dict[str, dict[str, Edge]] = {}
+        self.nodes: LazyMap[Node] = LazyMap({}, _NODE)
+        self.out: LazyMap[dict[str, Edge]] = LazyMap({}, _TARGETS)
         self.stop: dict[str, float] = {}
         self.files: dict[str, FileEntry] = {}
         self.injected: dict[str, int] = {}
@@ -273,8 +289,8 @@ def snapshot(state: State) -> bytes:
         seq=state.seq,
         workspace=state.workspace,
         nodes_seq=state.nodes_seq,
-        nodes=[state.nodes[k] for k in sorted(state.nodes)],
-        out={k: v for k, v in state.out.items() if v},
+        nodes=state.nodes.raw_items(),
+        out={k: v for k, v in state.out.raw_items().items() if v},
         stop={k: v for k, v in state.stop.items() if v != 0.0},
         files=state.files,
         injected=state.injected,
@@ -289,8 +305,8 @@ def restore(data: bytes) -> State:
     state.seq = snap.seq
     state.workspace = snap.workspace
     state.nodes_seq = snap.nodes_seq
-    state.nodes = {n.id: n for n in snap.nodes}
-    state.out = snap.out
+    state.nodes = LazyMap(snap.nodes, _NODE)
+    state.out = LazyMap(snap.out, _TARGETS)
     state.stop = snap.stop
     state.files = snap.files
     state.injected = snap.injected

@@ -1,33 +1,34 @@
 """Snapshots: projection checkpoints tied to the seq they cover.
 
-A snapshot file is ``MAGIC``, ``<Q seq``, the sha256 of the body, then the body (the
-projection's canonical bytes). It is written to a temp file, fsynced and renamed. A
-snapshot that fails its hash is never trusted: it is reported and skipped, and the
-projection is rebuilt from an older snapshot or from the log.
+A snapshot file is ``MAGIC``, ``<Q seq``, ``<Q length``, ``<I crc32`` of the body,
+then the body (the projection's canonical bytes). It is written to a temp file,
+fsynced and renamed. A snapshot that fails its checksum, or that this version cannot
+decode, is never trusted: it is reported and skipped, and the projection is rebuilt
+from an older snapshot or from the log (and snapshotted again).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import struct
+import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from ocb_events.protocol import EventLog
 from replay.rebuild import PROJECTIONS, fold
 
-MAGIC = b"OCBSNAP1"
-_HEAD = struct.Struct("<8sQ32s")
+MAGIC = b"OCBSNAP2"
+_HEAD = struct.Struct("<8sQQI")
 KEEP = 2
 
 Warn = Callable[[str], None]
 
 
-@dataclass(frozen=True)
-class SnapshotInfo:
+class SnapshotInfo(msgspec.Struct, frozen=True):
     """One snapshot file on disk."""
 
     name: str
@@ -56,7 +57,7 @@ class SnapshotStore:
         path = self.directory / f"{name}-{seq:020d}.snap"
         tmp = path.with_suffix(".tmp")
         with open(tmp, "wb") as fh:
-            fh.write(_HEAD.pack(MAGIC, seq, hashlib.sha256(body).digest()))
+            fh.write(_HEAD.pack(MAGIC, seq, len(body), zlib.crc32(body)))
             fh.write(body)
             fh.flush()
             os.fsync(fh.fileno())
@@ -73,9 +74,9 @@ class SnapshotStore:
             return None
         if len(raw) < _HEAD.size:
             return None
-        magic, seq, digest = _HEAD.unpack_from(raw, 0)
+        magic, seq, length, crc = _HEAD.unpack_from(raw, 0)
         body = raw[_HEAD.size :]
-        if magic != MAGIC or seq != info.seq or hashlib.sha256(body).digest() != digest:
+        if magic != MAGIC or seq != info.seq or len(body) != length or zlib.crc32(body) != crc:
             return None
         return body
 
@@ -86,11 +87,17 @@ class SnapshotStore:
             if info.seq > max_seq:
                 continue
             body = self.read(info)
-            if body is None:
+            state = None
+            if body is not None:
+                try:
+                    state = module.restore(body)
+                except (msgspec.DecodeError, msgspec.ValidationError):
+                    state = None  # written by another version of the projection
+            if state is None:
                 if warn is not None:
-                    warn(f"snapshot {info.path.name} is damaged; ignored and rebuilt")
+                    warn(f"snapshot {info.path.name} is damaged or outdated; ignored and rebuilt")
                 continue
-            return module.restore(body)
+            return state
         return None
 
 

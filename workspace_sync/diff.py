@@ -65,7 +65,9 @@ def diff_file(
         h = text_hash(p.text)
         ids = unused.get(h)
         if ids:
-            kept.append(ChunkSpan(id=ids.pop(0), text_hash=h, start_line=p.start_line, end_line=p.end_line))
+            kept.append(
+                ChunkSpan(id=ids.pop(0), text_hash=h, start_line=p.start_line, end_line=p.end_line)
+            )
         else:
             added.append(_chunk(f"{f.path}::{ordinal}", p))
             ordinal += 1

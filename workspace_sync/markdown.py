@@ -11,7 +11,8 @@ when it has them. Fenced code blocks are never split at a blank line.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+import msgspec
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _FENCE = re.compile(r"^ {0,3}(```|~~~)")
@@ -20,8 +21,7 @@ _ITEM = re.compile(r"^\s{0,3}(?:[-*+]|\d+[.)])\s")
 TARGET_CHARS = 600
 
 
-@dataclass(frozen=True)
-class Piece:
+class Piece(msgspec.Struct, frozen=True):
     """A chunk of a file: its text, line range and heading breadcrumb."""
 
     text: str
@@ -38,8 +38,7 @@ def split_lines(text: str) -> list[str]:
     return lines
 
 
-@dataclass
-class _Block:
+class _Block(msgspec.Struct):
     start: int  # 0-based line index
     end: int  # inclusive
     heading_level: int = 0
@@ -98,7 +97,9 @@ def _crumb(stack: list[tuple[int, str]]) -> str:
     return " > ".join(t for _, t in stack if t)
 
 
-def chunk_text(text: str, *, markdown: bool = True, target_chars: int = TARGET_CHARS) -> list[Piece]:
+def chunk_text(
+    text: str, *, markdown: bool = True, target_chars: int = TARGET_CHARS
+) -> list[Piece]:
     """Split a file into pieces.
 
     Args:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from ocb_events.errors import WorkspaceError
 
@@ -21,8 +22,7 @@ SKIP_DIRS = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class FileText:
+class FileText(msgspec.Struct, frozen=True):
     """A readable workspace file: posix path relative to the root, text and hash."""
 
     path: str
@@ -34,8 +34,7 @@ class FileText:
         return not self.path.endswith(".txt")
 
 
-@dataclass(frozen=True)
-class Skipped:
+class Skipped(msgspec.Struct, frozen=True):
     """A file that was not indexed, and why."""
 
     path: str
@@ -89,7 +88,9 @@ def scan_workspace(root: Path) -> tuple[list[FileText], list[Skipped]]:
             if d.startswith(".") or d in SKIP_DIRS:
                 continue
             if (base / d).is_symlink():
-                skipped.append(Skipped((base / d).relative_to(root).as_posix(), "symlinked directory"))
+                skipped.append(
+                    Skipped((base / d).relative_to(root).as_posix(), "symlinked directory")
+                )
                 continue
             keep.append(d)
         dirnames[:] = keep

@@ -14,7 +14,9 @@ def build(nodes: dict[str, str], edges: list[tuple[str, str, float]]) -> graph.S
     )
     events: list[Event] = [FileIndexed(path="g.md", content_hash="h", chunks=chunks)]
     events.append(
-        EdgesCreated(edges=tuple(EdgeSpec(source=a, target=b, weight=w, kind="test") for a, b, w in edges))
+        EdgesCreated(
+            edges=tuple(EdgeSpec(source=a, target=b, weight=w, kind="test") for a, b, w in edges)
+        )
     )
     state = graph.initial()
     for i, ev in enumerate(events, 1):

@@ -33,7 +33,9 @@ def test_query_returns_sources_that_cite_the_file_lines(brain: Brain, workspace:
     assert answer.context_chars == sum(len(brain.graph.nodes[n].text) for n in answer.fired)
 
 
-def test_repeated_positive_outcomes_compile_a_reflex_route_and_shrink_the_context(brain: Brain) -> None:
+def test_repeated_positive_outcomes_compile_a_reflex_route_and_shrink_the_context(
+    brain: Brain,
+) -> None:
     first = brain.query(QUESTION)
     for _ in range(15):
         answer = brain.query(QUESTION)
@@ -108,7 +110,9 @@ def test_a_query_without_recording_writes_nothing(brain: Brain) -> None:
     assert answer.trace_id == "" and answer.results and brain.log.last_seq == seq
 
 
-def test_injected_nodes_and_learned_weights_survive_a_resync(brain: Brain, workspace: Path, built: Path) -> None:
+def test_injected_nodes_and_learned_weights_survive_a_resync(
+    brain: Brain, workspace: Path, built: Path
+) -> None:
     node = brain.inject("TEACHING", "Rollbacks are announced in #deploys").node_id
     answer = brain.query(QUESTION)
     brain.learn(1.0, trace_id=answer.trace_id)
@@ -122,15 +126,24 @@ def test_injected_nodes_and_learned_weights_survive_a_resync(brain: Brain, works
     assert brain.sync(workspace).events == 0
 
 
-def test_incremental_sync_equals_a_fresh_brain(brain: Brain, workspace: Path, tmp_path: Path) -> None:
+def test_incremental_sync_equals_a_fresh_brain(
+    brain: Brain, workspace: Path, tmp_path: Path
+) -> None:
     rollback = workspace / "runbooks" / "rollback.md"
-    rollback.write_text("# Preface\n\nRead me first.\n\n" + rollback.read_text().replace("helm", "Helm"))
+    rollback.write_text(
+        "# Preface\n\nRead me first.\n\n" + rollback.read_text().replace("helm", "Helm")
+    )
     (workspace / "memory" / "2026-11-21.md").write_text("# 2026-11-21\n\nQuiet day.\n")
     brain.sync(workspace)
     with Brain.create(tmp_path / "fresh", clock=TickClock()) as fresh:
         fresh.sync(workspace)
-        view = sorted((n.path, n.start_line, n.end_line, n.text) for n in fresh.graph.nodes.values())
-    assert sorted((n.path, n.start_line, n.end_line, n.text) for n in brain.graph.nodes.values()) == view
+        view = sorted(
+            (n.path, n.start_line, n.end_line, n.text) for n in fresh.graph.nodes.values()
+        )
+    assert (
+        sorted((n.path, n.start_line, n.end_line, n.text) for n in brain.graph.nodes.values())
+        == view
+    )
 
 
 def test_reopened_brain_equals_a_full_rebuild(built: Path) -> None:
@@ -140,7 +153,9 @@ def test_reopened_brain_equals_a_full_rebuild(built: Path) -> None:
     with Brain(built, writer=False) as b:
         full = rebuild(b.log)
         for name in PROJECTIONS:
-            assert PROJECTIONS[name].snapshot(b.state(name)) == PROJECTIONS[name].snapshot(full[name])
+            assert PROJECTIONS[name].snapshot(b.state(name)) == PROJECTIONS[name].snapshot(
+                full[name]
+            )
     assert all(c.status != FAIL for c in run_doctor(built))
 
 

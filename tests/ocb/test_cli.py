@@ -55,25 +55,64 @@ def test_top_level_help_lists_every_command() -> None:
 def test_init_query_learn_inject_doctor_outputs(cli_brain: Path, workspace: Path) -> None:
     code, out, err = ocb("init", "--workspace", workspace, "--brain", cli_brain)
     assert (code, err) == (0, "")
-    assert out == "indexed 0 new, 0 changed, 0 removed file(s): +0 / -0 chunks, +0 edges (0 events). brain: 236 nodes, 902 edges.\n"
-    code, out, _ = ocb("query", QUESTION, "--brain", cli_brain, "--top", "3", "--json", "--chat-id", "c1")
+    assert (
+        out == "indexed 0 new, 0 changed, 0 removed file(s): +0 / -0 chunks, +0 edges (0 events). "
+        "brain: 236 nodes, 902 edges.\n"
+    )
+    code, out, _ = ocb(
+        "query", QUESTION, "--brain", cli_brain, "--top", "3", "--json", "--chat-id", "c1"
+    )
     assert code == 0
     answer = json.loads(out)
-    assert list(answer) == ["trace_id", "query", "chat_id", "results", "fired", "stop_reason", "context_chars"]
-    assert [list(r) for r in answer["results"]] == [["id", "source", "text", "score", "fired", "kind"]] * 3
+    assert list(answer) == [
+        "trace_id",
+        "query",
+        "chat_id",
+        "results",
+        "fired",
+        "stop_reason",
+        "context_chars",
+    ]
+    assert [list(r) for r in answer["results"]] == [
+        ["id", "source", "text", "score", "fired", "kind"]
+    ] * 3
     check("cli/query.json", json.dumps(answer, indent=1) + "\n")
     code, out, _ = ocb("query", QUESTION, "--brain", cli_brain, "--top", "2")
     check("cli/query.txt", out)
-    code, out, _ = ocb("learn", "--brain", cli_brain, "--trace", answer["trace_id"], "--outcome", "1", "--json")
+    code, out, _ = ocb(
+        "learn", "--brain", cli_brain, "--trace", answer["trace_id"], "--outcome", "1", "--json"
+    )
     assert code == 0
     learned = json.loads(out)
     assert learned["outcome_seq"] == 33 and learned["trace_id"] == "t31" and learned["deltas"]
     check("cli/learn.json", json.dumps(learned, indent=1) + "\n")
-    code, out, _ = ocb("learn", "--brain", cli_brain, "--chat-id", "c1", "--outcome", "-0.5", "--rule", "heuristic")
+    code, out, _ = ocb(
+        "learn", "--brain", cli_brain, "--chat-id", "c1", "--outcome", "-0.5", "--rule", "heuristic"
+    )
     check("cli/learn.txt", out)
-    code, out, _ = ocb("inject", "--brain", cli_brain, "--type", "CORRECTION", "--content", "Never skip CI for hotfixes", "--chat-id", "c1")
+    code, out, _ = ocb(
+        "inject",
+        "--brain",
+        cli_brain,
+        "--type",
+        "CORRECTION",
+        "--content",
+        "Never skip CI for hotfixes",
+        "--chat-id",
+        "c1",
+    )
     assert code == 0 and out.startswith("injected correction::1 with ")
-    code, out, _ = ocb("inject", "--brain", cli_brain, "--type", "CORRECTION", "--content", "Never skip CI for hotfixes", "--chat-id", "c1")
+    code, out, _ = ocb(
+        "inject",
+        "--brain",
+        cli_brain,
+        "--type",
+        "CORRECTION",
+        "--content",
+        "Never skip CI for hotfixes",
+        "--chat-id",
+        "c1",
+    )
     assert out == "correction::1 already holds this content; nothing recorded\n"
     code, out, _ = ocb("doctor", "--brain", cli_brain)
     assert code == 0 and out.count("PASS") == 7
@@ -82,10 +121,25 @@ def test_init_query_learn_inject_doctor_outputs(cli_brain: Path, workspace: Path
 
 def test_events_prints_json_lines_filtered_by_type(cli_brain: Path) -> None:
     ocb("query", QUESTION, "--brain", cli_brain)
-    code, out, _ = ocb("events", "--brain", cli_brain, "--since", "0", "--type", "query_traced", "--type", "workspace_attached")
+    code, out, _ = ocb(
+        "events",
+        "--brain",
+        cli_brain,
+        "--since",
+        "0",
+        "--type",
+        "query_traced",
+        "--type",
+        "workspace_attached",
+    )
     lines = [json.loads(x) for x in out.splitlines()]
-    assert code == 0 and [x["event"]["type"] for x in lines] == ["workspace_attached", "query_traced"]
-    assert [x["seq"] for x in lines] == [1, 31] and all(x["actor"] in ("sync", "cli") for x in lines)
+    assert code == 0 and [x["event"]["type"] for x in lines] == [
+        "workspace_attached",
+        "query_traced",
+    ]
+    assert [x["seq"] for x in lines] == [1, 31] and all(
+        x["actor"] in ("sync", "cli") for x in lines
+    )
     code, out, _ = ocb("events", "--brain", cli_brain, "--since", "29", "--limit", "1")
     assert [json.loads(x)["seq"] for x in out.splitlines()] == [30]
 
@@ -105,12 +159,21 @@ def test_config_records_settings_and_rejects_unknown_keys(cli_brain: Path) -> No
 
 def test_batch_answers_one_json_line_per_query(cli_brain: Path, tmp_path: Path) -> None:
     batch = tmp_path / "q.jsonl"
-    batch.write_text('how do I roll back\n{"qid": "q2", "query": "who is on call", "top": 2}\n{"qid": "q3", "text": " "}\n')
+    batch.write_text(
+        "how do I roll back\n"
+        '{"qid": "q2", "query": "who is on call", "top": 2}\n'
+        '{"qid": "q3", "text": " "}\n'
+    )
     code, out, err = ocb("query", "--batch", batch, "--brain", cli_brain, "--top", "3")
     rows = [json.loads(x) for x in out.splitlines()]
     assert code == 1 and err.startswith("error: 1 batch line(s) failed")
     assert [len(r.get("results", [])) for r in rows] == [3, 2, 0]
-    assert rows[1]["qid"] == "q2" and rows[2] == {"qid": "q3", "error": "the query is empty", "line": 3, "latency_ms": rows[2]["latency_ms"]}
+    assert rows[1]["qid"] == "q2" and rows[2] == {
+        "qid": "q3",
+        "error": "the query is empty",
+        "line": 3,
+        "latency_ms": rows[2]["latency_ms"],
+    }
     assert all(r["latency_ms"] >= 0 for r in rows)
 
 
@@ -152,8 +215,14 @@ def test_bad_files_are_skipped_with_a_warning(tmp_path: Path) -> None:
     [
         (["learn", "--trace", "t999", "--outcome", "1"], r"error: unknown trace id 't999'"),
         (["learn", "--chat-id", "nobody", "--outcome", "1"], r"error: unknown chat id 'nobody'"),
-        (["learn", "--trace", "t31", "--outcome", "nan"], r"error: outcome must be a number in \[-1, 1\], got nan"),
-        (["learn", "--trace", "t31", "--outcome", "1.5"], r"error: outcome must be a number in \[-1, 1\], got 1.5"),
+        (
+            ["learn", "--trace", "t31", "--outcome", "nan"],
+            r"error: outcome must be a number in \[-1, 1\], got nan",
+        ),
+        (
+            ["learn", "--trace", "t31", "--outcome", "1.5"],
+            r"error: outcome must be a number in \[-1, 1\], got 1.5",
+        ),
         (["learn", "--outcome", "1"], r"error: nothing to learn from"),
         (["query", ""], r"error: the query is empty"),
         (["query", QUESTION, "--mode", "telepathy"], r"error: unknown route mode 'telepathy'"),
@@ -185,9 +254,17 @@ def test_missing_brain_names_the_fix(tmp_path: Path) -> None:
 
 def test_a_locked_brain_names_the_holder(cli_brain: Path) -> None:
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys\nfrom pathlib import Path\nfrom ocb_events.log import SegmentLog\n"
-         "log = SegmentLog(Path(sys.argv[1]) / 'log')\nprint('ready', flush=True)\nsys.stdin.read()\n", str(cli_brain)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            "import sys\nfrom pathlib import Path\nfrom ocb_events.log import SegmentLog\n"
+            "log = SegmentLog(Path(sys.argv[1]) / 'log')\n"
+            "print('ready', flush=True)\nsys.stdin.read()\n",
+            str(cli_brain),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
@@ -212,9 +289,13 @@ def test_a_corrupted_record_is_reported_by_seq_and_offset(cli_brain: Path) -> No
         snap.unlink()
     code, _, err = ocb("query", QUESTION, "--brain", cli_brain)
     assert code == 1
-    one_error(err, r"error: log corrupt at seq \d+ \(segment 0+1\.seg, offset \d+\): checksum mismatch")
+    one_error(
+        err, r"error: log corrupt at seq \d+ \(segment 0+1\.seg, offset \d+\): checksum mismatch"
+    )
     assert seg.read_bytes() == bytes(data)
     code, out, _ = ocb("doctor", "--brain", cli_brain)
     assert code == 1
-    assert re.search(r"FAIL  log integrity: log corrupt at seq \d+ \(segment 0+1\.seg, offset \d+\)", out)
+    assert re.search(
+        r"FAIL  log integrity: log corrupt at seq \d+ \(segment 0+1\.seg, offset \d+\)", out
+    )
     assert "SKIP  projections match rebuild: the log is unreadable" in out

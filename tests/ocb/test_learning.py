@@ -13,7 +13,9 @@ from ocb.settings import Learning
 from ocb_events.schema import STOP, Candidate, Step
 
 
-def _step(weights: dict[str, float], chosen: str, stop: float = 0.0, hop: int = 1, node: str = "n") -> Step:
+def _step(
+    weights: dict[str, float], chosen: str, stop: float = 0.0, hop: int = 1, node: str = "n"
+) -> Step:
     cands = tuple(
         Candidate(target=t, weight=w, logit=w, tier="habitual") for t, w in sorted(weights.items())
     )
@@ -34,7 +36,12 @@ def test_policy_gradient_worked_example_from_design() -> None:
 def test_recorded_deltas_carry_rule_params_and_sorted_order() -> None:
     step = _step({"A": 0.5, "B": 0.3, "C": -0.2}, chosen="A")
     deltas, params = decide_deltas([step], 1.0, Learning(eta=0.1), source="human", damping=0.3)
-    assert [(x.source, x.target) for x in deltas] == [("n", STOP), ("n", "A"), ("n", "B"), ("n", "C")]
+    assert [(x.source, x.target) for x in deltas] == [
+        ("n", STOP),
+        ("n", "A"),
+        ("n", "B"),
+        ("n", "C"),
+    ]
     assert params.eta == 0.1 and params.source_weight == 1.0
 
 
@@ -48,7 +55,10 @@ def test_reward_source_weights_scale_the_update() -> None:
 
 
 def test_heuristic_moves_only_chosen_edges() -> None:
-    steps = [_step({"A": 0.4, "B": 0.3}, chosen="A", hop=1), _step({"C": 0.3}, chosen="C", hop=2, node="A")]
+    steps = [
+        _step({"A": 0.4, "B": 0.3}, chosen="A", hop=1),
+        _step({"C": 0.3}, chosen="C", hop=2, node="A"),
+    ]
     d = heuristic_deltas(steps, -1.0, Learning(eta=0.1, gamma=0.5), 1.0)
     assert d == {("n", "A"): pytest.approx(-0.05), ("A", "C"): pytest.approx(-0.1)}
 
@@ -59,7 +69,9 @@ weights = st.dictionaries(
 
 
 @given(weights, st.floats(-1, 1, allow_nan=False), st.floats(0.1, 3.0), st.data())
-def test_pg_single_step_deltas_sum_to_zero(w: dict[str, float], z: float, tau: float, data: st.DataObject) -> None:
+def test_pg_single_step_deltas_sum_to_zero(
+    w: dict[str, float], z: float, tau: float, data: st.DataObject
+) -> None:
     chosen = data.draw(st.sampled_from(sorted(w) + [STOP]))
     d = pg_deltas([_step(w, chosen)], z, Learning(tau=tau), 1.0, damping=1.0)
     assert math.isclose(sum(d.values()), 0.0, abs_tol=1e-9)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from hypothesis import given
 from hypothesis import strategies as st
+from msgspec.structs import replace
 
 from ocb.settings import Traversal
 from ocb.traverse import tier_of, traverse
@@ -18,7 +17,14 @@ TEXT = {n: f"text of {n}" for n in "ABCDEFGH"}
 
 def test_tiers_follow_design_thresholds() -> None:
     assert [tier_of(w, S) for w in (0.9, 0.6, 0.59, 0.2, 0.19, 0.0, -0.01, -0.5)] == [
-        "reflex", "reflex", "habitual", "habitual", "dormant", "dormant", "inhibitory", "inhibitory"
+        "reflex",
+        "reflex",
+        "habitual",
+        "habitual",
+        "dormant",
+        "dormant",
+        "inhibitory",
+        "inhibitory",
     ]
 
 

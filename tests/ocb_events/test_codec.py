@@ -137,12 +137,24 @@ def test_json_encoding_works_for_every_event_type(
 
 
 def test_json_names_the_fields_of_parts_stored_as_arrays() -> None:
-    step = Step(hop=1, node="a", candidates=(Candidate(target="b", weight=0.5, logit=0.5, tier="habitual"),), stop_logit=0.0, chosen="b")
+    step = Step(
+        hop=1,
+        node="a",
+        candidates=(Candidate(target="b", weight=0.5, logit=0.5, tier="habitual"),),
+        stop_logit=0.0,
+        chosen="b",
+    )
     assert to_builtins(step) == {
-        "hop": 1, "node": "a", "stop_logit": 0.0, "chosen": "b", "followed": [],
+        "hop": 1,
+        "node": "a",
+        "stop_logit": 0.0,
+        "chosen": "b",
+        "followed": [],
         "candidates": [{"target": "b", "weight": 0.5, "logit": 0.5, "tier": "habitual", "uses": 0}],
     }
-    assert msgspec.msgpack.decode(msgspec.msgpack.encode(step))[2] == [["b", 0.5, 0.5, "habitual", 0]]
+    assert msgspec.msgpack.decode(msgspec.msgpack.encode(step))[2] == [
+        ["b", 0.5, 0.5, "habitual", 0]
+    ]
 
 
 def test_defaulted_fields_are_omitted_and_restored() -> None:

@@ -37,7 +37,13 @@ texts = st.text(alphabet="abc xyz\n", max_size=20)
 
 
 def _chunk(path: str, i: int, text: str) -> ChunkText:
-    return ChunkText(id=f"{path}::{i}", text=text, text_hash=str(hash(text) & 0xFFFF), start_line=i + 1, end_line=i + 1)
+    return ChunkText(
+        id=f"{path}::{i}",
+        text=text,
+        text_hash=str(hash(text) & 0xFFFF),
+        start_line=i + 1,
+        end_line=i + 1,
+    )
 
 
 @st.composite
@@ -45,39 +51,80 @@ def file_indexed(draw: st.DrawFn) -> FileIndexed:
     path = draw(st.sampled_from(PATHS))
     n = draw(st.integers(1, 4))
     chunks = tuple(_chunk(path, i, draw(texts)) for i in range(n))
-    return FileIndexed(path=path, content_hash=draw(st.text("0123456789", min_size=1, max_size=4)), chunks=chunks)
+    return FileIndexed(
+        path=path, content_hash=draw(st.text("0123456789", min_size=1, max_size=4)), chunks=chunks
+    )
 
 
 @st.composite
 def file_changed(draw: st.DrawFn) -> FileChanged:
     path = draw(st.sampled_from(PATHS))
     ids = draw(st.lists(st.integers(0, 5), max_size=4, unique=True))
-    kept = tuple(ChunkSpan(id=f"{path}::{i}", text_hash="k", start_line=i + 2, end_line=i + 3) for i in ids[:2])
+    kept = tuple(
+        ChunkSpan(id=f"{path}::{i}", text_hash="k", start_line=i + 2, end_line=i + 3)
+        for i in ids[:2]
+    )
     added = tuple(_chunk(path, i + 4, draw(texts)) for i in ids[2:])
-    removed = tuple(sorted(draw(st.lists(st.sampled_from([f"{path}::{i}" for i in range(4)]), max_size=2, unique=True))))
+    removed = tuple(
+        sorted(
+            draw(
+                st.lists(
+                    st.sampled_from([f"{path}::{i}" for i in range(4)]), max_size=2, unique=True
+                )
+            )
+        )
+    )
     return FileChanged(path=path, content_hash="c", added=added, kept=kept, removed=removed)
 
 
 @st.composite
 def file_removed(draw: st.DrawFn) -> FileRemoved:
     path = draw(st.sampled_from(PATHS))
-    return FileRemoved(path=path, removed=tuple(f"{path}::{i}" for i in range(draw(st.integers(0, 4)))))
+    return FileRemoved(
+        path=path, removed=tuple(f"{path}::{i}" for i in range(draw(st.integers(0, 4))))
+    )
 
 
-edge_specs = st.builds(EdgeSpec, source=node_ids, target=node_ids, weight=weights, kind=st.sampled_from(["sibling", "similar"]))
-deltas = st.builds(EdgeDelta, source=node_ids, target=st.one_of(node_ids, st.just(STOP)), delta=weights)
+edge_specs = st.builds(
+    EdgeSpec,
+    source=node_ids,
+    target=node_ids,
+    weight=weights,
+    kind=st.sampled_from(["sibling", "similar"]),
+)
+deltas = st.builds(
+    EdgeDelta, source=node_ids, target=st.one_of(node_ids, st.just(STOP)), delta=weights
+)
 
 PARAMS = QueryParams(
-    mode="edge", max_hops=3, max_fired=30, max_context_chars=6000, max_seeds=4, tau=1.0,
-    damping=0.3, reflex=0.6, habitual=0.2, inhibitory=-0.01, alpha=0.3, fire_threshold=0.05, branch=1,
+    mode="edge",
+    max_hops=3,
+    max_fired=30,
+    max_context_chars=6000,
+    max_seeds=4,
+    tau=1.0,
+    damping=0.3,
+    reflex=0.6,
+    habitual=0.2,
+    inhibitory=-0.01,
+    alpha=0.3,
+    fire_threshold=0.05,
+    branch=1,
 )
 
 events: st.SearchStrategy[Event] = st.one_of(
     file_indexed(),
     file_changed(),
     file_removed(),
-    st.builds(EdgesCreated, edges=st.lists(edge_specs, max_size=6).map(tuple), cause=st.just("test")),
-    st.builds(EdgesUpdated, deltas=st.lists(deltas, max_size=6).map(tuple), rule=st.sampled_from(["pg", "heuristic"]), cause_seq=st.integers(0, 50)),
+    st.builds(
+        EdgesCreated, edges=st.lists(edge_specs, max_size=6).map(tuple), cause=st.just("test")
+    ),
+    st.builds(
+        EdgesUpdated,
+        deltas=st.lists(deltas, max_size=6).map(tuple),
+        rule=st.sampled_from(["pg", "heuristic"]),
+        cause_seq=st.integers(0, 50),
+    ),
     st.builds(
         NodeInjected,
         node_id=st.sampled_from(["correction::1", "teaching::1", "directive::1"]),
@@ -87,21 +134,44 @@ events: st.SearchStrategy[Event] = st.one_of(
     ),
     st.builds(WorkspaceAttached, root=st.sampled_from(["/w", "/v"])),
     st.builds(EmbedderConfigured, embedder_id=st.sampled_from(["e1", "e2"]), dim=st.just(4)),
-    st.builds(NodesEmbedded, embedder_id=st.sampled_from(["e1", "e2"]), blob=st.sampled_from(["b1", "b2"]), node_ids=st.lists(node_ids, max_size=3, unique=True).map(tuple)),
-    st.builds(ConfigChanged, key=st.sampled_from(["traversal.max_hops", "learning.eta"]), value=st.one_of(st.integers(1, 5), st.floats(0, 1))),
+    st.builds(
+        NodesEmbedded,
+        embedder_id=st.sampled_from(["e1", "e2"]),
+        blob=st.sampled_from(["b1", "b2"]),
+        node_ids=st.lists(node_ids, max_size=3, unique=True).map(tuple),
+    ),
+    st.builds(
+        ConfigChanged,
+        key=st.sampled_from(["traversal.max_hops", "learning.eta"]),
+        value=st.one_of(st.integers(1, 5), st.floats(0, 1)),
+    ),
     st.builds(
         QueryTraced,
-        trace_id=st.sampled_from(["t1", "t2", "t3"]), query=texts, seeds=st.just(()), steps=st.just(()),
-        fired=st.lists(node_ids, max_size=3).map(tuple), stop_reason=st.just("max_hops"), context_chars=st.integers(0, 100),
-        params=st.just(PARAMS), chat_id=st.sampled_from(["", "c1", "c2"]),
+        trace_id=st.sampled_from(["t1", "t2", "t3"]),
+        query=texts,
+        seeds=st.just(()),
+        steps=st.just(()),
+        fired=st.lists(node_ids, max_size=3).map(tuple),
+        stop_reason=st.just("max_hops"),
+        context_chars=st.integers(0, 100),
+        params=st.just(PARAMS),
+        chat_id=st.sampled_from(["", "c1", "c2"]),
     ),
-    st.builds(OutcomeRecorded, reward=st.floats(-1, 1), source=st.sampled_from(["human", "self"]), trace_id=st.sampled_from(["", "t1", "t2"])),
+    st.builds(
+        OutcomeRecorded,
+        reward=st.floats(-1, 1),
+        source=st.sampled_from(["human", "self"]),
+        trace_id=st.sampled_from(["", "t1", "t2"]),
+    ),
 )
 
 
 def as_records(evs: list[Event], start: int = 1) -> list[Record]:
     """Records with gap-free seqs and non-decreasing timestamps."""
-    return [Record(seq=start + i, ts=1_000 * (start + i), actor="test", event=e) for i, e in enumerate(evs)]  # type: ignore[arg-type]
+    return [
+        Record(seq=start + i, ts=1_000 * (start + i), actor="test", event=e)
+        for i, e in enumerate(evs)
+    ]  # type: ignore[arg-type]
 
 
 streams = st.lists(events, max_size=40)

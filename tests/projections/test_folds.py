@@ -32,7 +32,9 @@ def snap(name: str, state: object) -> bytes:
 def test_snapshot_plus_tail_equals_full_fold(name: str, a: list[Event], b: list[Event]) -> None:
     mod = PROJECTIONS[name]
     restored = mod.restore(snap(name, fold(name, a)))
-    assert snap(name, fold(name, b, start=len(a) + 1, state=restored)) == snap(name, fold(name, a + b))
+    assert snap(name, fold(name, b, start=len(a) + 1, state=restored)) == snap(
+        name, fold(name, a + b)
+    )
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -58,8 +60,14 @@ def test_restore_of_snapshot_round_trips(name: str, evs: list[Event]) -> None:
 HANDLED = {
     "config": {"config_changed"},
     "graph": {
-        "file_indexed", "file_changed", "file_removed", "edges_created", "edges_updated",
-        "node_injected", "nodes_embedded", "workspace_attached",
+        "file_indexed",
+        "file_changed",
+        "file_removed",
+        "edges_created",
+        "edges_updated",
+        "node_injected",
+        "nodes_embedded",
+        "workspace_attached",
     },
     "traces": {"query_traced", "outcome_recorded"},
     "vectors": {"embedder_configured", "nodes_embedded", "file_changed", "file_removed"},
@@ -68,7 +76,9 @@ HANDLED = {
 
 @pytest.mark.parametrize("name", NAMES)
 @given(evs=streams, extra=streams)
-def test_ignored_payloads_leave_state_unchanged(name: str, evs: list[Event], extra: list[Event]) -> None:
+def test_ignored_payloads_leave_state_unchanged(
+    name: str, evs: list[Event], extra: list[Event]
+) -> None:
     ignored = [e for e in extra if type(e).__struct_config__.tag not in HANDLED[name]]
     before = fold(name, evs)
     before_bytes = snap(name, before)

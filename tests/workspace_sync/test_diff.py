@@ -11,7 +11,14 @@ from ocb_events.schema import Event, FileChanged, FileIndexed, Record
 from projections import graph
 from workspace_sync import FileText, PreviousFile, diff_file, diff_workspace
 
-PARAS = ["alpha beta", "gamma delta", "# Heading", "epsilon", "- item one\n- item two", "zeta eta theta"]
+PARAS = [
+    "alpha beta",
+    "gamma delta",
+    "# Heading",
+    "epsilon",
+    "- item one\n- item two",
+    "zeta eta theta",
+]
 
 
 def ft(path: str, text: str) -> FileText:
@@ -20,7 +27,9 @@ def ft(path: str, text: str) -> FileText:
 
 def previous(g: graph.State) -> dict[str, PreviousFile]:
     return {
-        p: PreviousFile(e.content_hash, [(i, g.nodes[i].text_hash) for i in e.chunks], e.next_ordinal)
+        p: PreviousFile(
+            e.content_hash, [(i, g.nodes[i].text_hash) for i in e.chunks], e.next_ordinal
+        )
         for p, e in g.files.items()
     }
 
@@ -48,9 +57,14 @@ def test_incremental_sync_equals_sync_from_scratch(versions: list[dict[str, str]
     for version in versions:
         files = [ft(p, t) for p, t in sorted(version.items())]
         g = apply(g, diff_workspace(files, previous(g), target_chars=20))
-    fresh = apply(graph.initial(), diff_workspace([ft(p, t) for p, t in sorted(versions[-1].items())], {}, target_chars=20))
+    fresh = apply(
+        graph.initial(),
+        diff_workspace([ft(p, t) for p, t in sorted(versions[-1].items())], {}, target_chars=20),
+    )
     assert view(g) == view(fresh)
-    assert {p: e.content_hash for p, e in g.files.items()} == {p: e.content_hash for p, e in fresh.files.items()}
+    assert {p: e.content_hash for p, e in g.files.items()} == {
+        p: e.content_hash for p, e in fresh.files.items()
+    }
     assert set(g.nodes) == {i for e in g.files.values() for i in e.chunks}
 
 

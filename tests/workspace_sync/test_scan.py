@@ -61,4 +61,6 @@ def test_unreadable_file_is_skipped(tmp_path: Path) -> None:
     if os.geteuid() == 0:  # root reads anything: the file is simply indexed
         assert [f.path for f in files] == ["locked.md", "ok.md"]
     else:
-        assert [s.path for s in skipped] == ["locked.md"] and skipped[0].reason.startswith("unreadable")
+        assert [s.path for s in skipped] == ["locked.md"] and skipped[0].reason.startswith(
+            "unreadable"
+        )
