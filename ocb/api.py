@@ -50,7 +50,7 @@ from workspace_sync import FileText, Skipped, scan_workspace
 
 Progress = Callable[[str, int, int], None]
 Warn = Callable[[str], None]
-SNAPSHOT_EVERY = 1000
+SNAPSHOT_EVERY = 500
 _HASH_ID = re.compile(r"^hash-ngram-v1-d(\d+)$")
 
 
@@ -191,17 +191,26 @@ class Brain:
     def state(self, name: str) -> Any:
         """A projection at the end of the log (loaded from snapshot + tail once)."""
         if name not in self._states:
-            damaged: list[str] = []
-
-            def warn(msg: str) -> None:
-                damaged.append(msg)
-                self.warn(msg)
-
-            got = load_states(self.log, self.snapshots, [name], warn=warn)
-            self._states[name] = got[name]
-            if damaged:
-                self._resnapshot.add(name)
+            self.load(name)
         return self._states[name]
+
+    def load(self, *names: str) -> None:
+        """Load the named projections that are not loaded yet, in one pass over the
+        log's tail. A damaged or outdated snapshot is reported and written again."""
+        missing = sorted(set(names) - set(self._states))
+        if not missing:
+            return
+        damaged: list[str] = []
+
+        def warn(msg: str) -> None:
+            damaged.append(msg)
+            self.warn(msg)
+
+        got = load_states(self.log, self.snapshots, missing, warn=warn)
+        self._states.update(got)
+        for name in missing:
+            if any(m.startswith(f"snapshot {name}-") for m in damaged):
+                self._resnapshot.add(name)
 
     @property
     def graph(self) -> GraphState:
@@ -323,6 +332,7 @@ class Brain:
             BrainExists: the brain belongs to another workspace.
         """
         root = Path(workspace)
+        self.load("config", "graph", "vectors")
         g = self.graph
         files, skipped = scanned or _scan(root, has_files=bool(g.files))
         root_s = str(root.resolve())
@@ -384,6 +394,7 @@ class Brain:
         Raises:
             InputError: an empty query or a bad setting.
         """
+        self.load("config", "graph")
         trav = resolve(Traversal, self.state("config").values, **overrides)
         index = self.search_index()
         seq = self.log.last_seq
@@ -452,6 +463,7 @@ class Brain:
         Raises:
             InputError: no target given, unknown ids, a bad outcome, rule or source.
         """
+        self.load("config", "graph", "traces")
         values = self.state("config").values
         trav = resolve(Traversal, values)
         learn = resolve(Learning, values, rule=rule, **overrides)
@@ -495,6 +507,7 @@ class Brain:
         Raises:
             InputError: bad type, empty content, unknown chat, trace or target ids.
         """
+        self.load("config", "graph", "traces")
         trace = self.trace(trace_id, chat_id) if (trace_id or chat_id) else None
         _, _, ix = self.settings()
         seq = self.log.last_seq

@@ -14,13 +14,14 @@ from typing import Any
 import msgspec
 
 from ocb_events.errors import LogCorrupt, UnknownEventType
-from ocb_events.schema import EVENT_TYPES, Record
+from ocb_events.schema import EVENT_TYPES, FoldRecord, Record
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 
 _ENCODER = msgspec.msgpack.Encoder()
 _DECODER = msgspec.msgpack.Decoder(Record)
 _RAW_DECODER = msgspec.msgpack.Decoder()
+_FOLD_DECODER = msgspec.msgpack.Decoder(FoldRecord)
 _JSON_ENCODER = msgspec.json.Encoder()
 _KNOWN_TAGS = frozenset(t.__struct_config__.tag for t in EVENT_TYPES)
 _UPCASTERS: dict[tuple[str, int], Upcaster] = {}
@@ -50,6 +51,18 @@ def decode_record(buf: bytes | memoryview, *, segment: str = "", offset: int = 0
         return _decode_slow(buf, exc, segment, offset)
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         raise LogCorrupt(segment, offset, -1, f"undecodable record: {exc}") from exc
+
+
+def decode_for_fold(
+    buf: bytes | memoryview, *, segment: str = "", offset: int = 0
+) -> Record | FoldRecord:
+    """Decode one record for folding: a query trace comes back as its head only
+    (every other event in full). Anything unusual takes the full path of
+    ``decode_record`` (upcasters, errors)."""
+    try:
+        return _FOLD_DECODER.decode(buf)
+    except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
+        return decode_record(buf, segment=segment, offset=offset)
 
 
 def _decode_slow(buf: bytes | memoryview, exc: Exception, segment: str, offset: int) -> Record:

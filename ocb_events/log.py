@@ -32,7 +32,8 @@ import os
 import struct
 import threading
 import zlib
-from collections.abc import Iterator, Sequence
+from array import array
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
@@ -40,7 +41,7 @@ from typing import Literal
 import msgspec
 
 from ocb_events.clock import Clock, system_clock
-from ocb_events.codec import decode_record, encode_record
+from ocb_events.codec import decode_for_fold, decode_record, encode_record
 from ocb_events.errors import BrainLocked, LogConflict, LogCorrupt, LogWriteFailed
 from ocb_events.schema import Event, Record
 
@@ -54,6 +55,7 @@ _MORE = 1 << 31
 SEGMENT_BYTES = 64 * 1024 * 1024
 
 Durability = Literal["batch", "none"]
+_Decode = Callable[..., Record]
 
 
 class Recovery(msgspec.Struct, frozen=True):
@@ -249,6 +251,8 @@ class SegmentLog:
         self._dirty = False
         self._fd: int | None = None
         self._lock_fd: int | None = None
+        self._index: dict[int, array[int]] = {}
+        self._tail_fd: int | None = None
         if writer:
             self.directory.mkdir(parents=True, exist_ok=True)
             self._lock_fd = _acquire_lock(self.directory)
@@ -362,8 +366,14 @@ class SegmentLog:
             if isinstance(buf, mmap.mmap):
                 buf.close()
 
-    def read(self, from_seq: int = 1, to_seq: int | None = None) -> Iterator[Record]:
+    def read(
+        self, from_seq: int = 1, to_seq: int | None = None, *, light: bool = False
+    ) -> Iterator[Record]:
         """Records from ``from_seq`` to ``to_seq`` (default: the end known at the call).
+
+        Args:
+            light: decode query traces to their head (``QueryTracedHead``), which is
+                all any fold needs; replay reads this way.
 
         Raises:
             LogCorrupt: a record in range fails its checksum.
@@ -372,9 +382,9 @@ class SegmentLog:
         from_seq = max(from_seq, 1)
         if from_seq > limit:
             return iter(())
-        return self._read(from_seq, limit)
+        return self._read(from_seq, limit, decode_for_fold if light else decode_record)
 
-    def _read(self, from_seq: int, limit: int) -> Iterator[Record]:
+    def _read(self, from_seq: int, limit: int, decode: _Decode) -> Iterator[Record]:
         segs = self._segments
         idx = 0
         for i, seg in enumerate(segs):
@@ -383,34 +393,49 @@ class SegmentLog:
         for seg in segs[idx:]:
             if seg.first_seq > limit:
                 return
-            yield from self._read_segment(seg, from_seq, limit)
+            yield from self._read_segment(seg, from_seq, limit, decode)
 
-    def _read_segment(self, seg: _Segment, from_seq: int, limit: int) -> Iterator[Record]:
+    def _offsets(self, seg: _Segment) -> array[int]:
+        """Offset of every frame of a segment by ``seq - first_seq`` (built once)."""
+        got = self._index.get(seg.first_seq)
+        if got is None:
+            got = array("Q", (f.offset for f in self._frames(seg, seg.first_seq)))
+            self._index[seg.first_seq] = got
+        return got
+
+    def _read_segment(
+        self, seg: _Segment, from_seq: int, limit: int, decode: _Decode
+    ) -> Iterator[Record]:
+        off, expected = _SEG_HEADER.size, seg.first_seq
+        if from_seq > seg.first_seq:
+            offsets = self._offsets(seg)
+            k = from_seq - seg.first_seq
+            if k < len(offsets):
+                off, expected = offsets[k], from_seq
         buf, size = _map(seg.path)
+        name = seg.path.name
+        view = memoryview(buf)
         try:
-            off, expected = _SEG_HEADER.size, seg.first_seq
             while off < size and expected <= limit:
                 if size - off < _FRAME.size:
                     break
                 word, crc, seq, ts = _FRAME.unpack_from(buf, off)
                 end = off + _FRAME.size + (word & ~_MORE)
                 if seq != expected or end > size:
-                    raise LogCorrupt(seg.path.name, off, expected, "framing mismatch")
+                    raise LogCorrupt(name, off, expected, "framing mismatch")
                 if seq >= from_seq:
-                    payload = memoryview(buf)[off + _FRAME.size : end]
-                    try:
+                    with view[off + _FRAME.size : end] as payload:
                         if _frame_crc(word, seq, ts, payload) != crc:
-                            raise LogCorrupt(seg.path.name, off, seq, "checksum mismatch")
-                        rec = decode_record(payload, segment=seg.path.name, offset=off)
-                    finally:
-                        payload.release()
+                            raise LogCorrupt(name, off, seq, "checksum mismatch")
+                        rec = decode(payload, segment=name, offset=off)
                     yield rec
                 off = end
                 expected += 1
             # records must continue in the next segment (or end the log here)
             if expected <= limit and all(s.first_seq != expected for s in self._segments):
-                raise LogCorrupt(seg.path.name, off, expected, "record missing")
+                raise LogCorrupt(name, off, expected, "record missing")
         finally:
+            view.release()
             if isinstance(buf, mmap.mmap):
                 buf.close()
 
@@ -439,15 +464,21 @@ class SegmentLog:
                 for i, ev in enumerate(events)
             ]
             last = len(recs) - 1
-            data = b"".join(encode_frame(r, more=i < last) for i, r in enumerate(recs))
-            self._write(data, first)
+            frames = [encode_frame(r, more=i < last) for i, r in enumerate(recs)]
+            start = self._write(b"".join(frames), first)
+            offsets = self._index.get(self._segments[-1].first_seq)
+            if offsets is not None:
+                for frame in frames:
+                    offsets.append(start)
+                    start += len(frame)
             self._last_seq = recs[-1].seq
             self._last_ts = ts
             if self._group_depth == 0:
                 self._commit()
             return recs
 
-    def _write(self, data: bytes, first_seq: int) -> None:
+    def _write(self, data: bytes, first_seq: int) -> int:
+        """Write one batch; return the offset it starts at."""
         self._ensure_segment(first_seq)
         assert self._fd is not None
         start = self._end
@@ -461,6 +492,7 @@ class SegmentLog:
             raise LogWriteFailed(self._segments[-1].path, exc.strerror or str(exc)) from exc
         self._end = start + len(data)
         self._dirty = True
+        return start
 
     def _ensure_segment(self, first_seq: int) -> None:
         """Open the last segment for appending, or start a new one when it is full."""
@@ -490,13 +522,15 @@ class SegmentLog:
         self._write_tail()
 
     def _write_tail(self) -> None:
+        """Overwrite the TAIL hint in place: a torn hint fails its crc and is ignored."""
         if not self._segments:
             return
         body = _TAIL.pack(self._segments[-1].first_seq, self._end, self._last_seq, self._last_ts, 0)
         data = body[:-4] + struct.pack("<I", zlib.crc32(body[:-4]))
-        tmp = self.directory / "TAIL.tmp"
-        tmp.write_bytes(data)
-        os.replace(tmp, self.directory / "TAIL")
+        if self._tail_fd is None:
+            self._tail_fd = os.open(self.directory / "TAIL", os.O_WRONLY | os.O_CREAT, 0o644)
+            os.ftruncate(self._tail_fd, _TAIL.size)
+        os.pwrite(self._tail_fd, data, 0)
 
     @contextmanager
     def group(self) -> Iterator[None]:
@@ -517,6 +551,9 @@ class SegmentLog:
                 self._commit()
                 os.close(self._fd)
                 self._fd = None
+            if self._tail_fd is not None:
+                os.close(self._tail_fd)
+                self._tail_fd = None
             if self._lock_fd is not None:
                 os.close(self._lock_fd)
                 self._lock_fd = None

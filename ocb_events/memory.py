@@ -39,7 +39,10 @@ class MemoryLog:
         self._records.extend(recs)
         return recs
 
-    def read(self, from_seq: int = 1, to_seq: int | None = None) -> Iterator[Record]:
+    def read(
+        self, from_seq: int = 1, to_seq: int | None = None, *, light: bool = False
+    ) -> Iterator[Record]:
+        # records are held decoded: ``light`` has nothing to save here
         end = self.last_seq if to_seq is None else max(min(to_seq, self.last_seq), 0)
         return iter(self._records[max(from_seq, 1) - 1 : end])
 

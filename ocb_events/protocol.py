@@ -33,8 +33,11 @@ class EventLog(Protocol):
         """
         ...
 
-    def read(self, from_seq: int = 1, to_seq: int | None = None) -> Iterator[Record]:
-        """Records with ``from_seq <= seq <= to_seq`` (to the end by default), in order."""
+    def read(
+        self, from_seq: int = 1, to_seq: int | None = None, *, light: bool = False
+    ) -> Iterator[Record]:
+        """Records with ``from_seq <= seq <= to_seq`` (to the end by default), in order.
+        ``light`` allows query traces to come back as their head only (for folds)."""
         ...
 
     def group(self) -> AbstractContextManager[None]:

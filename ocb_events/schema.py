@@ -297,6 +297,30 @@ EVENT_TYPES: tuple[type[Event], ...] = (
 )
 
 
+class QueryTracedHead(Event, tag="query_traced"):
+    """The head of a ``query_traced`` record: what folds need of a trace. Replay
+    decodes traces to this and skips their seeds and steps."""
+
+    trace_id: str
+    chat_id: str = ""
+
+
+FoldEvent = (
+    WorkspaceAttached
+    | FileIndexed
+    | FileChanged
+    | FileRemoved
+    | EmbedderConfigured
+    | NodesEmbedded
+    | EdgesCreated
+    | EdgesUpdated
+    | NodeInjected
+    | ConfigChanged
+    | QueryTracedHead
+    | OutcomeRecorded
+)
+
+
 class Record(msgspec.Struct, frozen=True, kw_only=True):
     """One line of the log: gap-free ``seq`` (from 1), ``ts`` in ns, the ``actor``
     that caused it (cli, daemon, sync, maintenance, teacher, human) and the event."""
@@ -305,6 +329,15 @@ class Record(msgspec.Struct, frozen=True, kw_only=True):
     ts: int
     actor: str
     event: AnyEvent
+
+
+class FoldRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """A record as replay decodes it for folding (traces reduced to their head)."""
+
+    seq: int
+    ts: int
+    actor: str
+    event: FoldEvent
 
 
 def tag_of(event: Event) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import msgspec
 
-from ocb_events.schema import ConfigChanged, Record
+from ocb_events.schema import ConfigChanged, FoldRecord, Record
 
 Value = float | int | bool | str
 
@@ -25,7 +25,7 @@ def initial() -> State:
     return State()
 
 
-def evolve(state: State, rec: Record) -> State:
+def evolve(state: State, rec: Record | FoldRecord) -> State:
     """Apply one record (consumes ``state``)."""
     match rec.event:
         case ConfigChanged(key=key, value=value):

@@ -19,6 +19,7 @@ from ocb_events.schema import (
     FileChanged,
     FileIndexed,
     FileRemoved,
+    FoldRecord,
     NodeInjected,
     NodesEmbedded,
     Record,
@@ -53,8 +54,9 @@ class Node(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
         return f"{self.path}#L{self.start_line}-L{self.end_line}"
 
 
-class Edge(msgspec.Struct, frozen=True, array_like=True):
-    """A directed edge's weight in [-1, 1], its kind and the seq that last set it."""
+class Edge(msgspec.Struct, array_like=True):
+    """A directed edge's weight in [-1, 1], its kind and the seq that last set it.
+    Mutable so that a fold updates weights in place; never shared between states."""
 
     weight: float
     kind: str
@@ -219,15 +221,21 @@ def _change_file(state: State, ev: FileChanged, seq: int) -> None:
 
 
 def _update_edges(state: State, ev: EdgesUpdated, seq: int) -> None:
-    for d in ev.deltas:
+    out, stop, nodes = state.out, state.stop, state.nodes
+    source, targets = "", None
+    for d in ev.deltas:  # sorted by source: fetch each source's edges once
+        if d.source != source:
+            source, targets = d.source, out.get(d.source)
         if d.target == STOP:
-            if d.source in state.nodes:
-                state.stop[d.source] = _clip(state.stop.get(d.source, 0.0) + d.delta)
-            continue
-        targets = state.out.get(d.source)
-        edge = targets.get(d.target) if targets is not None else None
-        if targets is not None and edge is not None:
-            targets[d.target] = Edge(_clip(edge.weight + d.delta), edge.kind, seq)
+            if source in nodes:
+                w = stop.get(source, 0.0) + d.delta
+                stop[source] = -1.0 if w < -1.0 else 1.0 if w > 1.0 else w
+        elif targets is not None:
+            edge = targets.get(d.target)
+            if edge is not None:
+                w = edge.weight + d.delta
+                edge.weight = -1.0 if w < -1.0 else 1.0 if w > 1.0 else w
+                edge.last_seq = seq
 
 
 def _inject(state: State, ev: NodeInjected, seq: int) -> None:
@@ -250,8 +258,23 @@ def initial() -> State:
     return State()
 
 
-def evolve(state: State, rec: Record) -> State:
+_HANDLED = (
+    FileIndexed,
+    FileChanged,
+    FileRemoved,
+    EdgesCreated,
+    EdgesUpdated,
+    NodeInjected,
+    NodesEmbedded,
+    WorkspaceAttached,
+)
+
+
+def evolve(state: State, rec: Record | FoldRecord) -> State:
     """Apply one record (consumes ``state``)."""
+    if not isinstance(rec.event, _HANDLED):
+        state.seq = rec.seq
+        return state
     match rec.event:
         case FileIndexed() as ev:
             _index_file(state, ev, rec.seq)

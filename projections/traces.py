@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import msgspec
 
-from ocb_events.schema import OutcomeRecorded, QueryTraced, Record
+from ocb_events.schema import FoldRecord, OutcomeRecorded, QueryTraced, QueryTracedHead, Record
 
 
 class TraceRef(msgspec.Struct, frozen=True, array_like=True):
@@ -32,10 +32,16 @@ def initial() -> State:
     return State()
 
 
-def evolve(state: State, rec: Record) -> State:
+_HANDLED = (QueryTraced, QueryTracedHead, OutcomeRecorded)
+
+
+def evolve(state: State, rec: Record | FoldRecord) -> State:
     """Apply one record (consumes ``state``)."""
+    if not isinstance(rec.event, _HANDLED):
+        state.seq = rec.seq
+        return state
     match rec.event:
-        case QueryTraced(trace_id=tid, chat_id=chat):
+        case QueryTraced(trace_id=tid, chat_id=chat) | QueryTracedHead(trace_id=tid, chat_id=chat):
             state.by_id[tid] = TraceRef(rec.seq, chat)
             if chat:
                 state.last_by_chat[chat] = tid

@@ -13,9 +13,12 @@ from ocb_events.schema import (
     EmbedderConfigured,
     FileChanged,
     FileRemoved,
+    FoldRecord,
     NodesEmbedded,
     Record,
 )
+
+_HANDLED = (EmbedderConfigured, NodesEmbedded, FileChanged, FileRemoved)
 
 
 class VecRef(msgspec.Struct, frozen=True, array_like=True):
@@ -39,8 +42,11 @@ def initial() -> State:
     return State()
 
 
-def evolve(state: State, rec: Record) -> State:
+def evolve(state: State, rec: Record | FoldRecord) -> State:
     """Apply one record (consumes ``state``)."""
+    if not isinstance(rec.event, _HANDLED):
+        state.seq = rec.seq
+        return state
     match rec.event:
         case EmbedderConfigured(embedder_id=eid, dim=dim):
             if eid != state.embedder_id:

@@ -7,7 +7,7 @@ from types import ModuleType
 from typing import Any
 
 from ocb_events.protocol import EventLog
-from ocb_events.schema import Record
+from ocb_events.schema import FoldRecord, Record
 from projections import config, graph, traces, vectors
 
 PROJECTIONS: dict[str, ModuleType] = {
@@ -21,14 +21,23 @@ PROJECTIONS: dict[str, ModuleType] = {
 Progress = Callable[[int, int], None]
 
 
-def fold(records: Iterable[Record], states: dict[str, Any]) -> dict[str, Any]:
+def fold(records: Iterable[Record | FoldRecord], states: dict[str, Any]) -> dict[str, Any]:
     """Fold ``records`` into ``states`` (consumed), skipping records a state already holds."""
-    mods = [(name, PROJECTIONS[name].evolve) for name in sorted(states)]
+    names = sorted(states)
+    steps = [(i, PROJECTIONS[n].evolve) for i, n in enumerate(names)]
+    current = [states[n] for n in names]
+    starts = [st.seq for st in current]
+    ahead = max(starts, default=0)  # past this seq every state takes every record
     for rec in records:
-        for name, evolve in mods:
-            st = states[name]
-            if rec.seq > st.seq:
-                states[name] = evolve(st, rec)
+        if rec.seq > ahead:
+            for i, evolve in steps:
+                current[i] = evolve(current[i], rec)
+        else:
+            for i, evolve in steps:
+                if rec.seq > starts[i]:
+                    current[i] = evolve(current[i], rec)
+    for n, st in zip(names, current, strict=True):
+        states[n] = st
     return states
 
 
@@ -43,11 +52,11 @@ def rebuild(
     states = {name: PROJECTIONS[name].initial() for name in names}
     end = log.last_seq if to_seq is None else min(to_seq, log.last_seq)
     if progress is None:
-        return fold(log.read(1, end), states)
+        return fold(log.read(1, end, light=True), states)
     step = max(1, end // 100)
 
-    def counted() -> Iterable[Record]:
-        for rec in log.read(1, end):
+    def counted() -> Iterable[Record | FoldRecord]:
+        for rec in log.read(1, end, light=True):
             if rec.seq % step == 0:
                 progress(rec.seq, end)
             yield rec

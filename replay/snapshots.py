@@ -117,5 +117,5 @@ def load_states(
         states[name] = state if state is not None else PROJECTIONS[name].initial()
     start = min((s.seq for s in states.values()), default=end) + 1
     if start <= end:
-        fold(log.read(start, end), states)
+        fold(log.read(start, end, light=True), states)
     return states
