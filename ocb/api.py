@@ -5,8 +5,8 @@ their cause), then folds them into the projections it holds. The CLI is a thin l
 over this module.
 
 Example:
-    >>> with Brain.create("/tmp/brain") as brain:               # doctest: +SKIP
-    ...     brain.sync("examples/workspace")
+    >>> brain, report = Brain.init("/tmp/brain", "examples/workspace")  # doctest: +SKIP
+    >>> with brain:                                                      # doctest: +SKIP
     ...     answer = brain.query("how do I roll back a bad deploy", top=5)
     ...     brain.learn(1.0, trace_id=answer.trace_id)
 """
@@ -23,6 +23,7 @@ import numpy as np
 
 from ocb.commands import (
     Hit,
+    assemble_context,
     decide_inject,
     decide_learn,
     decide_query,
@@ -80,12 +81,8 @@ class Answer(msgspec.Struct):
     fired: list[str]
     stop_reason: str
     context_chars: int
+    context: str
     chat_id: str = ""
-
-    @property
-    def context(self) -> str:
-        """The fired nodes' texts in rank order, each under its source."""
-        return "\n\n".join(f"[{h.source}]\n{h.text}" for h in self.results if h.fired)
 
 
 class SyncReport(msgspec.Struct):
@@ -417,6 +414,7 @@ class Brain:
             fired=list(trace.fired),
             stop_reason=trace.stop_reason,
             context_chars=trace.context_chars,
+            context=assemble_context(self.graph, trace.fired, hits),
             chat_id=chat_id,
         )
 

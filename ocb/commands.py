@@ -147,6 +147,16 @@ def decide_query(
     return trace, hits[:top]
 
 
+def assemble_context(graph: State, fired: Sequence[str], hits: Sequence[Hit]) -> str:
+    """Every fired node's text under its source, in the order of the results (the
+    fired nodes beyond ``top`` last, by firing order)."""
+    shown = [h.id for h in hits if h.fired]
+    seen = set(shown)
+    rest = [n for n in fired if n not in seen]
+    parts = [f"[{graph.nodes[n].source}]\n{graph.nodes[n].text}" for n in shown + rest]
+    return "\n\n".join(parts)
+
+
 def _hit(graph: State, node_id: str, score: float, fired: bool) -> Hit:
     n = graph.nodes[node_id]
     return Hit(

@@ -39,6 +39,7 @@ def answer_json(a: Answer) -> dict[str, Any]:
         "fired": a.fired,
         "stop_reason": a.stop_reason,
         "context_chars": a.context_chars,
+        "context": a.context,
     }
 
 

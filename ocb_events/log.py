@@ -10,9 +10,9 @@ Layout of a log directory::
 
 A segment is ``MAGIC`` + ``<Q first_seq`` followed by frames::
 
-    <I length|MORE> <I crc32> <Q seq> <q ts>  payload[length]
+    <I crc32> <I length|MORE> <Q seq> <q ts>  payload[length]
 
-The crc covers the length word, seq, ts and payload. The top bit of the length word
+The crc covers everything after it: the length word, seq, ts and payload. The top bit of the length word
 (``MORE``) says that the frame is not the last of its batch: an append is atomic, so
 a batch whose last frame is missing is discarded as a whole. A batch never spans two
 segments.
@@ -45,10 +45,10 @@ from ocb_events.codec import decode_for_fold, decode_record, encode_record
 from ocb_events.errors import BrainLocked, LogConflict, LogCorrupt, LogWriteFailed
 from ocb_events.schema import Event, Record
 
-MAGIC = b"OCBSEG01"
+MAGIC = b"OCBSEG02"
 _SEG_HEADER = struct.Struct("<8sQ")
-_FRAME = struct.Struct("<IIQq")
-_CRC_PART = struct.Struct("<IQq")
+_FRAME = struct.Struct("<IIQq")  # crc32, length word, seq, ts
+_BODY = struct.Struct("<IQq")  # length word, seq, ts: the start of what the crc covers
 _TAIL = struct.Struct("<QQQqI")
 _MAX_FRAME = 1 << 30
 _MORE = 1 << 31
@@ -87,32 +87,28 @@ def _segment_name(first_seq: int) -> str:
     return f"{first_seq:020d}.seg"
 
 
-def _frame_crc(length: int, seq: int, ts: int, payload: bytes | memoryview) -> int:
-    return zlib.crc32(payload, zlib.crc32(_CRC_PART.pack(length, seq, ts)))
+def _frame_crc(buf: bytes | memoryview | mmap.mmap, off: int, end: int) -> int:
+    """The crc of the frame at ``off``: over its bytes after the crc field."""
+    with memoryview(buf)[off + 4 : end] as body:
+        return zlib.crc32(body)
 
 
 def encode_frame(rec: Record, *, more: bool = False) -> bytes:
     """The framed bytes of one record; ``more`` when later frames complete its batch."""
     payload = encode_record(rec)
-    word = len(payload) | (_MORE if more else 0)
-    return _FRAME.pack(word, _frame_crc(word, rec.seq, rec.ts, payload), rec.seq, rec.ts) + payload
+    body = _BODY.pack(len(payload) | (_MORE if more else 0), rec.seq, rec.ts) + payload
+    return struct.pack("<I", zlib.crc32(body)) + body
 
 
 def _frame_ok(buf: bytes | mmap.mmap, off: int, size: int) -> FrameInfo | None:
     """The frame at ``off`` if its header fits, its payload fits and its crc holds."""
     if size - off < _FRAME.size:
         return None
-    word, crc, seq, ts = _FRAME.unpack_from(buf, off)
+    crc, word, seq, ts = _FRAME.unpack_from(buf, off)
     length = word & ~_MORE
     end = off + _FRAME.size + length
-    if length > _MAX_FRAME or end > size:
+    if length > _MAX_FRAME or end > size or _frame_crc(buf, off, end) != crc:
         return None
-    payload = memoryview(buf)[off + _FRAME.size : end]
-    try:
-        if _frame_crc(word, seq, ts, payload) != crc:
-            return None
-    finally:
-        payload.release()
     return FrameInfo(off, seq, ts, length, bool(word & _MORE))
 
 
@@ -354,7 +350,7 @@ class SegmentLog:
             while off < size:
                 if size - off < _FRAME.size:
                     return
-                word, _crc, seq, ts = _FRAME.unpack_from(buf, off)
+                _crc, word, seq, ts = _FRAME.unpack_from(buf, off)
                 info = FrameInfo(off, seq, ts, word & ~_MORE, bool(word & _MORE))
                 if seq != expected or info.end > size:
                     return
@@ -415,18 +411,20 @@ class SegmentLog:
         buf, size = _map(seg.path)
         name = seg.path.name
         view = memoryview(buf)
+        unpack, crc32 = _FRAME.unpack_from, zlib.crc32
         try:
             while off < size and expected <= limit:
                 if size - off < _FRAME.size:
                     break
-                word, crc, seq, ts = _FRAME.unpack_from(buf, off)
+                crc, word, seq, ts = unpack(buf, off)
                 end = off + _FRAME.size + (word & ~_MORE)
                 if seq != expected or end > size:
                     raise LogCorrupt(name, off, expected, "framing mismatch")
                 if seq >= from_seq:
-                    with view[off + _FRAME.size : end] as payload:
-                        if _frame_crc(word, seq, ts, payload) != crc:
+                    with view[off + 4 : end] as body:
+                        if crc32(body) != crc:
                             raise LogCorrupt(name, off, seq, "checksum mismatch")
+                    with view[off + _FRAME.size : end] as payload:
                         rec = decode(payload, segment=name, offset=off)
                     yield rec
                 off = end
@@ -598,7 +596,7 @@ def verify_log(directory: Path) -> list[SegmentReport]:
                 raise LogCorrupt(seg.path.name, scan.torn_at, scan.last_seq + 1, "truncated record")
             off = _SEG_HEADER.size
             while off < scan.end:
-                length = _FRAME.unpack_from(buf, off)[0] & ~_MORE
+                length = _FRAME.unpack_from(buf, off)[1] & ~_MORE
                 payload = memoryview(buf)[off + _FRAME.size : off + _FRAME.size + length]
                 try:
                     decode_record(payload, segment=seg.path.name, offset=off)

@@ -221,15 +221,21 @@ def _change_file(state: State, ev: FileChanged, seq: int) -> None:
 
 
 def _update_edges(state: State, ev: EdgesUpdated, seq: int) -> None:
-    out, stop, nodes = state.out, state.stop, state.nodes
+    # hot in replay: plain dict access, each source's edges fetched once (deltas are
+    # sorted by source), weights updated in place
+    out, raw_out = state.out, state.out.raw_items()
+    stop, nodes = state.stop, state.nodes.raw_items()
     source, targets = "", None
-    for d in ev.deltas:  # sorted by source: fetch each source's edges once
-        if d.source != source:
-            source, targets = d.source, out.get(d.source)
+    for d in ev.deltas:
+        src = d.source
+        if src != source:
+            source, targets = src, raw_out.get(src)
+            if targets is not None and type(targets) is not dict:
+                targets = out[src]
         if d.target == STOP:
-            if source in nodes:
-                w = stop.get(source, 0.0) + d.delta
-                stop[source] = -1.0 if w < -1.0 else 1.0 if w > 1.0 else w
+            if src in nodes:
+                w = stop.get(src, 0.0) + d.delta
+                stop[src] = -1.0 if w < -1.0 else 1.0 if w > 1.0 else w
         elif targets is not None:
             edge = targets.get(d.target)
             if edge is not None:

@@ -72,7 +72,11 @@ def test_init_query_learn_inject_doctor_outputs(cli_brain: Path, workspace: Path
         "fired",
         "stop_reason",
         "context_chars",
+        "context",
     ]
+    fired_texts = [r["text"] for r in answer["results"] if r["fired"]]
+    assert all(t in answer["context"] for t in fired_texts)
+    assert len(answer["context"]) >= answer["context_chars"]
     assert [list(r) for r in answer["results"]] == [
         ["id", "source", "text", "score", "fired", "kind"]
     ] * 3
