@@ -264,7 +264,7 @@ def _similar_nodes(
 ) -> list[str]:
     hyb, _, _ = index.hybrid(qtext, qvec, 0.6)
     order = sorted(range(len(index.ids)), key=lambda i: (-hyb[i], index.ids[i]))
-    out = []
+    out: list[str] = []
     for i in order:
         if len(out) >= k or hyb[i] <= 0:
             break
@@ -321,11 +321,13 @@ def decide_inject(
         n for n in _similar_nodes(index, graph, qtext, qvec[0], s.connect_k) if n not in suppressed
     ]
     conns: list[EdgeSpec] = []
-    for n in near:
-        conns.append(EdgeSpec(source=n, target=node_id, weight=s.inject_weight, kind="injected"))
+    for other in near:
+        conns.append(
+            EdgeSpec(source=other, target=node_id, weight=s.inject_weight, kind="injected")
+        )
         if kind != "CORRECTION":
             conns.append(
-                EdgeSpec(source=node_id, target=n, weight=s.inject_weight, kind="injected")
+                EdgeSpec(source=node_id, target=other, weight=s.inject_weight, kind="injected")
             )
     if kind == "CORRECTION":
         conns += [

@@ -11,6 +11,7 @@ import math
 import os
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -142,14 +143,15 @@ class SearchIndex:
         lex = self.lexical(query)
         top = float(lex.max()) if len(lex) else 0.0
         lex_n = lex / top if top > 0 else lex
-        cos = np.maximum(self.cosine(qvec), 0.0)
-        return lexical_weight * lex_n + (1 - lexical_weight) * cos, lex_n, cos
+        cos = np.maximum(self.cosine(qvec), np.float32(0.0))
+        hyb = (lexical_weight * lex_n + (1 - lexical_weight) * cos).astype(np.float32)
+        return hyb, lex_n.astype(np.float32), cos
 
     # ------------------------------------------------------------------ cache file
 
     def save(self, path: Path) -> None:
         """Write the index as one file of aligned raw arrays (atomically)."""
-        arrays = {
+        arrays: dict[str, npt.NDArray[Any]] = {
             "ptr": self.ptr,
             "docs": self.docs,
             "weights": self.weights,

@@ -95,9 +95,10 @@ def _coerce(section: str, name: str, kind: type, value: object) -> object:
         if kind is int:
             out: object = int(value)  # type: ignore[call-overload]
         elif kind is float:
-            out = float(value)  # type: ignore[arg-type]
-            if not math.isfinite(out):  # type: ignore[arg-type]
+            number = float(value)  # type: ignore[arg-type]
+            if not math.isfinite(number):
                 raise ValueError
+            out = number
         else:
             out = str(value)
     except (TypeError, ValueError):
@@ -126,6 +127,7 @@ def check_key(key: str, value: object) -> object:
             f"{s}.{f.name}" for s, c in SECTIONS.items() for f in msgspec.structs.fields(c)
         )
         raise InputError(f"unknown setting {key!r}", "known settings: " + ", ".join(keys))
+    assert cls is not None
     kind = type(getattr(cls(), name))
     return _coerce(section, name, kind, value)
 

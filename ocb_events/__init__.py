@@ -1,9 +1,10 @@
 """The event vocabulary and the append-only log of a brain."""
 
-from ocb_events.blobs import BlobMissing, BlobStore
+from ocb_events.blobs import BlobStore
 from ocb_events.clock import Clock, TickClock, system_clock
 from ocb_events.codec import decode_record, encode_record, record_to_json, register_upcaster
 from ocb_events.errors import (
+    BlobMissing,
     BrainError,
     BrainExists,
     BrainLocked,

@@ -11,18 +11,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from ocb_events.errors import BrainError
-
-
-class BlobMissing(BrainError):
-    """A blob named by the log is absent or does not match its hash."""
-
-    def __init__(self, digest: str, reason: str) -> None:
-        super().__init__(
-            f"blob {digest[:12]} {reason}",
-            "run `ocb doctor`; rebuild the brain from its workspace if vectors were lost",
-        )
-        self.digest = digest
+from ocb_events.errors import BlobMissing
 
 
 class BlobStore:

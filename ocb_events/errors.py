@@ -14,6 +14,7 @@ that describes the condition. The CLI prints ``error: <message>`` and
     ├── BrainError
     │   ├── BrainNotFound        no brain at the path
     │   ├── BrainExists          init on a brain built from another workspace
+    │   ├── BlobMissing          a vector blob named by the log is gone or damaged
     │   └── EmbedderMismatch     the brain was built with another embedder
     ├── WorkspaceError           a missing, empty or non-directory workspace
     └── InputError               bad arguments: an unknown trace, chat or node id,
@@ -129,6 +130,17 @@ class BrainExists(BrainError):
             "use a new --brain directory for this workspace",
         )
         self.path = path
+
+
+class BlobMissing(BrainError):
+    """A blob named by the log is absent or does not match its hash."""
+
+    def __init__(self, digest: str, reason: str) -> None:
+        super().__init__(
+            f"blob {digest[:12]} {reason}",
+            "run `ocb doctor`; rebuild the brain from its workspace if vectors were lost",
+        )
+        self.digest = digest
 
 
 class EmbedderMismatch(BrainError):

@@ -12,10 +12,10 @@ A segment is ``MAGIC`` + ``<Q first_seq`` followed by frames::
 
     <I crc32> <I length|MORE> <Q seq> <q ts>  payload[length]
 
-The crc covers everything after it: the length word, seq, ts and payload. The top bit of the length word
-(``MORE``) says that the frame is not the last of its batch: an append is atomic, so
-a batch whose last frame is missing is discarded as a whole. A batch never spans two
-segments.
+The crc covers everything after it: the length word, seq, ts and payload. The top
+bit of the length word (``MORE``) says that the frame is not the last of its batch: an
+append is atomic, so a batch whose last frame is missing is discarded as a whole. A
+batch never spans two segments.
 
 On open, a writer scans from the TAIL checkpoint to the end of the last segment: a
 frame that is incomplete or fails its checksum with no valid frame after it is a torn
@@ -36,14 +36,14 @@ from array import array
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal
+from typing import Literal, overload
 
 import msgspec
 
 from ocb_events.clock import Clock, system_clock
 from ocb_events.codec import decode_for_fold, decode_record, encode_record
 from ocb_events.errors import BrainLocked, LogConflict, LogCorrupt, LogWriteFailed
-from ocb_events.schema import Event, Record
+from ocb_events.schema import Event, FoldRecord, Record
 
 MAGIC = b"OCBSEG02"
 _SEG_HEADER = struct.Struct("<8sQ")
@@ -55,7 +55,7 @@ _MORE = 1 << 31
 SEGMENT_BYTES = 64 * 1024 * 1024
 
 Durability = Literal["batch", "none"]
-_Decode = Callable[..., Record]
+_Decode = Callable[..., Record | FoldRecord]
 
 
 class Recovery(msgspec.Struct, frozen=True):
@@ -362,9 +362,19 @@ class SegmentLog:
             if isinstance(buf, mmap.mmap):
                 buf.close()
 
+    @overload
+    def read(
+        self, from_seq: int = ..., to_seq: int | None = ..., *, light: Literal[False] = ...
+    ) -> Iterator[Record]: ...
+
+    @overload
+    def read(
+        self, from_seq: int = ..., to_seq: int | None = ..., *, light: Literal[True]
+    ) -> Iterator[Record | FoldRecord]: ...
+
     def read(
         self, from_seq: int = 1, to_seq: int | None = None, *, light: bool = False
-    ) -> Iterator[Record]:
+    ) -> Iterator[Record | FoldRecord]:
         """Records from ``from_seq`` to ``to_seq`` (default: the end known at the call).
 
         Args:
@@ -380,7 +390,7 @@ class SegmentLog:
             return iter(())
         return self._read(from_seq, limit, decode_for_fold if light else decode_record)
 
-    def _read(self, from_seq: int, limit: int, decode: _Decode) -> Iterator[Record]:
+    def _read(self, from_seq: int, limit: int, decode: _Decode) -> Iterator[Record | FoldRecord]:
         segs = self._segments
         idx = 0
         for i, seg in enumerate(segs):
@@ -401,7 +411,7 @@ class SegmentLog:
 
     def _read_segment(
         self, seg: _Segment, from_seq: int, limit: int, decode: _Decode
-    ) -> Iterator[Record]:
+    ) -> Iterator[Record | FoldRecord]:
         off, expected = _SEG_HEADER.size, seg.first_seq
         if from_seq > seg.first_seq:
             offsets = self._offsets(seg)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
+from typing import Literal, overload
 
 from ocb_events.clock import Clock, system_clock
 from ocb_events.errors import LogConflict
-from ocb_events.schema import Event, Record
+from ocb_events.schema import Event, FoldRecord, Record
 
 
 class MemoryLog:
@@ -39,9 +40,19 @@ class MemoryLog:
         self._records.extend(recs)
         return recs
 
+    @overload
+    def read(
+        self, from_seq: int = ..., to_seq: int | None = ..., *, light: Literal[False] = ...
+    ) -> Iterator[Record]: ...
+
+    @overload
+    def read(
+        self, from_seq: int = ..., to_seq: int | None = ..., *, light: Literal[True]
+    ) -> Iterator[Record | FoldRecord]: ...
+
     def read(
         self, from_seq: int = 1, to_seq: int | None = None, *, light: bool = False
-    ) -> Iterator[Record]:
+    ) -> Iterator[Record | FoldRecord]:
         # records are held decoded: ``light`` has nothing to save here
         end = self.last_seq if to_seq is None else max(min(to_seq, self.last_seq), 0)
         return iter(self._records[max(from_seq, 1) - 1 : end])

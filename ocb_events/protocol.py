@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import Protocol
+from typing import Literal, Protocol, overload
 
-from ocb_events.schema import Event, Record
+from ocb_events.schema import Event, FoldRecord, Record
 
 
 class EventLog(Protocol):
@@ -33,9 +33,19 @@ class EventLog(Protocol):
         """
         ...
 
+    @overload
+    def read(
+        self, from_seq: int = ..., to_seq: int | None = ..., *, light: Literal[False] = ...
+    ) -> Iterator[Record]: ...
+
+    @overload
+    def read(
+        self, from_seq: int = ..., to_seq: int | None = ..., *, light: Literal[True]
+    ) -> Iterator[Record | FoldRecord]: ...
+
     def read(
         self, from_seq: int = 1, to_seq: int | None = None, *, light: bool = False
-    ) -> Iterator[Record]:
+    ) -> Iterator[Record | FoldRecord]:
         """Records with ``from_seq <= seq <= to_seq`` (to the end by default), in order.
         ``light`` allows query traces to come back as their head only (for folds)."""
         ...

@@ -13,6 +13,10 @@ Units: ``ts`` is nanoseconds since the Unix epoch; line numbers are 1-based and
 inclusive; weights are in [-1, 1]; rewards are in [-1, 1].
 """
 
+# mypy: disable-error-code="misc"
+# (msgspec subclasses inherit ``frozen`` from their base; mypy's dataclass model of
+# Structs does not know that and flags every event class)
+
 from __future__ import annotations
 
 from typing import Literal

@@ -5,11 +5,11 @@ from workspace_sync.markdown import TARGET_CHARS, Piece, chunk_text, split_lines
 from workspace_sync.scan import FileText, Skipped, scan_workspace
 
 __all__ = [
-    "TARGET_CHARS",
     "FileText",
     "Piece",
     "PreviousFile",
     "Skipped",
+    "TARGET_CHARS",
     "chunk_text",
     "diff_file",
     "diff_workspace",
