@@ -38,7 +38,7 @@ DEFAULT_OUT = HERE / "results" / "locomo"
 STATE_ROOT = Path("/tmp/locomo-state")
 GROUPS = {
     "ocb": ["ocb"],
-    "bm25-chunks": ["bm25-chunks"],
+    "bm25-chunks": ["bm25-chunks", "bm25-chunks-ocb-terms"],
     "bm25-lines": ["bm25-lines-w1", "bm25-lines-w5"],
 }
 CATEGORIES = ["1-multi-hop", "2-temporal", "3-open-domain", "4-single-hop"]
@@ -76,6 +76,9 @@ def system_args(system: str, data: Path) -> list[str]:
         ]
     if system == "bm25-chunks":
         return ["--adapter", str(HERE / "adapters" / "bm25_ocb_chunks.py")]
+    if system == "bm25-chunks-ocb-terms":
+        adapter = str(HERE / "adapters" / "bm25_ocb_chunks.py")
+        return ["--adapter", adapter, "--set", "BM25_TOKENS=ocb"]
     if system.startswith("bm25-lines-w"):
         window = system.removeprefix("bm25-lines-w")
         return [

@@ -1,7 +1,7 @@
 """Shared pytest configuration: hypothesis profiles selected by ``HYPOTHESIS_PROFILE``.
 
-``dev`` (the default) keeps the suite fast; ``ci`` runs more examples, derandomized,
-and prints the blob that reproduces a failure.
+``ci`` (the default, what CI runs) uses more examples, derandomized, and prints the
+blob that reproduces a failure; ``dev`` keeps local iterations fast.
 """
 
 from __future__ import annotations
@@ -24,4 +24,4 @@ settings.register_profile(
     print_blob=True,
     suppress_health_check=[HealthCheck.too_slow],
 )
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

@@ -5,7 +5,9 @@ The workspace is read and cut with OCB's own code (``workspace_sync.scan_workspa
 candidate set is exactly ocb's nodes; only the ranking differs.  Ranking is textbook
 Okapi BM25 (k1=1.2, b=0.75, idf = ln(1 + (N - df + 0.5) / (df + 0.5))) over the chunk
 text (not the heading breadcrumb), tokens = lowercase ``\\w+`` words, no stemming and no
-stopwords: a plain baseline, deliberately without tuning.
+stopwords: a plain baseline, deliberately without tuning. With ``BM25_TOKENS=ocb`` the
+tokens are ocb's own terms (``ocb.text.terms``: stopwords dropped, light stemming), to
+separate what the tokenizer gives from what the graph and vectors give.
 
 Adapter protocol (see the LoCoMo README):
     build(workspace_dir, state_dir)      chunk the workspace, store chunks.json
@@ -37,6 +39,10 @@ _CACHE: dict[str, tuple[list[dict], _Index]] = {}
 
 
 def tokens(text: str) -> list[str]:
+    if os.environ.get("BM25_TOKENS") == "ocb":
+        from ocb.text import terms
+
+        return terms(text)
     return _WORD.findall(text.lower())
 
 
@@ -99,7 +105,9 @@ def build(workspace_dir: str, state_dir: str) -> None:
             {
                 "k1": K1,
                 "b": B,
-                "tokens": "lowercase \\w+, no stemming, no stopwords",
+                "tokens": "ocb.text.terms (stopwords, light stemming)"
+                if os.environ.get("BM25_TOKENS") == "ocb"
+                else "lowercase \\w+, no stemming, no stopwords",
                 "chunker": "workspace_sync.chunk_text (default target_chars)",
                 "n_files": len(files),
                 "n_chunks": len(chunks),
