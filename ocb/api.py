@@ -467,10 +467,11 @@ class Brain:
         learn = resolve(Learning, values, rule=rule, **overrides)
         if fired_ids:
             steps: list[Step] = steps_from_ids(self.graph, list(fired_ids), trav)
-            damping, trace_id = trav.damping, ""
+            damping, tau, trace_id = trav.damping, trav.tau, ""
         elif trace_id or chat_id:
             trace = self.trace(trace_id, chat_id)
-            steps, damping, trace_id = list(trace.steps), trace.params.damping, trace.trace_id
+            steps, trace_id = list(trace.steps), trace.trace_id
+            damping, tau = trace.params.damping, trace.params.tau
         else:
             raise InputError(
                 "nothing to learn from", "pass --trace ID, --chat-id ID or --fired-ids A,B,C"
@@ -482,12 +483,13 @@ class Brain:
             learn,
             source=source,
             damping=damping,
+            tau=tau,
             outcome_seq=seq + 1,
             trace_id=trace_id,
             chat_id=chat_id,
             fired_ids=fired_ids,
         )
-        self._record(events, "human" if source == "human" else source, seq)
+        self._record(events, source, seq)
         deltas = list(events[1].deltas) if len(events) > 1 else []  # type: ignore[attr-defined]
         return LearnReport(seq + 1, trace_id, learn.rule, source, float(outcome), deltas)
 

@@ -224,6 +224,7 @@ def decide_learn(
     *,
     source: str,
     damping: float,
+    tau: float,
     outcome_seq: int,
     trace_id: str = "",
     chat_id: str = "",
@@ -248,7 +249,7 @@ def decide_learn(
             fired_ids=tuple(fired_ids),
         )
     ]
-    deltas, params = decide_deltas(steps, reward, s, source=source, damping=damping)
+    deltas, params = decide_deltas(steps, reward, s, source=source, damping=damping, tau=tau)
     if deltas:
         events.append(
             EdgesUpdated(deltas=deltas, rule=s.rule, cause_seq=outcome_seq, params=params)

@@ -43,15 +43,21 @@ def _discounts(steps: Sequence[Step], gamma: float) -> list[float]:
 
 
 def pg_deltas(
-    steps: Sequence[Step], reward: float, s: Learning, source_weight: float, damping: float
+    steps: Sequence[Step],
+    reward: float,
+    s: Learning,
+    source_weight: float,
+    damping: float,
+    tau: float = 1.0,
 ) -> dict[tuple[str, str], float]:
-    """REINFORCE deltas keyed by (source, target); target STOP is the stop weight."""
+    """REINFORCE deltas keyed by (source, target); target STOP is the stop weight.
+    ``tau`` and ``damping`` are those of the policy that acted (the trace's)."""
     advantage = reward * source_weight - s.baseline
     out: dict[tuple[str, str], float] = {}
     for st, disc in zip(steps, _discounts(steps, s.gamma), strict=True):
         logits = [c.logit for c in st.candidates] + [st.stop_logit]
-        probs = softmax(logits, s.tau)
-        scale = s.eta * disc * advantage / s.tau
+        probs = softmax(logits, tau)
+        scale = s.eta * disc * advantage / tau
         for c, p in zip(st.candidates, probs, strict=False):
             grad = ((1.0 if c.target == st.chosen else 0.0) - p) * damping**c.uses
             key = (st.node, c.target)
@@ -75,12 +81,18 @@ def heuristic_deltas(
 
 
 def decide_deltas(
-    steps: Sequence[Step], reward: float, s: Learning, *, source: str, damping: float
+    steps: Sequence[Step],
+    reward: float,
+    s: Learning,
+    *,
+    source: str,
+    damping: float,
+    tau: float = 1.0,
 ) -> tuple[tuple[EdgeDelta, ...], LearnParams]:
     """The deltas an outcome causes under ``s.rule``, sorted, zeros dropped."""
     weight = s.source_weight(source)
     if s.rule == "pg":
-        raw = pg_deltas(steps, reward, s, weight, damping)
+        raw = pg_deltas(steps, reward, s, weight, damping, tau)
     else:
         raw = heuristic_deltas(steps, reward, s, weight)
     if reward > 0:
@@ -94,6 +106,6 @@ def decide_deltas(
         if abs(d) > _EPS
     )
     params = LearnParams(
-        eta=s.eta, tau=s.tau, gamma=s.gamma, baseline=s.baseline, source_weight=weight
+        eta=s.eta, tau=tau, gamma=s.gamma, baseline=s.baseline, source_weight=weight
     )
     return deltas, params

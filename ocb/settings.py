@@ -48,12 +48,12 @@ class Traversal(msgspec.Struct, frozen=True):
 
 
 class Learning(msgspec.Struct, frozen=True):
-    """How outcomes change edges: learning rate, softmax temperature, discount,
-    baseline, and the weight of each reward source."""
+    """How outcomes change edges: learning rate, discount, baseline, and the weight of
+    each reward source. The policy gradient uses the temperature of the traversal that
+    made the trace (``traversal.tau``)."""
 
     rule: str = "pg"
     eta: float = 0.1
-    tau: float = 1.0
     gamma: float = 0.9
     baseline: float = 0.0
     weight_human: float = 1.0

@@ -25,7 +25,7 @@ def _step(
 def test_policy_gradient_worked_example_from_design() -> None:
     # w = [0.5, 0.3, -0.2, STOP 0.0], tau = 1, eta = 0.1, z = +1, chosen A
     step = _step({"A": 0.5, "B": 0.3, "C": -0.2}, chosen="A")
-    d = pg_deltas([step], 1.0, Learning(eta=0.1, tau=1.0, baseline=0.0), 1.0, damping=0.3)
+    d = pg_deltas([step], 1.0, Learning(eta=0.1, baseline=0.0), 1.0, damping=0.3, tau=1.0)
     assert round(d[("n", "A")], 3) == 0.066
     assert round(d[("n", "B")], 3) == -0.028
     assert round(d[("n", "C")], 3) == -0.017
@@ -73,7 +73,7 @@ def test_pg_single_step_deltas_sum_to_zero(
     w: dict[str, float], z: float, tau: float, data: st.DataObject
 ) -> None:
     chosen = data.draw(st.sampled_from(sorted(w) + [STOP]))
-    d = pg_deltas([_step(w, chosen)], z, Learning(tau=tau), 1.0, damping=1.0)
+    d = pg_deltas([_step(w, chosen)], z, Learning(), 1.0, damping=1.0, tau=tau)
     assert math.isclose(sum(d.values()), 0.0, abs_tol=1e-9)
     probs = softmax([w[k] for k in sorted(w)] + [0.0], tau)
     assert math.isclose(sum(probs), 1.0)
@@ -91,3 +91,13 @@ def test_positive_outcome_never_weakens_an_edge_on_the_path(
         deltas, _ = decide_deltas(steps, z, Learning(rule=rule), source="human", damping=0.3)
         on_path = [x.delta for x in deltas if (x.source, x.target) == ("n", chosen)]
         assert all(v >= 0 for v in on_path)
+
+
+def test_the_gradient_uses_the_temperature_of_the_policy_that_acted() -> None:
+    step = _step({"A": 0.5, "B": 0.3}, chosen="A")
+    cold, params = decide_deltas([step], 1.0, Learning(), source="human", damping=0.3, tau=0.5)
+    warm, _ = decide_deltas([step], 1.0, Learning(), source="human", damping=0.3, tau=2.0)
+    probs = softmax([0.5, 0.3, 0.0], 0.5)
+    assert params.tau == 0.5
+    assert cold[1].delta == pytest.approx(0.1 * (1 - probs[0]) / 0.5)
+    assert cold[1].delta > warm[1].delta
