@@ -12,7 +12,7 @@ from ocb.render import doctor_text, inject_text, learn_text, sync_text
 
 QUESTION = "how do I roll back a bad deploy"
 HOTFIX = "can we skip CI for an urgent hotfix"
-ROUNDS = 8
+ROUNDS = 12
 STALE = "memory/2026-11-10.md"
 FIX = "Never skip CI for hotfixes"
 
@@ -47,7 +47,8 @@ def run_demo(workspace: Path, brain_dir: Path | None, say: Callable[[str], None]
             fired = _ask(b, HOTFIX, say, chat_id="demo")
             stale = next((n for n in fired if n.startswith(STALE)), fired[0])
             say(f"  {stale} is the withdrawn advice; correct it:")
-            say(f'\n$ ocb inject --type CORRECTION --content "{FIX}" --target {stale}')
+            say(f'\n$ ocb inject --type CORRECTION --content "{FIX}" \\')
+            say(f"      --chat-id demo --target {stale}")
             say(inject_text(b.inject("CORRECTION", FIX, chat_id="demo", targets=[stale])) + "\n")
             fixed = _ask(b, HOTFIX, say)
             verdict = "still fires" if stale in fixed else "no longer fires"

@@ -117,7 +117,7 @@ def tier_shares(g: GraphState, s: Traversal) -> dict[str, float]:
 
 def _tier_check(brain: Brain) -> Check:
     shares = tier_shares(brain.graph, resolve(Traversal, brain.state("config").values))
-    detail = ", ".join(f"{k} {v:.0%}" for k, v in shares.items())
+    detail = ", ".join(f"{k} {v:.1%}" for k, v in shares.items())
     if shares["dormant"] > DORMANT_LIMIT:
         return Check("tier distribution", WARN, detail + " (over 90% dormant: routing has died)")
     return Check("tier distribution", PASS, detail)
