@@ -391,3 +391,29 @@ def test_a_part_stored_before_a_trailing_field_existed_still_decodes() -> None:
     assert msgspec.msgpack.decode(raw, type=Candidate) == Candidate(
         target="b", weight=0.5, logit=0.5, tier="habitual", uses=0
     )
+
+
+def test_the_fold_union_mirrors_every_event_with_traces_reduced_to_their_head() -> None:
+    from typing import get_args
+
+    from ocb_events.schema import FoldEvent, QueryTraced, QueryTracedHead
+
+    mirrored = [QueryTracedHead if t is QueryTraced else t for t in EVENT_TYPES]
+    assert list(get_args(FoldEvent)) == mirrored
+    assert tag_of(QueryTracedHead(trace_id="t1")) == "query_traced"
+
+
+@given(data=st.data())
+def test_a_light_decode_keeps_what_folds_need_of_a_trace(data: st.DataObject) -> None:
+    from ocb_events.codec import decode_for_fold
+    from ocb_events.schema import QueryTraced, QueryTracedHead
+
+    rec = data.draw(records(EVENT_BUILDERS[QueryTraced]()))
+    light = decode_for_fold(encode_record(rec))
+    assert isinstance(light.event, QueryTracedHead)
+    assert (light.seq, light.ts, light.actor) == (rec.seq, rec.ts, rec.actor)
+    assert (light.event.trace_id, light.event.chat_id) == (rec.event.trace_id, rec.event.chat_id)
+    other = data.draw(any_record)
+    if not isinstance(other.event, QueryTraced):  # every other event comes back whole
+        light_other = decode_for_fold(encode_record(other))
+        assert (light_other.seq, light_other.event) == (other.seq, other.event)
