@@ -16,7 +16,7 @@ import numpy as np
 
 from ocb.embed import Embedder
 from ocb.indexing import pack_matrix
-from ocb.learning import decide_deltas
+from ocb.learning import decide_deltas, group_by_source
 from ocb.search import SearchIndex
 from ocb.settings import REWARD_SOURCES, Indexing, Learning, Traversal
 from ocb.traverse import tier_of, traverse
@@ -252,7 +252,9 @@ def decide_learn(
     deltas, params = decide_deltas(steps, reward, s, source=source, damping=damping, tau=tau)
     if deltas:
         events.append(
-            EdgesUpdated(deltas=deltas, rule=s.rule, cause_seq=outcome_seq, params=params)
+            EdgesUpdated(
+                updates=group_by_source(deltas), rule=s.rule, cause_seq=outcome_seq, params=params
+            )
         )
     return events
 

@@ -24,7 +24,7 @@ import math
 from collections.abc import Sequence
 
 from ocb.settings import Learning
-from ocb_events.schema import STOP, EdgeDelta, LearnParams, Step
+from ocb_events.schema import STOP, EdgeDelta, EdgeDeltas, LearnParams, Step
 
 _EPS = 1e-12
 
@@ -78,6 +78,21 @@ def heuristic_deltas(
         key = (st.node, st.chosen)
         out[key] = out.get(key, 0.0) + s.eta * disc * reward * source_weight
     return out
+
+
+def group_by_source(deltas: Sequence[EdgeDelta]) -> tuple[EdgeDeltas, ...]:
+    """Deltas sorted by (source, target), grouped by source as they are stored."""
+    groups: dict[str, list[EdgeDelta]] = {}
+    for d in sorted(deltas, key=lambda d: (d.source, d.target)):
+        groups.setdefault(d.source, []).append(d)
+    return tuple(
+        EdgeDeltas(
+            source=src,
+            targets=tuple(d.target for d in ds),
+            deltas=tuple(d.delta for d in ds),
+        )
+        for src, ds in groups.items()
+    )
 
 
 def decide_deltas(

@@ -139,11 +139,21 @@ class EdgesCreated(Event, tag="edges_created"):
 
 
 class EdgeDelta(_Part):
-    """A change of one edge's weight (target STOP: the source's stop weight)."""
+    """A change of one edge's weight (target STOP: the source's stop weight). The
+    flat view of ``EdgesUpdated``; not stored as such."""
 
     source: str
     target: str
     delta: float
+
+
+class EdgeDeltas(_Part):
+    """The weight changes of the edges out of one node, target by target (a target
+    of STOP changes the node's stop weight)."""
+
+    source: str
+    targets: tuple[str, ...]
+    deltas: tuple[float, ...]
 
 
 class LearnParams(_Part):
@@ -157,13 +167,23 @@ class LearnParams(_Part):
 
 
 class EdgesUpdated(Event, tag="edges_updated"):
-    """Weight deltas decided by a learning rule, with their cause (the seq of the
-    outcome that produced them). Folded by graph: w = clip(w + delta, -1, 1)."""
+    """Weight deltas decided by a learning rule, grouped by source node, with their
+    cause (the seq of the outcome that produced them). Folded by graph:
+    w = clip(w + delta, -1, 1)."""
 
-    deltas: tuple[EdgeDelta, ...]
+    updates: tuple[EdgeDeltas, ...]
     rule: str
     cause_seq: int
     params: LearnParams | None = None
+
+    @property
+    def deltas(self) -> tuple[EdgeDelta, ...]:
+        """Every change as one (source, target, delta), in stored order."""
+        return tuple(
+            EdgeDelta(source=u.source, target=t, delta=d)
+            for u in self.updates
+            for t, d in zip(u.targets, u.deltas, strict=True)
+        )
 
 
 class NodeInjected(Event, tag="node_injected"):

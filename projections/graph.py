@@ -221,27 +221,25 @@ def _change_file(state: State, ev: FileChanged, seq: int) -> None:
 
 
 def _update_edges(state: State, ev: EdgesUpdated, seq: int) -> None:
-    # hot in replay: plain dict access, each source's edges fetched once (deltas are
-    # sorted by source), weights updated in place
+    # hot in replay: plain dict access, one lookup per source, weights updated in place
     out, raw_out = state.out, state.out.raw_items()
     stop, nodes = state.stop, state.nodes.raw_items()
-    source, targets = "", None
-    for d in ev.deltas:
-        src = d.source
-        if src != source:
-            source, targets = src, raw_out.get(src)
-            if targets is not None and type(targets) is not dict:
-                targets = out[src]
-        if d.target == STOP:
-            if src in nodes:
-                w = stop.get(src, 0.0) + d.delta
-                stop[src] = -1.0 if w < -1.0 else 1.0 if w > 1.0 else w
-        elif targets is not None:
-            edge = targets.get(d.target)
-            if edge is not None:
-                w = edge.weight + d.delta
-                edge.weight = -1.0 if w < -1.0 else 1.0 if w > 1.0 else w
-                edge.last_seq = seq
+    for u in ev.updates:
+        src = u.source
+        targets = raw_out.get(src)
+        if targets is not None and type(targets) is not dict:
+            targets = out[src]
+        for target, delta in zip(u.targets, u.deltas, strict=False):
+            if target == STOP:
+                if src in nodes:
+                    w = stop.get(src, 0.0) + delta
+                    stop[src] = -1.0 if w < -1.0 else 1.0 if w > 1.0 else w
+            elif targets is not None:
+                edge = targets.get(target)
+                if edge is not None:
+                    w = edge.weight + delta
+                    edge.weight = -1.0 if w < -1.0 else 1.0 if w > 1.0 else w
+                    edge.last_seq = seq
 
 
 def _inject(state: State, ev: NodeInjected, seq: int) -> None:

@@ -21,22 +21,49 @@ PROJECTIONS: dict[str, ModuleType] = {
 Progress = Callable[[int, int], None]
 
 
+ROUTES: dict[str, frozenset[str]] = {
+    "config": frozenset({"config_changed"}),
+    "graph": frozenset(
+        {
+            "edges_created",
+            "edges_updated",
+            "file_changed",
+            "file_indexed",
+            "file_removed",
+            "node_injected",
+            "nodes_embedded",
+            "workspace_attached",
+        }
+    ),
+    "traces": frozenset({"outcome_recorded", "query_traced"}),
+    "vectors": frozenset({"embedder_configured", "file_changed", "file_removed", "nodes_embedded"}),
+}
+"""The event tags each projection folds. Every other record only moves its ``seq``
+(the ignored-payload property test holds each projection to this table), so a fold
+hands a record only to the projections that use it."""
+
+
 def fold(records: Iterable[Record | FoldRecord], states: dict[str, Any]) -> dict[str, Any]:
     """Fold ``records`` into ``states`` (consumed), skipping records a state already holds."""
     names = sorted(states)
-    steps = [(i, PROJECTIONS[n].evolve) for i, n in enumerate(names)]
+    evolves = [PROJECTIONS[n].evolve for n in names]
     current = [states[n] for n in names]
     starts = [st.seq for st in current]
-    ahead = max(starts, default=0)  # past this seq every state takes every record
+    routes: dict[type, list[int]] = {}
+    last = 0
     for rec in records:
-        if rec.seq > ahead:
-            for i, evolve in steps:
-                current[i] = evolve(current[i], rec)
-        else:
-            for i, evolve in steps:
-                if rec.seq > starts[i]:
-                    current[i] = evolve(current[i], rec)
+        kind = type(rec.event)
+        route = routes.get(kind)
+        if route is None:
+            tag = kind.__struct_config__.tag
+            route = routes[kind] = [i for i, n in enumerate(names) if tag in ROUTES[n]]
+        seq = last = rec.seq
+        for i in route:
+            if seq > starts[i]:
+                current[i] = evolves[i](current[i], rec)
     for n, st in zip(names, current, strict=True):
+        if st.seq < last:
+            st.seq = last
         states[n] = st
     return states
 

@@ -25,7 +25,7 @@ from ocb_events.schema import (
     ChunkSpan,
     ChunkText,
     ConfigChanged,
-    EdgeDelta,
+    EdgeDeltas,
     EdgesCreated,
     EdgeSpec,
     EdgesUpdated,
@@ -101,9 +101,15 @@ def edge_specs() -> st.SearchStrategy[EdgeSpec]:
     return st.builds(EdgeSpec, source=ids, target=ids, weight=unit_floats, kind=texts)
 
 
-def edge_deltas() -> st.SearchStrategy[EdgeDelta]:
-    targets = st.one_of(ids, st.just(STOP))
-    return st.builds(EdgeDelta, source=ids, target=targets, delta=small_floats)
+def edge_deltas() -> st.SearchStrategy[EdgeDeltas]:
+    pairs = st.lists(st.tuples(st.one_of(ids, st.just(STOP)), small_floats), max_size=4)
+    return st.builds(
+        lambda source, ps: EdgeDeltas(
+            source=source, targets=tuple(t for t, _ in ps), deltas=tuple(d for _, d in ps)
+        ),
+        ids,
+        pairs,
+    )
 
 
 def learn_params() -> st.SearchStrategy[LearnParams]:
@@ -209,7 +215,7 @@ def edges_created() -> st.SearchStrategy[EdgesCreated]:
 def edges_updated() -> st.SearchStrategy[EdgesUpdated]:
     return st.builds(
         EdgesUpdated,
-        deltas=_tuples(edge_deltas()),
+        updates=_tuples(edge_deltas()),
         rule=st.sampled_from(["heuristic", "reinforce"]),
         cause_seq=st.integers(0, 2**62),
         params=st.none() | learn_params(),

@@ -19,7 +19,7 @@ from ocb_events.schema import (
     ChunkSpan,
     ChunkText,
     ConfigChanged,
-    EdgeDelta,
+    EdgeDeltas,
     EdgesCreated,
     EdgeSpec,
     EdgesUpdated,
@@ -164,9 +164,10 @@ def golden_batches() -> list[tuple[str, list[Event]]]:
             [
                 OutcomeRecorded(reward=1.0, source="human", trace_id="t1", chat_id="chat-1"),
                 EdgesUpdated(
-                    deltas=(
-                        EdgeDelta(source="a.md#1", target="a.md#2", delta=0.066),
-                        EdgeDelta(source="a.md#1", target=STOP, delta=-0.021),
+                    updates=(
+                        EdgeDeltas(
+                            source="a.md#1", targets=("a.md#2", STOP), deltas=(0.066, -0.021)
+                        ),
                     ),
                     rule="reinforce",
                     cause_seq=14,
@@ -231,7 +232,7 @@ def golden_batches() -> list[tuple[str, list[Event]]]:
                     params=_PARAMS,
                 ),
                 OutcomeRecorded(reward=-0.5, source="self", fired_ids=("a.md#3",)),
-                EdgesUpdated(deltas=(), rule="heuristic", cause_seq=23),
+                EdgesUpdated(updates=(), rule="heuristic", cause_seq=23),
             ],
         ),
     ]

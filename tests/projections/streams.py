@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from ocb.learning import group_by_source
 from ocb_events.schema import (
     STOP,
     ChunkSpan,
@@ -121,7 +122,7 @@ events: st.SearchStrategy[Event] = st.one_of(
     ),
     st.builds(
         EdgesUpdated,
-        deltas=st.lists(deltas, max_size=6).map(tuple),
+        updates=st.lists(deltas, max_size=6).map(group_by_source),
         rule=st.sampled_from(["pg", "heuristic"]),
         cause_seq=st.integers(0, 50),
     ),

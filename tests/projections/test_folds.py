@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 
 from ocb_events.schema import Event
-from replay import PROJECTIONS
+from replay import PROJECTIONS, ROUTES
+from replay import fold as replay_fold
 from tests.projections.streams import as_records, streams
 
 NAMES = sorted(PROJECTIONS)
@@ -57,34 +58,29 @@ def test_restore_of_snapshot_round_trips(name: str, evs: list[Event]) -> None:
     assert snap(name, PROJECTIONS[name].restore(s)) == s
 
 
-HANDLED = {
-    "config": {"config_changed"},
-    "graph": {
-        "file_indexed",
-        "file_changed",
-        "file_removed",
-        "edges_created",
-        "edges_updated",
-        "node_injected",
-        "nodes_embedded",
-        "workspace_attached",
-    },
-    "traces": {"query_traced", "outcome_recorded"},
-    "vectors": {"embedder_configured", "nodes_embedded", "file_changed", "file_removed"},
-}
-
-
 @pytest.mark.parametrize("name", NAMES)
 @given(evs=streams, extra=streams)
 def test_ignored_payloads_leave_state_unchanged(
     name: str, evs: list[Event], extra: list[Event]
 ) -> None:
-    ignored = [e for e in extra if type(e).__struct_config__.tag not in HANDLED[name]]
+    ignored = [e for e in extra if type(e).__struct_config__.tag not in ROUTES[name]]
     before = fold(name, evs)
     before_bytes = snap(name, before)
     after = fold(name, ignored, start=len(evs) + 1, state=PROJECTIONS[name].restore(before_bytes))
     after.seq = before.seq  # type: ignore[attr-defined]
     assert snap(name, after) == before_bytes
+
+
+@given(a=streams, b=streams)
+def test_the_routed_fold_equals_evolving_every_record(a: list[Event], b: list[Event]) -> None:
+    routed = replay_fold(as_records(a + b), {n: PROJECTIONS[n].initial() for n in NAMES})
+    for n in NAMES:
+        assert snap(n, routed[n]) == snap(n, fold(n, a + b))
+    # and from snapshots taken at different points
+    states = {n: PROJECTIONS[n].restore(snap(n, fold(n, a[: i + 1]))) for i, n in enumerate(NAMES)}
+    resumed = replay_fold(as_records(a + b), states)
+    for n in NAMES:
+        assert snap(n, resumed[n]) == snap(n, fold(n, a + b))
 
 
 @given(evs=streams)
