@@ -167,6 +167,19 @@ def timed_runs(cmds: list[list[str]]) -> list[float]:
     return out
 
 
+def loop_ns() -> float:
+    """ns per iteration of a fixed pure-Python loop: this host's CPU speed drifts by up
+    to 2x over an hour, so each run reports it to put its timings in proportion."""
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter()
+        x = 0
+        for i in range(2_000_000):
+            x += i
+        best = min(best, (time.perf_counter() - t0) / 2_000_000 * 1e9)
+    return round(best, 1)
+
+
 def machine() -> dict[str, object]:
     """Facts that explain the numbers (load: other processes share the CPU; no-bytecode:
     cold starts recompile every module that has no cached .pyc)."""
@@ -180,6 +193,7 @@ def machine() -> dict[str, object]:
         "platform": platform.platform(),
         "date": datetime.date.today().isoformat(),
         "loadavg_1m": os.getloadavg()[0],
+        "python_loop_ns": loop_ns(),
         "PYTHONDONTWRITEBYTECODE": os.environ.get("PYTHONDONTWRITEBYTECODE", ""),
     }
 
@@ -523,6 +537,7 @@ def main() -> None:
         res["reference"] = None
         print(f"reference column skipped: {args.ref_python} not found", flush=True)
     res["machine"]["loadavg_1m_end"] = os.getloadavg()[0]  # type: ignore[index]
+    res["machine"]["python_loop_ns_end"] = loop_ns()  # type: ignore[index]
     keys = ("metric", "ours", "reference", "better", "target")
     res["table"] = [dict(zip(keys, r, strict=True)) for r in rows(res, ref)]
     print("\n" + table(res, ref))
