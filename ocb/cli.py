@@ -15,7 +15,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from ocb_events.errors import OcbError
+from ocb_events.errors import InputError, OcbError
 
 app = typer.Typer(
     help="OpenClawBrain: a learning memory graph over a Markdown workspace.",
@@ -113,6 +113,8 @@ def query(
     from ocb.batch import run_batch
     from ocb.render import answer_json, answer_text, dumps
 
+    if batch is not None and text:
+        raise InputError("give a question or --batch FILE, not both", "drop one of them")
     with Brain(brain, warn=_warn) as b:
         if batch is not None:
             failed = 0

@@ -229,6 +229,7 @@ def test_bad_files_are_skipped_with_a_warning(tmp_path: Path) -> None:
         ),
         (["learn", "--outcome", "1"], r"error: nothing to learn from"),
         (["query", ""], r"error: the query is empty"),
+        (["query", "why", "--batch", "q.txt"], r"error: give a question or --batch FILE, not both"),
         (["query", QUESTION, "--mode", "telepathy"], r"error: unknown route mode 'telepathy'"),
         (["inject", "--content", "x", "--type", "RUMOUR"], r"error: unknown node type 'RUMOUR'"),
         (["events", "--type", "query_tracked"], r"error: unknown event type 'query_tracked'"),
