@@ -102,3 +102,23 @@ def append_all(log: EventLog, batches: Sequence[Sequence[Event]], actor: str = "
     for batch in batches:
         out.extend(log.append(batch, actor=actor))
     return out
+
+
+# The tags of the first storage format. Tags are the storage format: a tag may be
+# added, never renamed or removed.
+V1_TAGS = frozenset(
+    {
+        "workspace_attached",
+        "file_indexed",
+        "file_changed",
+        "file_removed",
+        "embedder_configured",
+        "nodes_embedded",
+        "edges_created",
+        "edges_updated",
+        "node_injected",
+        "config_changed",
+        "query_traced",
+        "outcome_recorded",
+    }
+)

@@ -32,26 +32,8 @@ from ocb_events.schema import (
     WorkspaceAttached,
     tag_of,
 )
+from tests.ocb_events.support import V1_TAGS
 from tests.strategies import EVENT_BUILDERS, any_record, records
-
-# The tags of the first storage format. Tags are the storage format: a tag may be
-# added, never renamed or removed.
-V1_TAGS = frozenset(
-    {
-        "workspace_attached",
-        "file_indexed",
-        "file_changed",
-        "file_removed",
-        "embedder_configured",
-        "nodes_embedded",
-        "edges_created",
-        "edges_updated",
-        "node_injected",
-        "config_changed",
-        "query_traced",
-        "outcome_recorded",
-    }
-)
 
 SEGMENT = "00000000000000000001.seg"
 _BASELINE_UPCASTERS = dict(codec._UPCASTERS)

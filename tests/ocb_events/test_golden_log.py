@@ -40,28 +40,13 @@ from ocb_events.schema import (
     WorkspaceAttached,
     tag_of,
 )
+from tests.ocb_events.support import V1_TAGS
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "log-v1"
 START_NS = 1_767_225_600_000_000_000
 STEP_NS = 1_000_000
 SEGMENT_BYTES = 1024
 
-V1_TAGS = frozenset(
-    {
-        "workspace_attached",
-        "file_indexed",
-        "file_changed",
-        "file_removed",
-        "embedder_configured",
-        "nodes_embedded",
-        "edges_created",
-        "edges_updated",
-        "node_injected",
-        "config_changed",
-        "query_traced",
-        "outcome_recorded",
-    }
-)
 
 _PARAMS = QueryParams(
     mode="weight",
