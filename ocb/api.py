@@ -485,6 +485,7 @@ class Brain:
             damping=damping,
             tau=tau,
             outcome_seq=seq + 1,
+            baselines=self.graph.baseline,
             trace_id=trace_id,
             chat_id=chat_id,
             fired_ids=fired_ids,

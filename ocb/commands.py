@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from hashlib import sha256
 
 import msgspec
@@ -226,11 +226,13 @@ def decide_learn(
     damping: float,
     tau: float,
     outcome_seq: int,
+    baselines: Mapping[str, float] | None = None,
     trace_id: str = "",
     chat_id: str = "",
     fired_ids: Sequence[str] = (),
 ) -> list[Event]:
-    """The outcome and the weight changes it causes (cause_seq = the outcome's seq).
+    """The outcome and the weight changes it causes (cause_seq = the outcome's seq),
+    with the new reward baselines of the nodes it passed through.
 
     Raises:
         InputError: a bad outcome or reward source.
@@ -249,11 +251,17 @@ def decide_learn(
             fired_ids=tuple(fired_ids),
         )
     ]
-    deltas, params = decide_deltas(steps, reward, s, source=source, damping=damping, tau=tau)
-    if deltas:
+    d = decide_deltas(
+        steps, reward, s, source=source, damping=damping, tau=tau, baselines=baselines
+    )
+    if d.deltas or d.baselines:
         events.append(
             EdgesUpdated(
-                updates=group_by_source(deltas), rule=s.rule, cause_seq=outcome_seq, params=params
+                updates=group_by_source(d.deltas),
+                rule=s.rule,
+                cause_seq=outcome_seq,
+                params=d.params,
+                baselines=d.baselines,
             )
         )
     return events

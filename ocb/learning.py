@@ -6,11 +6,14 @@ at each step in order, not the list of fired nodes.
 ``pg`` is REINFORCE over the route policy softmax((logits, STOP logit) / tau): for
 step t of T (by hop) with chosen action a, every candidate j and STOP gets
 
-    delta_j = eta * gamma^(T-1-t) * (r * source_weight - baseline)
+    delta_j = eta * gamma^(T-1-t) * (r * source_weight - b_node)
               * (1[j = a] - p_j) / tau * dlogit_j/dw_j
 
-where dlogit/dw = damping^uses for an edge and 1 for STOP. With w = [0.5, 0.3, -0.2],
-STOP 0, tau 1, eta 0.1, r +1 and A chosen, A +0.066, B -0.028, C -0.017, STOP -0.021.
+where dlogit/dw = damping^uses for an edge and 1 for STOP, and b_node is the node's
+reward baseline: a running average of the rewards of outcomes through it, moved by
+``baseline_rate`` per outcome and recorded with each update (so it is state, folded
+from the log, never recomputed). For a fresh node (b = 0) with w = [0.5, 0.3, -0.2],
+STOP 0, tau 1, eta 0.1, r +1 and A chosen: A +0.066, B -0.028, C -0.017, STOP -0.021.
 
 ``heuristic`` moves each chosen edge by eta * gamma^(T-1-t) * r * source_weight.
 
@@ -21,10 +24,12 @@ clamped at zero.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+
+import msgspec
 
 from ocb.settings import Learning
-from ocb_events.schema import STOP, EdgeDelta, EdgeDeltas, LearnParams, Step
+from ocb_events.schema import STOP, EdgeDelta, EdgeDeltas, LearnParams, NodeValue, Step
 
 _EPS = 1e-12
 
@@ -49,15 +54,18 @@ def pg_deltas(
     source_weight: float,
     damping: float,
     tau: float = 1.0,
+    baselines: Mapping[str, float] | None = None,
 ) -> dict[tuple[str, str], float]:
     """REINFORCE deltas keyed by (source, target); target STOP is the stop weight.
-    ``tau`` and ``damping`` are those of the policy that acted (the trace's)."""
-    advantage = reward * source_weight - s.baseline
+    ``tau`` and ``damping`` are those of the policy that acted (the trace's);
+    ``baselines`` are the nodes' running-average rewards before this outcome."""
+    r = reward * source_weight
+    base = baselines or {}
     out: dict[tuple[str, str], float] = {}
     for st, disc in zip(steps, _discounts(steps, s.gamma), strict=True):
         logits = [c.logit for c in st.candidates] + [st.stop_logit]
         probs = softmax(logits, tau)
-        scale = s.eta * disc * advantage / tau
+        scale = s.eta * disc * (r - base.get(st.node, 0.0)) / tau
         for c, p in zip(st.candidates, probs, strict=False):
             grad = ((1.0 if c.target == st.chosen else 0.0) - p) * damping**c.uses
             key = (st.node, c.target)
@@ -95,6 +103,28 @@ def group_by_source(deltas: Sequence[EdgeDelta]) -> tuple[EdgeDeltas, ...]:
     )
 
 
+class Decision(msgspec.Struct, frozen=True):
+    """What an outcome changes: edge deltas (sorted, zeros dropped), the settings used,
+    and the new reward baselines of the nodes it passed through."""
+
+    deltas: tuple[EdgeDelta, ...]
+    params: LearnParams
+    baselines: tuple[NodeValue, ...]
+
+
+def new_baselines(
+    steps: Sequence[Step], r: float, rate: float, baselines: Mapping[str, float]
+) -> tuple[NodeValue, ...]:
+    """Each decision node's running average moved ``rate`` of the way towards ``r``."""
+    if rate <= 0:
+        return ()
+    nodes = sorted({st.node for st in steps})
+    return tuple(
+        NodeValue(node=n, value=baselines.get(n, 0.0) + rate * (r - baselines.get(n, 0.0)))
+        for n in nodes
+    )
+
+
 def decide_deltas(
     steps: Sequence[Step],
     reward: float,
@@ -103,11 +133,13 @@ def decide_deltas(
     source: str,
     damping: float,
     tau: float = 1.0,
-) -> tuple[tuple[EdgeDelta, ...], LearnParams]:
-    """The deltas an outcome causes under ``s.rule``, sorted, zeros dropped."""
+    baselines: Mapping[str, float] | None = None,
+) -> Decision:
+    """The deltas an outcome causes under ``s.rule``, and the baselines it moves."""
     weight = s.source_weight(source)
+    base = baselines or {}
     if s.rule == "pg":
-        raw = pg_deltas(steps, reward, s, weight, damping, tau)
+        raw = pg_deltas(steps, reward, s, weight, damping, tau, base)
     else:
         raw = heuristic_deltas(steps, reward, s, weight)
     if reward > 0:
@@ -121,6 +153,6 @@ def decide_deltas(
         if abs(d) > _EPS
     )
     params = LearnParams(
-        eta=s.eta, tau=tau, gamma=s.gamma, baseline=s.baseline, source_weight=weight
+        eta=s.eta, tau=tau, gamma=s.gamma, baseline_rate=s.baseline_rate, source_weight=weight
     )
-    return deltas, params
+    return Decision(deltas, params, new_baselines(steps, reward * weight, s.baseline_rate, base))

@@ -48,14 +48,15 @@ class Traversal(msgspec.Struct, frozen=True):
 
 
 class Learning(msgspec.Struct, frozen=True):
-    """How outcomes change edges: learning rate, discount, baseline, and the weight of
-    each reward source. The policy gradient uses the temperature of the traversal that
-    made the trace (``traversal.tau``)."""
+    """How outcomes change edges: learning rate, discount, the rate of the per-node
+    reward baselines (0 turns them off), and the weight of each reward source. The
+    policy gradient uses the temperature of the traversal that made the trace
+    (``traversal.tau``)."""
 
     rule: str = "pg"
     eta: float = 0.1
     gamma: float = 0.9
-    baseline: float = 0.0
+    baseline_rate: float = 0.05
     weight_human: float = 1.0
     weight_self: float = 0.6
     weight_harvester: float = 0.3

@@ -156,25 +156,58 @@ class EdgeDeltas(_Part):
     deltas: tuple[float, ...]
 
 
+class EdgeValues(_Part):
+    """Values set on the edges out of one node, target by target."""
+
+    source: str
+    targets: tuple[str, ...]
+    values: tuple[float, ...]
+
+
+class NodeValue(_Part):
+    """A number decided for one node (its reward baseline ...)."""
+
+    node: str
+    value: float
+
+
+class EdgeRef(_Part):
+    """A directed edge by its endpoints."""
+
+    source: str
+    target: str
+
+
+class Setting(_Part):
+    """One named parameter of an operation."""
+
+    key: str
+    value: float | int | bool | str
+
+
 class LearnParams(_Part):
-    """The settings a learning decision was made with, kept for audit and what-if."""
+    """The settings a learning decision was made with, kept for audit and what-if:
+    learning rate, the policy's temperature, discount, the rate of the per-node reward
+    baselines, and the weight of the reward's source."""
 
     eta: float
     tau: float = 1.0
     gamma: float = 1.0
-    baseline: float = 0.0
+    baseline_rate: float = 0.0
     source_weight: float = 1.0
 
 
 class EdgesUpdated(Event, tag="edges_updated"):
     """Weight deltas decided by a learning rule, grouped by source node, with their
     cause (the seq of the outcome that produced them). Folded by graph:
-    w = clip(w + delta, -1, 1)."""
+    w = clip(w + delta, -1, 1). ``baselines`` are the nodes' new running-average rewards
+    (the policy gradient's per-node baseline), decided with the update."""
 
     updates: tuple[EdgeDeltas, ...]
     rule: str
     cause_seq: int
     params: LearnParams | None = None
+    baselines: tuple[NodeValue, ...] = ()
 
     @property
     def deltas(self) -> tuple[EdgeDelta, ...]:
@@ -199,6 +232,67 @@ class NodeInjected(Event, tag="node_injected"):
     chat_id: str = ""
     trace_id: str = ""
     authority: Authority = "overlay"
+
+
+class EdgesRemoved(Event, tag="edges_removed"):
+    """Edges taken out of the graph (maintenance prune), naming the maintenance run
+    that decided it. Folded by graph."""
+
+    edges: tuple[EdgeRef, ...]
+    cause_seq: int
+
+
+class EdgeRelevanceSet(Event, tag="edge_relevance_set"):
+    """Relevance of edges in [-1, 1] (from teacher labels), added to an edge's logit by
+    the ``edge`` route modes. Folded by graph."""
+
+    updates: tuple[EdgeValues, ...]
+    cause_seq: int
+
+
+class AuthoritySet(Event, tag="authority_set"):
+    """Authority of nodes: ``constitutional`` (never decays, pruned or merged),
+    ``canonical`` (decays at half rate) or ``overlay`` (the default), for listed nodes
+    or for every chunk of a file, present and future. Folded by graph."""
+
+    authority: Authority
+    node_ids: tuple[str, ...] = ()
+    path: str = ""
+
+
+class MaintenanceRan(Event, tag="maintenance_ran"):
+    """A maintenance operation (decay, prune, merge, split, connect, scale) with its
+    parameters; the changes it decided follow it and name its seq as their cause.
+    Folded by graph (the time of each operation's last run)."""
+
+    op: str
+    params: tuple[Setting, ...] = ()
+    summary: str = ""
+
+
+class TeacherLabeled(Event, tag="teacher_labeled"):
+    """A teacher's verdict on a recorded decision point (trace, hop, node): a score in
+    [-1, 1] for each candidate target it judged. Its EdgesUpdated follows with
+    cause_seq = this record's seq."""
+
+    trace_id: str
+    hop: int
+    node: str
+    targets: tuple[str, ...]
+    scores: tuple[float, ...]
+    teacher: str = ""
+
+
+class RouteModelTrained(Event, tag="route_model_trained"):
+    """A route model trained from recorded traces and labels, stored as blob ``blob``
+    (weights over ``features``); the ``learned`` route mode uses the newest one.
+    Folded by graph."""
+
+    blob: str
+    features: tuple[str, ...]
+    examples: int
+    trained_to_seq: int
+    accuracy: float = 0.0
 
 
 class ConfigChanged(Event, tag="config_changed"):
@@ -303,6 +397,12 @@ AnyEvent = (
     | ConfigChanged
     | QueryTraced
     | OutcomeRecorded
+    | EdgesRemoved
+    | EdgeRelevanceSet
+    | AuthoritySet
+    | MaintenanceRan
+    | TeacherLabeled
+    | RouteModelTrained
 )
 
 EVENT_TYPES: tuple[type[Event], ...] = get_args(AnyEvent)
@@ -330,6 +430,12 @@ FoldEvent = (
     | ConfigChanged
     | QueryTracedHead
     | OutcomeRecorded
+    | EdgesRemoved
+    | EdgeRelevanceSet
+    | AuthoritySet
+    | MaintenanceRan
+    | TeacherLabeled
+    | RouteModelTrained
 )
 
 

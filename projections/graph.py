@@ -1,4 +1,5 @@
-"""The graph projection: chunk and injected nodes, directed signed edges, stop weights.
+"""The graph projection: chunk and injected nodes, directed signed edges, stop weights,
+per-node reward baselines, authority, and the route model in force.
 
 NOTE: ``State`` is mutable for speed: ``evolve`` consumes its input and returns it.
 Copy a state through ``restore(snapshot(state))``. Nothing here may depend on the
@@ -12,17 +13,22 @@ import msgspec
 
 from ocb_events.schema import (
     STOP,
+    AuthoritySet,
     ChunkText,
+    EdgeRelevanceSet,
     EdgesCreated,
     EdgeSpec,
+    EdgesRemoved,
     EdgesUpdated,
     FileChanged,
     FileIndexed,
     FileRemoved,
     FoldRecord,
+    MaintenanceRan,
     NodeInjected,
     NodesEmbedded,
     Record,
+    RouteModelTrained,
     WorkspaceAttached,
 )
 from projections._lazy import LazyMap
@@ -55,12 +61,22 @@ class Node(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 
 
 class Edge(msgspec.Struct, array_like=True):
-    """A directed edge's weight in [-1, 1], its kind and the seq that last set it.
-    Mutable so that a fold updates weights in place; never shared between states."""
+    """A directed edge's weight in [-1, 1], its kind, the seq that last set it, and its
+    relevance in [-1, 1] (teacher-given, 0 by default). Mutable so that a fold updates
+    weights in place; never shared between states."""
 
     weight: float
     kind: str
     last_seq: int
+    relevance: float = 0.0
+
+
+class RouteModel(msgspec.Struct, frozen=True, array_like=True):
+    """The learned route model in force: its blob and the features it scores."""
+
+    blob: str
+    features: tuple[str, ...]
+    seq: int
 
 
 class FileEntry(msgspec.Struct, frozen=True, array_like=True):
@@ -81,6 +97,10 @@ class _Snapshot(msgspec.Struct, array_like=True):
     stop: dict[str, float]
     files: dict[str, FileEntry]
     injected: dict[str, int]
+    baseline: dict[str, float]
+    file_authority: dict[str, str]
+    maintained: dict[str, int]
+    route_model: RouteModel | None
 
 
 _NODE = msgspec.msgpack.Decoder(Node)
@@ -93,6 +113,9 @@ class State:
 
     ``nodes_seq`` is the seq of the last event that changed what a search over nodes
     sees (a node's text, the node set, or node vectors); search caches key on it.
+    ``baseline`` holds each node's running-average reward; ``file_authority`` the
+    authority given to whole files (their future chunks inherit it); ``maintained``
+    the ts of each maintenance operation's last run.
     """
 
     __slots__ = (
@@ -104,6 +127,10 @@ class State:
         "stop",
         "files",
         "injected",
+        "baseline",
+        "file_authority",
+        "maintained",
+        "route_model",
         "_inc",
     )
 
@@ -116,6 +143,10 @@ class State:
         self.stop: dict[str, float] = {}
         self.files: dict[str, FileEntry] = {}
         self.injected: dict[str, int] = {}
+        self.baseline: dict[str, float] = {}
+        self.file_authority: dict[str, str] = {}
+        self.maintained: dict[str, int] = {}
+        self.route_model: RouteModel | None = None
         self._inc: dict[str, set[str]] | None = None
 
     def edge_count(self) -> int:
@@ -156,8 +187,18 @@ class State:
             end_line=c.end_line,
             heading=c.heading,
             text_hash=c.text_hash,
+            authority=self.file_authority.get(path, "overlay"),
             created_seq=seq,
         )
+
+    def remove_edge(self, source: str, target: str) -> None:
+        targets = self.out.get(source)
+        if targets is None or targets.pop(target, None) is None:
+            return
+        if not targets:
+            del self.out[source]
+        if self._inc is not None:
+            self._inc.get(target, set()).discard(source)
 
     def remove_node(self, node_id: str) -> None:
         if self.nodes.pop(node_id, None) is None:
@@ -174,6 +215,7 @@ class State:
                 if not targets:
                     del self.out[src]
         self.stop.pop(node_id, None)
+        self.baseline.pop(node_id, None)
 
 
 def _clip(w: float) -> float:
@@ -240,6 +282,32 @@ def _update_edges(state: State, ev: EdgesUpdated, seq: int) -> None:
                     w = edge.weight + delta
                     edge.weight = -1.0 if w < -1.0 else 1.0 if w > 1.0 else w
                     edge.last_seq = seq
+    for b in ev.baselines:
+        if b.node in nodes:
+            state.baseline[b.node] = b.value
+
+
+def _set_relevance(state: State, ev: EdgeRelevanceSet) -> None:
+    for u in ev.updates:
+        targets = state.out.get(u.source)
+        if targets is None:
+            continue
+        for target, value in zip(u.targets, u.values, strict=False):
+            edge = targets.get(target)
+            if edge is not None:
+                edge.relevance = _clip(value)
+
+
+def _set_authority(state: State, ev: AuthoritySet) -> None:
+    ids = list(ev.node_ids)
+    if ev.path:
+        state.file_authority[ev.path] = ev.authority
+        entry = state.files.get(ev.path)
+        ids += list(entry.chunks) if entry is not None else []
+    for node_id in ids:
+        node = state.nodes.get(node_id)
+        if node is not None:
+            state.nodes[node_id] = msgspec.structs.replace(node, authority=ev.authority)
 
 
 def _inject(state: State, ev: NodeInjected, seq: int) -> None:
@@ -262,46 +330,53 @@ def initial() -> State:
     return State()
 
 
-_HANDLED = (
-    FileIndexed,
-    FileChanged,
-    FileRemoved,
-    EdgesCreated,
-    EdgesUpdated,
-    NodeInjected,
-    NodesEmbedded,
-    WorkspaceAttached,
-)
-
-
-def evolve(state: State, rec: Record | FoldRecord) -> State:
-    """Apply one record (consumes ``state``)."""
-    if not isinstance(rec.event, _HANDLED):
-        state.seq = rec.seq
-        return state
-    match rec.event:
-        case FileIndexed() as ev:
-            _index_file(state, ev, rec.seq)
-        case FileChanged() as ev:
-            _change_file(state, ev, rec.seq)
+def _fold_nodes(state: State, ev: object, seq: int) -> None:
+    match ev:
+        case FileIndexed():
+            _index_file(state, ev, seq)
+        case FileChanged():
+            _change_file(state, ev, seq)
         case FileRemoved(path=path, removed=removed):
             for node_id in removed:
                 state.remove_node(node_id)
             state.files.pop(path, None)
-            state.nodes_seq = rec.seq
-        case EdgesCreated(edges=edges):
-            for spec in edges:
-                state.set_edge(spec, rec.seq)
-        case EdgesUpdated() as ev:
-            _update_edges(state, ev, rec.seq)
-        case NodeInjected() as ev:
-            _inject(state, ev, rec.seq)
+            state.nodes_seq = seq
+        case NodeInjected():
+            _inject(state, ev, seq)
         case NodesEmbedded():
-            state.nodes_seq = rec.seq
+            state.nodes_seq = seq
         case WorkspaceAttached(root=root):
             state.workspace = root
+
+
+def _fold_edges(state: State, ev: object, seq: int) -> None:
+    match ev:
+        case EdgesCreated(edges=edges):
+            for spec in edges:
+                state.set_edge(spec, seq)
+        case EdgesUpdated():
+            _update_edges(state, ev, seq)
+        case EdgesRemoved(edges=edges):
+            for ref in edges:
+                state.remove_edge(ref.source, ref.target)
+        case EdgeRelevanceSet():
+            _set_relevance(state, ev)
+
+
+def evolve(state: State, rec: Record | FoldRecord) -> State:
+    """Apply one record (consumes ``state``)."""
+    ev = rec.event
+    match ev:
+        case EdgesCreated() | EdgesUpdated() | EdgesRemoved() | EdgeRelevanceSet():
+            _fold_edges(state, ev, rec.seq)
+        case AuthoritySet():
+            _set_authority(state, ev)
+        case MaintenanceRan(op=op):
+            state.maintained[op] = rec.ts
+        case RouteModelTrained(blob=blob, features=features):
+            state.route_model = RouteModel(blob, features, rec.seq)
         case _:
-            pass
+            _fold_nodes(state, ev, rec.seq)  # files, injections, vectors; ignores the rest
     state.seq = rec.seq
     return state
 
@@ -321,6 +396,10 @@ def snapshot(state: State) -> bytes:
         stop={k: v for k, v in state.stop.items() if v != 0.0},
         files=state.files,
         injected=state.injected,
+        baseline=state.baseline,
+        file_authority=state.file_authority,
+        maintained=state.maintained,
+        route_model=state.route_model,
     )
     return _ENCODER.encode(snap)
 
@@ -337,4 +416,8 @@ def restore(data: bytes) -> State:
     state.stop = snap.stop
     state.files = snap.files
     state.injected = snap.injected
+    state.baseline = snap.baseline
+    state.file_authority = snap.file_authority
+    state.maintained = snap.maintained
+    state.route_model = snap.route_model
     return state

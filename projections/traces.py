@@ -32,14 +32,8 @@ def initial() -> State:
     return State()
 
 
-_HANDLED = (QueryTraced, QueryTracedHead, OutcomeRecorded)
-
-
 def evolve(state: State, rec: Record | FoldRecord) -> State:
     """Apply one record (consumes ``state``)."""
-    if not isinstance(rec.event, _HANDLED):
-        state.seq = rec.seq
-        return state
     match rec.event:
         case QueryTraced(trace_id=tid, chat_id=chat) | QueryTracedHead(trace_id=tid, chat_id=chat):
             state.by_id[tid] = TraceRef(rec.seq, chat)

@@ -18,8 +18,6 @@ from ocb_events.schema import (
     Record,
 )
 
-_HANDLED = (EmbedderConfigured, NodesEmbedded, FileChanged, FileRemoved)
-
 
 class VecRef(msgspec.Struct, frozen=True, array_like=True):
     """Row ``row`` of blob ``blob`` (sha256 hex of the blob's bytes)."""
@@ -44,9 +42,6 @@ def initial() -> State:
 
 def evolve(state: State, rec: Record | FoldRecord) -> State:
     """Apply one record (consumes ``state``)."""
-    if not isinstance(rec.event, _HANDLED):
-        state.seq = rec.seq
-        return state
     match rec.event:
         case EmbedderConfigured(embedder_id=eid, dim=dim):
             if eid != state.embedder_id:

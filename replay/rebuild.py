@@ -25,13 +25,18 @@ ROUTES: dict[str, frozenset[str]] = {
     "config": frozenset({"config_changed"}),
     "graph": frozenset(
         {
+            "authority_set",
+            "edge_relevance_set",
             "edges_created",
+            "edges_removed",
             "edges_updated",
             "file_changed",
             "file_indexed",
             "file_removed",
+            "maintenance_ran",
             "node_injected",
             "nodes_embedded",
+            "route_model_trained",
             "workspace_attached",
         }
     ),

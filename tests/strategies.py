@@ -21,28 +21,38 @@ from hypothesis import strategies as st
 
 from ocb_events.schema import (
     STOP,
+    AuthoritySet,
     Candidate,
     ChunkSpan,
     ChunkText,
     ConfigChanged,
     EdgeDeltas,
+    EdgeRef,
+    EdgeRelevanceSet,
     EdgesCreated,
     EdgeSpec,
+    EdgesRemoved,
     EdgesUpdated,
+    EdgeValues,
     EmbedderConfigured,
     Event,
     FileChanged,
     FileIndexed,
     FileRemoved,
     LearnParams,
+    MaintenanceRan,
     NodeInjected,
     NodesEmbedded,
+    NodeValue,
     OutcomeRecorded,
     QueryParams,
     QueryTraced,
     Record,
+    RouteModelTrained,
     SeedHit,
+    Setting,
     Step,
+    TeacherLabeled,
     WorkspaceAttached,
 )
 
@@ -118,7 +128,7 @@ def learn_params() -> st.SearchStrategy[LearnParams]:
         eta=finite_floats,
         tau=finite_floats,
         gamma=finite_floats,
-        baseline=finite_floats,
+        baseline_rate=finite_floats,
         source_weight=finite_floats,
     )
 
@@ -219,6 +229,75 @@ def edges_updated() -> st.SearchStrategy[EdgesUpdated]:
         rule=st.sampled_from(["heuristic", "reinforce"]),
         cause_seq=st.integers(0, 2**62),
         params=st.none() | learn_params(),
+        baselines=_tuples(st.builds(NodeValue, node=ids, value=small_floats)),
+    )
+
+
+def _edge_values() -> st.SearchStrategy[EdgeValues]:
+    pairs = st.lists(st.tuples(ids, small_floats), max_size=4)
+    return st.builds(
+        lambda source, ps: EdgeValues(
+            source=source, targets=tuple(t for t, _ in ps), values=tuple(v for _, v in ps)
+        ),
+        ids,
+        pairs,
+    )
+
+
+def edges_removed() -> st.SearchStrategy[EdgesRemoved]:
+    refs = st.builds(EdgeRef, source=ids, target=ids)
+    return st.builds(EdgesRemoved, edges=_tuples(refs), cause_seq=st.integers(0, 2**62))
+
+
+def edge_relevance_set() -> st.SearchStrategy[EdgeRelevanceSet]:
+    return st.builds(
+        EdgeRelevanceSet, updates=_tuples(_edge_values()), cause_seq=st.integers(0, 2**62)
+    )
+
+
+def authority_set() -> st.SearchStrategy[AuthoritySet]:
+    return st.builds(
+        AuthoritySet,
+        authority=st.sampled_from(["constitutional", "canonical", "overlay"]),
+        node_ids=id_tuples,
+        path=texts,
+    )
+
+
+def maintenance_ran() -> st.SearchStrategy[MaintenanceRan]:
+    values = st.one_of(finite_floats, int64s, st.booleans(), texts)
+    settings = _tuples(st.builds(Setting, key=ids, value=values))
+    return st.builds(MaintenanceRan, op=ids, params=settings, summary=texts)
+
+
+def teacher_labeled() -> st.SearchStrategy[TeacherLabeled]:
+    pairs = st.lists(st.tuples(ids, unit_floats), max_size=4)
+    return st.builds(
+        lambda trace_id, hop, node, ps, teacher: TeacherLabeled(
+            trace_id=trace_id,
+            hop=hop,
+            node=node,
+            targets=tuple(t for t, _ in ps),
+            scores=tuple(x for _, x in ps),
+            teacher=teacher,
+        ),
+        ids,
+        counts,
+        ids,
+        pairs,
+        texts,
+    )
+
+
+def route_model_trained() -> st.SearchStrategy[RouteModelTrained]:
+    digests = st.text("0123456789abcdef", min_size=64, max_size=64)
+    return st.builds(
+        RouteModelTrained,
+        blob=digests,
+        features=id_tuples,
+        examples=counts,
+        trained_to_seq=st.integers(0, 2**62),
+        accuracy=unit_floats,
     )
 
 
@@ -281,6 +360,12 @@ EVENT_BUILDERS: dict[type[Event], Callable[[], st.SearchStrategy[Any]]] = {
     ConfigChanged: config_changed,
     QueryTraced: query_traced,
     OutcomeRecorded: outcome_recorded,
+    EdgesRemoved: edges_removed,
+    EdgeRelevanceSet: edge_relevance_set,
+    AuthoritySet: authority_set,
+    MaintenanceRan: maintenance_ran,
+    TeacherLabeled: teacher_labeled,
+    RouteModelTrained: route_model_trained,
 }
 """Every event type of ``ocb_events.schema.EVENT_TYPES`` with its builder."""
 

@@ -25,7 +25,7 @@ def _step(
 def test_policy_gradient_worked_example_from_design() -> None:
     # w = [0.5, 0.3, -0.2, STOP 0.0], tau = 1, eta = 0.1, z = +1, chosen A
     step = _step({"A": 0.5, "B": 0.3, "C": -0.2}, chosen="A")
-    d = pg_deltas([step], 1.0, Learning(eta=0.1, baseline=0.0), 1.0, damping=0.3, tau=1.0)
+    d = pg_deltas([step], 1.0, Learning(eta=0.1), 1.0, damping=0.3, tau=1.0, baselines={})
     assert round(d[("n", "A")], 3) == 0.066
     assert round(d[("n", "B")], 3) == -0.028
     assert round(d[("n", "C")], 3) == -0.017
@@ -35,7 +35,8 @@ def test_policy_gradient_worked_example_from_design() -> None:
 
 def test_recorded_deltas_carry_rule_params_and_sorted_order() -> None:
     step = _step({"A": 0.5, "B": 0.3, "C": -0.2}, chosen="A")
-    deltas, params = decide_deltas([step], 1.0, Learning(eta=0.1), source="human", damping=0.3)
+    decision = decide_deltas([step], 1.0, Learning(eta=0.1), source="human", damping=0.3)
+    deltas, params = decision.deltas, decision.params
     assert [(x.source, x.target) for x in deltas] == [
         ("n", STOP),
         ("n", "A"),
@@ -48,8 +49,8 @@ def test_recorded_deltas_carry_rule_params_and_sorted_order() -> None:
 def test_reward_source_weights_scale_the_update() -> None:
     step = _step({"A": 0.5, "B": 0.3}, chosen="A")
     s = Learning()
-    human, _ = decide_deltas([step], 1.0, s, source="human", damping=0.3)
-    teacher, _ = decide_deltas([step], 1.0, s, source="teacher", damping=0.3)
+    human = decide_deltas([step], 1.0, s, source="human", damping=0.3).deltas
+    teacher = decide_deltas([step], 1.0, s, source="teacher", damping=0.3).deltas
     ratio = teacher[1].delta / human[1].delta
     assert math.isclose(ratio, s.weight_teacher / s.weight_human)
 
@@ -88,15 +89,16 @@ def test_positive_outcome_never_weakens_an_edge_on_the_path(
     # the same edge is chosen at one step and only a candidate at a later step
     steps = [_step(w, chosen, hop=1), _step(w, data.draw(st.sampled_from(keys + [STOP])), hop=2)]
     for rule in ("pg", "heuristic"):
-        deltas, _ = decide_deltas(steps, z, Learning(rule=rule), source="human", damping=0.3)
+        deltas = decide_deltas(steps, z, Learning(rule=rule), source="human", damping=0.3).deltas
         on_path = [x.delta for x in deltas if (x.source, x.target) == ("n", chosen)]
         assert all(v >= 0 for v in on_path)
 
 
 def test_the_gradient_uses_the_temperature_of_the_policy_that_acted() -> None:
     step = _step({"A": 0.5, "B": 0.3}, chosen="A")
-    cold, params = decide_deltas([step], 1.0, Learning(), source="human", damping=0.3, tau=0.5)
-    warm, _ = decide_deltas([step], 1.0, Learning(), source="human", damping=0.3, tau=2.0)
+    got = decide_deltas([step], 1.0, Learning(), source="human", damping=0.3, tau=0.5)
+    cold, params = got.deltas, got.params
+    warm = decide_deltas([step], 1.0, Learning(), source="human", damping=0.3, tau=2.0).deltas
     probs = softmax([0.5, 0.3, 0.0], 0.5)
     assert params.tau == 0.5
     assert cold[1].delta == pytest.approx(0.1 * (1 - probs[0]) / 0.5)

@@ -157,7 +157,7 @@ def golden_batches() -> list[tuple[str, list[Event]]]:
                     rule="reinforce",
                     cause_seq=14,
                     params=LearnParams(
-                        eta=0.1, tau=1.0, gamma=0.9, baseline=0.1, source_weight=1.0
+                        eta=0.1, tau=1.0, gamma=0.9, baseline_rate=0.1, source_weight=1.0
                     ),
                 ),
             ],

@@ -9,24 +9,32 @@ from hypothesis import strategies as st
 from ocb.learning import group_by_source
 from ocb_events.schema import (
     STOP,
+    AuthoritySet,
     ChunkSpan,
     ChunkText,
     ConfigChanged,
     EdgeDelta,
+    EdgeRef,
+    EdgeRelevanceSet,
     EdgesCreated,
     EdgeSpec,
+    EdgesRemoved,
     EdgesUpdated,
+    EdgeValues,
     EmbedderConfigured,
     Event,
     FileChanged,
     FileIndexed,
     FileRemoved,
+    MaintenanceRan,
     NodeInjected,
     NodesEmbedded,
+    NodeValue,
     OutcomeRecorded,
     QueryParams,
     QueryTraced,
     Record,
+    RouteModelTrained,
     WorkspaceAttached,
 )
 
@@ -123,6 +131,9 @@ events: st.SearchStrategy[Event] = st.one_of(
     st.builds(
         EdgesUpdated,
         updates=st.lists(deltas, max_size=6).map(group_by_source),
+        baselines=st.lists(
+            st.builds(NodeValue, node=node_ids, value=st.floats(-1, 1)), max_size=2
+        ).map(tuple),
         rule=st.sampled_from(["pg", "heuristic"]),
         cause_seq=st.integers(0, 50),
     ),
@@ -134,6 +145,38 @@ events: st.SearchStrategy[Event] = st.one_of(
         connections=st.lists(edge_specs, max_size=3).map(tuple),
     ),
     st.builds(WorkspaceAttached, root=st.sampled_from(["/w", "/v"])),
+    st.builds(
+        EdgesRemoved,
+        edges=st.lists(st.builds(EdgeRef, source=node_ids, target=node_ids), max_size=4).map(tuple),
+        cause_seq=st.integers(0, 50),
+    ),
+    st.builds(
+        EdgeRelevanceSet,
+        updates=st.lists(
+            st.builds(
+                lambda src, t, v: EdgeValues(source=src, targets=(t,), values=(v,)),
+                node_ids,
+                node_ids,
+                weights,
+            ),
+            max_size=3,
+        ).map(tuple),
+        cause_seq=st.integers(0, 50),
+    ),
+    st.builds(
+        AuthoritySet,
+        authority=st.sampled_from(["constitutional", "canonical", "overlay"]),
+        node_ids=st.lists(node_ids, max_size=2).map(tuple),
+        path=st.sampled_from(["", *PATHS]),
+    ),
+    st.builds(MaintenanceRan, op=st.sampled_from(["decay", "prune"])),
+    st.builds(
+        RouteModelTrained,
+        blob=st.sampled_from(["m1", "m2"]),
+        features=st.just(("weight",)),
+        examples=st.integers(0, 9),
+        trained_to_seq=st.integers(0, 9),
+    ),
     st.builds(EmbedderConfigured, embedder_id=st.sampled_from(["e1", "e2"]), dim=st.just(4)),
     st.builds(
         NodesEmbedded,
