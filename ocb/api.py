@@ -214,7 +214,14 @@ class Brain:
         g: GraphState = self.state("graph")
         return g
 
-    def _record(self, events: Sequence[Event], actor: str, expected_seq: int) -> list[Record]:
+    def record(
+        self, events: Sequence[Event], actor: str, *, expected_seq: int, blobs: Sequence[bytes] = ()
+    ) -> list[Record]:
+        """Record decided events (after storing the blobs they name) and fold them into
+        the loaded projections. ``expected_seq`` is the log's last seq the decision was
+        made at; a log that moved on raises LogConflict and nothing is recorded."""
+        for data in blobs:
+            self.blobs.put(data)
         recs = self.log.append(events, actor=actor, expected_seq=expected_seq)
         fold(recs, self._states)
         return recs
@@ -351,10 +358,8 @@ class Brain:
             root=root_s,
             progress=progress,
         )
-        for data in plan.blobs:
-            self.blobs.put(data)
         if plan.events:
-            self._record(plan.events, "sync", self.log.last_seq)
+            self.record(plan.events, "sync", expected_seq=self.log.last_seq, blobs=plan.blobs)
         self.search_index()
         self._save_snapshots(force=bool(plan.events))
         return SyncReport(
@@ -406,7 +411,7 @@ class Brain:
             chat_id=chat_id,
         )
         if record:
-            self._record([trace], "cli", seq)
+            self.record([trace], "cli", expected_seq=seq)
         return Answer(
             trace_id=trace.trace_id if record else "",
             query=trace.query,
@@ -490,7 +495,7 @@ class Brain:
             chat_id=chat_id,
             fired_ids=fired_ids,
         )
-        self._record(events, source, seq)
+        self.record(events, source, expected_seq=seq)
         deltas = list(events[1].deltas) if len(events) > 1 else []  # type: ignore[attr-defined]
         return LearnReport(seq + 1, trace_id, learn.rule, source, float(outcome), deltas)
 
@@ -525,9 +530,7 @@ class Brain:
         )
         if not events:
             return InjectReport(node_id, False, 0, [])
-        for data in blobs:
-            self.blobs.put(data)
-        self._record(events, "human", seq)
+        self.record(events, "human", expected_seq=seq, blobs=blobs)
         self.search_index()
         conns = events[0].connections  # type: ignore[attr-defined]
         inhibits = sorted(c.target for c in conns if c.weight < 0)
@@ -539,7 +542,8 @@ class Brain:
         if self.state("config").values.get(key) == coerced:
             return None
         seq = self.log.last_seq
-        return self._record([ConfigChanged(key=key, value=coerced)], "cli", seq)[0]  # type: ignore[arg-type]
+        event = ConfigChanged(key=key, value=coerced)  # type: ignore[arg-type]
+        return self.record([event], "cli", expected_seq=seq)[0]
 
     def events(
         self, *, since: int = 0, types: Sequence[str] = (), limit: int | None = None
