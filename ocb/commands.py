@@ -19,7 +19,7 @@ from ocb.indexing import pack_matrix
 from ocb.learning import decide_deltas, group_by_source
 from ocb.search import SearchIndex
 from ocb.settings import REWARD_SOURCES, Indexing, Learning, Traversal
-from ocb.traverse import tier_of, traverse
+from ocb.traverse import Scorer, tier_of, traverse
 from ocb_events.errors import InputError
 from ocb_events.schema import (
     Candidate,
@@ -91,6 +91,7 @@ def decide_query(
     top: int,
     trace_id: str,
     chat_id: str = "",
+    scorer: Scorer | None = None,
 ) -> tuple[QueryTraced, list[Hit]]:
     """Seed, traverse and rank: the trace to record and the results to return.
 
@@ -116,7 +117,9 @@ def decide_query(
     chosen = [i for i in ranked[: s.max_seeds] if hyb[i] >= s.seed_ratio * best]
     seeds = [(index.ids[i], float(hyb[i]) / best) for i in chosen]
     pos = index.pos
-    walk = traverse(graph, seeds, s, lambda v: float(cos[pos[v]]) if v in pos else 0.0)
+    walk = traverse(
+        graph, seeds, s, lambda v: float(cos[pos[v]]) if v in pos else 0.0, scorer=scorer
+    )
     hits = [_hit(graph, n, walk.activation[n], True) for n in walk.ranked()]
     for i in ranked:
         if len(hits) >= top:

@@ -11,7 +11,7 @@ import msgspec
 
 from ocb_events.errors import InputError
 
-ROUTE_MODES = ("edge", "edge+sim")
+ROUTE_MODES = ("edge", "edge+sim", "learned")
 RULES = ("pg", "heuristic")
 REWARD_SOURCES = ("human", "self", "harvester", "teacher")
 

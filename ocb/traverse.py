@@ -7,9 +7,11 @@ the logits of the outgoing candidates and the node's STOP logit:
 * targets vetoed by an inhibitory edge from any fired node are never candidates;
 * an edge's tier is read on its damped weight ``w * damping^uses`` (``uses``: how often
   this episode already took it); dormant edges are skipped;
-* a candidate's logit is its damped weight (plus ``alpha`` times the cosine of the
-  query and the target in ``edge+sim`` mode), less ``visit_penalty`` when the target
-  already fired;
+* a candidate's logit depends on the route mode: ``edge`` is its damped weight plus
+  the edge's relevance (teacher-given, 0 by default); ``edge+sim`` adds ``alpha`` times
+  the cosine of the query and the target; ``learned`` asks the trained route model
+  (``ocb.route_model``) to score those same features. A target that already fired
+  loses ``visit_penalty``;
 * activation flows as probability: target ``v`` receives ``a(u) * p(v | u)``, so a
   node fires with the chance that the policy's walk reaches it. Reflex candidates
   always pass activation on; habitual ones do when it reaches ``fire_threshold``
@@ -34,7 +36,11 @@ from ocb.settings import Traversal
 from ocb_events.schema import STOP, Candidate, Step
 from projections.graph import State
 
-Relevance = Callable[[str], float]
+Similarity = Callable[[str], float]
+"""The cosine of the query and a node."""
+
+Scorer = Callable[[float, float, float, float], float]
+"""A learned logit from (damped weight, relevance, cos(query, target), cos(query, source))."""
 
 
 def tier_of(weight: float, s: Traversal) -> str:
@@ -69,10 +75,13 @@ class Walk(msgspec.Struct):
 
 
 class _Walker:
-    def __init__(self, graph: State, s: Traversal, relevance: Relevance | None) -> None:
+    def __init__(
+        self, graph: State, s: Traversal, similarity: Similarity | None, scorer: Scorer | None
+    ) -> None:
         self.g = graph
         self.s = s
-        self.relevance = relevance if s.mode == "edge+sim" else None
+        self.sim = similarity or (lambda _node: 0.0)
+        self.scorer = scorer if s.mode == "learned" else None
         self.walk = Walk()
         self.uses: dict[tuple[str, str], int] = {}
         self.done = False
@@ -106,6 +115,13 @@ class _Walker:
         self.veto_from(node_id)
         return True
 
+    def logit(self, u: str, v: str, eff: float, relevance: float) -> float:
+        if self.scorer is not None:
+            return self.scorer(eff, relevance, self.sim(v), self.sim(u))
+        if self.s.mode == "edge+sim":
+            return eff + relevance + self.s.alpha * self.sim(v)
+        return eff + relevance
+
     def candidates(self, u: str) -> list[Candidate]:
         s, out = self.s, []
         for v, e in self.g.out.get(u, {}).items():
@@ -116,7 +132,7 @@ class _Walker:
             tier = tier_of(eff, s)
             if tier == "dormant":
                 continue
-            logit = eff + (s.alpha * self.relevance(v) if self.relevance else 0.0)
+            logit = self.logit(u, v, eff, e.relevance)
             if v in self.walk.activation:
                 logit -= s.visit_penalty
             out.append(Candidate(target=v, weight=e.weight, logit=logit, tier=tier, uses=k))
@@ -174,14 +190,15 @@ def traverse(
     graph: State,
     seeds: Sequence[tuple[str, float]],
     settings: Traversal,
-    relevance: Relevance | None = None,
+    similarity: Similarity | None = None,
+    scorer: Scorer | None = None,
 ) -> Walk:
     """Walk the graph from ``seeds`` (node id, activation in (0, 1]) in rank order.
 
     Inhibitory edges out of every seed candidate veto their targets before anything
     fires, so a correction that ranks among the seeds suppresses what it corrects.
     """
-    w = _Walker(graph, settings, relevance)
+    w = _Walker(graph, settings, similarity, scorer)
     for sid, _ in seeds:
         w.veto_from(sid)
     frontier: list[str] = []

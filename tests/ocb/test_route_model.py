@@ -1,0 +1,69 @@
+"""The learned route mode: training from recorded traces, recording, and routing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ocb.api import Brain
+from ocb.route_model import FEATURES, Examples, fit, load_scorer
+from ocb_events.errors import InputError
+from ocb_events.schema import RouteModelTrained
+from replay import PROJECTIONS, rebuild
+
+QUESTIONS = [
+    "how do I roll back a bad deploy",
+    "can we skip CI for an urgent hotfix",
+    "what is the postgres connection pool size",
+    "who is on call this week",
+]
+
+
+def test_fit_separates_a_separable_set_deterministically() -> None:
+    rng = np.random.default_rng(7)
+    ex = Examples()
+    for _ in range(200):
+        row = [float(rng.uniform(0, 1)), 0.0, float(rng.uniform(-1, 1)), 0.0, 1.0]
+        ex.add(row, 1.0 if row[2] > 0 else 0.0, 1.0)
+    weights, accuracy = fit(ex)
+    again, _ = fit(ex)
+    assert accuracy > 0.95 and weights[2] > 0 and np.array_equal(weights, again)
+
+
+def test_training_needs_labelled_decisions(brain: Brain) -> None:
+    brain.query(QUESTIONS[0])
+    seq = brain.log.last_seq
+    with pytest.raises(InputError, match="labelled decision"):
+        brain.train_route()
+    assert brain.log.last_seq == seq
+
+
+def test_a_trained_model_is_recorded_and_used_by_the_learned_mode(brain: Brain) -> None:
+    warnings: list[str] = []
+    brain.warn = warnings.append
+    fallback = brain.trace(brain.query(QUESTIONS[0], mode="learned").trace_id)
+    assert fallback.params.mode == "edge+sim" and "no route model" in warnings[0]
+    for i in range(12):
+        answer = brain.query(QUESTIONS[i % len(QUESTIONS)])
+        brain.learn(1.0 if i % 3 else -1.0, trace_id=answer.trace_id)
+    report = brain.train_route()
+    assert report.examples >= 20 and report.features == list(FEATURES)
+    rec = next(brain.log.read(report.seq))
+    assert isinstance(rec.event, RouteModelTrained)
+    scorer = load_scorer(brain.blobs.get(rec.event.blob, verify=True))
+    assert list(scorer.weights) == pytest.approx(report.weights)
+    trace = brain.trace(brain.query(QUESTIONS[0], mode="learned", visit_penalty=0.0).trace_id)
+    assert trace.params.mode == "learned"
+    index = brain.search_index()
+    cos = np.maximum(index.cosine(brain.embedder().embed([trace.query])[0]), 0.0)
+    for st in trace.steps:
+        for c in st.candidates:
+            eff = c.weight * trace.params.damping**c.uses
+            relevance = brain.graph.out[st.node][c.target].relevance
+            expected = scorer(eff, relevance, cos[index.pos[c.target]], cos[index.pos[st.node]])
+            assert c.logit == pytest.approx(expected, abs=1e-5)
+    assert brain.graph.route_model is not None and brain.graph.route_model.seq == report.seq
+    full = rebuild(brain.log)
+    assert PROJECTIONS["graph"].snapshot(full["graph"]) == PROJECTIONS["graph"].snapshot(
+        brain.graph
+    )
