@@ -155,6 +155,8 @@ class _Walker:
             elif a_u * p >= self.s.fire_threshold and habitual < self.s.branch:
                 passed[c.target] = a_u * p
                 habitual += 1
+        # the action credited is what the walk did: a move that fired, or STOP when
+        # the best move beat STOP but carried too little activation to fire
         best = cands[0]
         chosen = best.target if best.target in passed and best.logit > stop_logit else STOP
         step = Step(

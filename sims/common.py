@@ -132,3 +132,38 @@ def paragraphs(words: Sequence[str], n: int, seed: int, length: int = 40) -> lis
 
     rng = random.Random(seed)
     return [" ".join(rng.choice(words) for _ in range(length)) + "." for _ in range(n)]
+
+
+SENTENCES = [
+    "Check {a} before {b}, then confirm {c}.",
+    "When {a} looks wrong, compare {b} with {c}.",
+    "{A} depends on {b}; change {c} last.",
+    "We fixed {a} by tuning {b} and {c}.",
+    "Never change {a} while {b} runs; {c} breaks.",
+    "Review {a}, {b} and {c} together.",
+]
+
+
+def topic_files(
+    topics: Mapping[str, Sequence[str]], n_files: int, sections: int, seed: int
+) -> dict[str, str]:
+    """``n_files`` Markdown files (``<topic>/<topic>-<i>.md``, topics in turn), each of
+    ``sections`` ``##`` sections of short sentences drawn from its topic's words."""
+    import random
+
+    rng = random.Random(seed)
+    names = sorted(topics)
+    files = {}
+    for i in range(n_files):
+        topic = names[i % len(names)]
+        words = list(topics[topic])
+        parts = [f"# {topic.title()} notes {i}"]
+        for _ in range(sections):
+            head = " ".join(rng.sample(words, 2))
+            body = []
+            for _ in range(rng.randint(2, 4)):
+                a, b, c = rng.sample(words, 3)
+                body.append(rng.choice(SENTENCES).format(a=a, A=a.capitalize(), b=b, c=c))
+            parts.append(f"## {head.capitalize()}\n\n" + " ".join(body))
+        files[f"{topic}/{topic}-{i:04d}.md"] = "\n\n".join(parts) + "\n"
+    return files
