@@ -13,8 +13,6 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
-import re
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,7 +29,7 @@ from ocb.commands import (
     steps_from_ids,
     unknown,
 )
-from ocb.embed import Embedder, HashEmbedder, Matrix
+from ocb.embed import Embedder, HashEmbedder, Matrix, builtin_embedder
 from ocb.indexing import decide_sync, unpack_matrix
 from ocb.search import SearchIndex
 from ocb.settings import Indexing, Learning, Traversal, check_key, resolve
@@ -49,11 +47,9 @@ from ocb_events.log import Durability, SegmentLog
 from ocb_events.schema import (
     ConfigChanged,
     EdgeDelta,
-    EdgesUpdated,
     Event,
     QueryTraced,
     Record,
-    RouteModelTrained,
     Step,
     tag_of,
 )
@@ -64,7 +60,6 @@ from workspace_sync import FileText, Skipped, scan_workspace
 Progress = Callable[[str, int, int], None]
 Warn = Callable[[str], None]
 SNAPSHOT_EVERY = 500
-_HASH_ID = re.compile(r"^hash-ngram-v1-d(\d+)$")
 
 
 def _scan(root: Path, *, has_files: bool) -> tuple[list[FileText], list[Skipped]]:
@@ -76,12 +71,6 @@ def _scan(root: Path, *, has_files: bool) -> tuple[list[FileText], list[Skipped]
             "point --workspace at the directory with your .md notes",
         )
     return files, skipped
-
-
-def builtin_embedder(embedder_id: str) -> Embedder | None:
-    """The built-in embedder with this id, if it is one."""
-    m = _HASH_ID.match(embedder_id)
-    return HashEmbedder(int(m.group(1))) if m else None
 
 
 class Answer(msgspec.Struct):
@@ -130,26 +119,6 @@ class InjectReport(msgspec.Struct):
     created: bool
     connections: int
     inhibits: list[str]
-
-
-class TeachReport(msgspec.Struct):
-    """Teacher labels decided (and recorded when ``applied``), with their deltas."""
-
-    labels: int
-    applied: bool
-    deltas: list[EdgeDelta]
-    relevance: bool
-    first_seq: int = 0
-
-
-class TrainReport(msgspec.Struct):
-    """A route model trained and recorded."""
-
-    examples: int
-    accuracy: float
-    features: list[str]
-    weights: list[float]
-    seq: int
 
 
 class Brain:
@@ -574,99 +543,6 @@ class Brain:
         inhibits = sorted(c.target for c in conns if c.weight < 0)
         return InjectReport(node_id, True, len(conns), inhibits)
 
-    def _traces_by_id(self, ids: Sequence[str]) -> dict[str, QueryTraced]:
-        return {tid: self.trace(tid) for tid in sorted(set(ids))}
-
-    def teach(
-        self,
-        lines: Sequence[str],
-        *,
-        apply: bool = False,
-        relevance: bool = False,
-        teacher: str = "labels",
-    ) -> TeachReport:
-        """Teacher labels from JSON lines (see ``ocb.teaching.parse_labels``): the
-        deltas they cause, recorded only with ``apply``.
-
-        Raises:
-            InputError: malformed lines, by number; nothing is recorded.
-        """
-        from ocb.teaching import parse_labels
-
-        self.load("config", "graph", "traces")
-        labels = parse_labels(lines, lambda tid: self.trace(tid))
-        return self._teach(labels, apply=apply, relevance=relevance, teacher=teacher)
-
-    def teach_with(
-        self,
-        callback: Callable[..., Any],
-        *,
-        trace_ids: Sequence[str] = (),
-        apply: bool = False,
-        relevance: bool = False,
-        timeout_s: float = 10.0,
-        name: str = "callback",
-    ) -> TeachReport:
-        """Ask a teacher callback about every decision point of the given traces (all
-        recorded traces by default); skipped points are reported through ``warn``."""
-        from ocb.teaching import ask, decision_points
-
-        self.load("config", "graph", "traces")
-        ids = list(trace_ids) or sorted(self.state("traces").by_id)
-        points = [dp for tid in ids for dp in decision_points(self.trace(tid))]
-        labels = ask(callback, points, timeout_s=timeout_s, warn=self.warn)
-        return self._teach(labels, apply=apply, relevance=relevance, teacher=name)
-
-    def _teach(
-        self, labels: Sequence[Any], *, apply: bool, relevance: bool, teacher: str
-    ) -> TeachReport:
-        from ocb.teaching import decide_teach
-
-        _, learn, _ = self.settings()
-        traces = self._traces_by_id([lab.trace_id for lab in labels])
-        seq = self.log.last_seq
-        events = decide_teach(
-            labels, traces, learn, teacher=teacher, relevance=relevance, first_seq=seq + 1
-        )
-        deltas = [d for ev in events if isinstance(ev, EdgesUpdated) for d in ev.deltas]
-        if apply and events:
-            self.record(events, "teacher", expected_seq=seq)
-        return TeachReport(len(labels), apply and bool(events), deltas, relevance, seq + 1)
-
-    def train_route(self, *, min_examples: int = 20) -> TrainReport:
-        """Train the route model on every trace with an outcome or teacher label and
-        record it (the ``learned`` route mode uses it from then on).
-
-        Raises:
-            InputError: fewer than ``min_examples`` labelled decisions.
-        """
-        from ocb.route_model import FEATURES, collect_examples, encode_model, fit
-
-        self.load("config", "graph", "vectors")
-        _, learn, _ = self.settings()
-        seq = self.log.last_seq
-        ex = collect_examples(
-            self.log.read(1, seq), self.graph, self.search_index(), self.embedder(), learn
-        )
-        if len(ex.y) < min_examples:
-            raise InputError(
-                f"only {len(ex.y)} labelled decision(s) to learn routes from",
-                f"record at least {min_examples}: ocb learn on traces, or ocb teach --apply",
-            )
-        weights, accuracy = fit(ex)
-        blob = encode_model(weights)
-        event = RouteModelTrained(
-            blob=hashlib.sha256(blob).hexdigest(),
-            features=FEATURES,
-            examples=len(ex.y),
-            trained_to_seq=seq,
-            accuracy=round(accuracy, 6),
-        )
-        rec = self.record([event], "cli", expected_seq=seq, blobs=[blob])[0]
-        return TrainReport(
-            len(ex.y), accuracy, list(FEATURES), [float(w) for w in weights], rec.seq
-        )
-
     def route_scorer(self) -> Scorer | None:
         """The scorer of the route model in force, or None when none was trained."""
         from ocb.route_model import load_scorer
@@ -681,27 +557,6 @@ class Brain:
                 self.warn(f"route model {model.blob[:12]} unusable ({exc}); routing with edge+sim")
                 return None
         return self._scorer[1]
-
-    def health(self, *, window: int = 100, apply: bool = False) -> tuple[Any, list[Record]]:
-        """Tier shares, recent query costs, findings and proposed settings
-        (``ocb.health``); ``apply`` records the proposals as config events.
-
-        Returns:
-            (the health report, the config records written).
-        """
-        from ocb.health import assess, decide_autotune
-
-        if window < 1:
-            raise InputError(f"--window must be at least 1, got {window}", "pass --window 100")
-        self.load("config", "graph", "traces")
-        trav, _, _ = self.settings()
-        refs = sorted(self.state("traces").by_id.values(), key=lambda r: r.seq)[-window:]
-        recent = [rec.event for ref in refs for rec in self.log.read(ref.seq, ref.seq)]
-        report = assess(self.graph, [t for t in recent if isinstance(t, QueryTraced)], trav)
-        events = decide_autotune(report) if apply else []
-        seq = self.log.last_seq
-        recs = self.record(events, "maintenance", expected_seq=seq) if events else []
-        return report, recs
 
     def set_config(self, key: str, value: object) -> Record | None:
         """Record a setting (validated); None when it already has that value."""

@@ -285,6 +285,74 @@ def demo(
     run_demo(workspace, brain, typer.echo)
 
 
+@app.command()
+@handled
+def maintain(
+    brain: BrainOpt,
+    ops: Annotated[
+        str,
+        typer.Option(
+            help="Comma-separated ops (default all): merge,split,decay,connect,scale,prune."
+        ),
+    ] = "",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan only.")] = False,
+    half_life_days: Annotated[float | None, typer.Option(help="Decay half-life in days.")] = None,
+    prune_below: Annotated[
+        float | None, typer.Option(help="Remove edges whose |weight| is below.")
+    ] = None,
+    budget: Annotated[
+        float | None, typer.Option(help="Cap on a node's positive out-weights.")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Maintain the graph (decay, prune, merge, split, connect, scale) as events.
+
+    \b
+    Example:
+      ocb maintain --brain /tmp/brain --ops decay,prune --dry-run
+      ocb maintain --brain /tmp/brain --half-life-days 14 --json
+    """
+    from ocb.api import Brain
+    from ocb.maintenance import maintain as run
+    from ocb.render import maintenance_json, maintenance_text
+
+    with Brain(brain, writer=not dry_run, warn=_warn) as b:
+        report = run(
+            b,
+            ops,
+            dry_run=dry_run,
+            half_life_days=half_life_days,
+            prune_below=prune_below,
+            budget=budget,
+        )
+    _out(report, as_json, maintenance_text, maintenance_json)
+
+
+@app.command()
+@handled
+def anchor(
+    brain: BrainOpt,
+    authority: Annotated[str, typer.Option(help="constitutional, canonical or overlay.")],
+    node: Annotated[list[str] | None, typer.Option(help="Node id (repeatable).")] = None,
+    file: Annotated[str, typer.Option(help="Workspace file: all its chunks.")] = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """Set the authority of nodes or of a whole file (constitutional never decays).
+
+    \b
+    Example:
+      ocb anchor --brain /tmp/brain --file runbooks/deploy.md --authority constitutional
+      ocb anchor --brain /tmp/brain --node notes/team.md::0 --authority canonical
+    """
+    from ocb.api import Brain
+    from ocb.maintenance import anchor as set_authority
+    from ocb.render import anchor_json, anchor_text
+
+    with Brain(brain, warn=_warn) as b:
+        report = set_authority(b, authority, node_ids=node or [], path=file)
+    _out(report, as_json, anchor_text, anchor_json)
+
+
 def main() -> None:
     """Entry point of the ``ocb`` script."""
     app()

@@ -59,6 +59,7 @@ class Hit(msgspec.Struct, frozen=True):
     score: float
     fired: bool
     kind: str
+    also: tuple[str, ...] = ()
 
 
 def _params(s: Traversal, embedder_id: str) -> QueryParams:
@@ -163,7 +164,13 @@ def assemble_context(graph: State, fired: Sequence[str], hits: Sequence[Hit]) ->
 def _hit(graph: State, node_id: str, score: float, fired: bool) -> Hit:
     n = graph.nodes[node_id]
     return Hit(
-        id=n.id, source=n.source, text=n.text, score=round(score, 6), fired=fired, kind=n.kind
+        id=n.id,
+        source=n.source,
+        text=n.text,
+        score=round(score, 6),
+        fired=fired,
+        kind=n.kind,
+        also=n.also,
     )
 
 

@@ -6,6 +6,7 @@ vector spaces; any object with ``id``, ``dim`` and ``embed`` can be plugged in.
 
 from __future__ import annotations
 
+import re
 import zlib
 from collections.abc import Sequence
 from typing import Protocol
@@ -103,3 +104,12 @@ class HashEmbedder:
         for i, t in enumerate(texts):
             out[i] = self._one(t)
         return out
+
+
+_HASH_ID = re.compile(r"^hash-ngram-v1-d(\d+)$")
+
+
+def builtin_embedder(embedder_id: str) -> Embedder | None:
+    """The built-in embedder with this id, if it is one."""
+    m = _HASH_ID.match(embedder_id)
+    return HashEmbedder(int(m.group(1))) if m else None

@@ -16,12 +16,18 @@ Rules:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import msgspec
 
 from ocb.settings import Traversal
 from ocb.traverse import tier_of
-from ocb_events.schema import ConfigChanged, QueryTraced
+from ocb_events.errors import InputError
+from ocb_events.schema import ConfigChanged, QueryTraced, Record
 from projections.graph import State as GraphState
+
+if TYPE_CHECKING:
+    from ocb.api import Brain
 
 WINDOW = 100
 DORMANT_LIMIT = 0.9
@@ -118,3 +124,27 @@ def decide_autotune(health: Health) -> list[ConfigChanged]:
     """The config events that apply the proposals (one per key, the last proposal wins)."""
     chosen = {p.key: p.proposed for p in health.proposals}
     return [ConfigChanged(key=k, value=v) for k, v in sorted(chosen.items())]
+
+
+def check(
+    brain: Brain, *, window: int = WINDOW, apply: bool = False
+) -> tuple[Health, list[Record]]:
+    """The brain's health over its last ``window`` traces; ``apply`` records the
+    proposals as config events.
+
+    Returns:
+        (the report, the config records written).
+    Raises:
+        InputError: a window below 1.
+    """
+    if window < 1:
+        raise InputError(f"--window must be at least 1, got {window}", "pass --window 100")
+    brain.load("config", "graph", "traces")
+    trav, _, _ = brain.settings()
+    refs = sorted(brain.state("traces").by_id.values(), key=lambda r: r.seq)[-window:]
+    recent = [rec.event for ref in refs for rec in brain.log.read(ref.seq, ref.seq)]
+    report = assess(brain.graph, [t for t in recent if isinstance(t, QueryTraced)], trav)
+    events = decide_autotune(report) if apply else []
+    seq = brain.log.last_seq
+    recs = brain.record(events, "maintenance", expected_seq=seq) if events else []
+    return report, recs

@@ -12,7 +12,10 @@ import msgspec
 
 if TYPE_CHECKING:
     from ocb.api import Answer, InjectReport, LearnReport, SyncReport
+    from ocb.commands import Hit
     from ocb.doctor import Check
+    from ocb.maintenance import AnchorReport, MaintenanceReport
+    from ocb.upkeep import Change
 
 
 def dumps(obj: Any) -> str:
@@ -33,6 +36,7 @@ def answer_json(a: Answer) -> dict[str, Any]:
                 "score": h.score,
                 "fired": h.fired,
                 "kind": h.kind,
+                **_also(h),
             }
             for h in a.results
         ],
@@ -41,6 +45,11 @@ def answer_json(a: Answer) -> dict[str, Any]:
         "context_chars": a.context_chars,
         "context": a.context,
     }
+
+
+def _also(hit: Hit) -> dict[str, list[str]]:
+    """``also``: the sources of chunks merged into a result, only when it has some."""
+    return {"also": list(hit.also)} if hit.also else {}
 
 
 def answer_text(a: Answer) -> str:
@@ -109,3 +118,64 @@ def inject_text(r: InjectReport) -> str:
 
 def doctor_text(checks: list[Check]) -> str:
     return "\n".join(f"{c.status.upper():4}  {c.name}: {c.detail}" for c in checks)
+
+
+def maintenance_json(r: MaintenanceReport) -> dict[str, Any]:
+    return {
+        "dry_run": r.dry_run,
+        "now_ns": r.now_ns,
+        "events": r.events,
+        "ops": [
+            {
+                "op": o.op,
+                "seq": o.seq,
+                "events": o.events,
+                "summary": o.summary,
+                "params": o.params,
+                "counts": o.counts,
+                "changes": [msgspec.structs.asdict(c) for c in o.changes],
+            }
+            for o in r.ops
+        ],
+    }
+
+
+def _change_text(c: Change) -> str:
+    if c.kind == "weight":
+        return f"  {c.before:+.3f} -> {c.after:+.3f}  {c.source} -> {c.target}"
+    if c.kind == "removed":
+        return f"  removed {c.source} -> {c.target} ({c.before:+.3f})"
+    if c.kind == "created":
+        return f"  created {c.source} -> {c.target} ({c.after:+.3f}, {c.note})"
+    if c.kind == "merged":
+        return f"  merged {c.target} into {c.source} ({c.note})"
+    return f"  split {c.source} into {c.target} ({c.note})"
+
+
+def maintenance_text(r: MaintenanceReport) -> str:
+    verb = "would record" if r.dry_run else "recorded"
+    head = f"{len(r.ops)} operation(s) {verb} {r.events} event(s)"
+    lines = [("dry run, nothing recorded: " if r.dry_run else "") + head]
+    for o in r.ops:
+        if not o.events:
+            where = "nothing to do"
+        elif r.dry_run:
+            where = f"would record {o.events} event(s)"
+        else:
+            where = f"seq {o.seq}"
+        lines.append(f"{o.op}: {o.summary} [{where}]")
+        lines += [_change_text(c) for c in o.changes]
+    return "\n".join(lines)
+
+
+def anchor_json(r: AnchorReport) -> dict[str, Any]:
+    return msgspec.structs.asdict(r)
+
+
+def anchor_text(r: AnchorReport) -> str:
+    what = [f"{len(r.node_ids)} node(s)"] + (
+        [f"file {r.path} (its future chunks too)"] if r.path else []
+    )
+    if not r.seq:
+        return f"nothing to change: already {r.authority}"
+    return f"authority {r.authority} set on {' and '.join(what)} at seq {r.seq}"

@@ -18,7 +18,9 @@ gradient descent for a fixed number of steps.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import msgspec
 import numpy as np
@@ -27,8 +29,19 @@ import numpy.typing as npt
 from ocb.embed import Embedder
 from ocb.search import SearchIndex
 from ocb.settings import Learning
-from ocb_events.schema import STOP, OutcomeRecorded, QueryTraced, Record, TeacherLabeled
+from ocb_events.errors import InputError
+from ocb_events.schema import (
+    STOP,
+    OutcomeRecorded,
+    QueryTraced,
+    Record,
+    RouteModelTrained,
+    TeacherLabeled,
+)
 from projections.graph import State as GraphState
+
+if TYPE_CHECKING:
+    from ocb.api import Brain
 
 FEATURES = ("weight", "relevance", "cos_target", "cos_source", "bias")
 STEPS = 400
@@ -172,3 +185,44 @@ def fit(ex: Examples) -> tuple[npt.NDArray[np.float64], float]:
     p = 1.0 / (1.0 + np.exp(-(x @ theta)))
     accuracy = float(np.sum(w * ((p >= 0.5) == (y >= 0.5))))
     return theta, accuracy
+
+
+class TrainReport(msgspec.Struct):
+    """A route model trained and recorded."""
+
+    examples: int
+    accuracy: float
+    features: list[str]
+    weights: list[float]
+    seq: int
+
+
+def train(brain: Brain, *, min_examples: int = 20) -> TrainReport:
+    """Train the route model on every trace with an outcome or teacher label and record
+    it (the ``learned`` route mode uses it from then on).
+
+    Raises:
+        InputError: fewer than ``min_examples`` labelled decisions.
+    """
+    brain.load("config", "graph", "vectors")
+    _, learn, _ = brain.settings()
+    seq = brain.log.last_seq
+    ex = collect_examples(
+        brain.log.read(1, seq), brain.graph, brain.search_index(), brain.embedder(), learn
+    )
+    if len(ex.y) < min_examples:
+        raise InputError(
+            f"only {len(ex.y)} labelled decision(s) to learn routes from",
+            f"record at least {min_examples}: ocb learn on traces, or ocb teach --apply",
+        )
+    weights, accuracy = fit(ex)
+    blob = encode_model(weights)
+    event = RouteModelTrained(
+        blob=hashlib.sha256(blob).hexdigest(),
+        features=FEATURES,
+        examples=len(ex.y),
+        trained_to_seq=seq,
+        accuracy=round(accuracy, 6),
+    )
+    rec = brain.record([event], "cli", expected_seq=seq, blobs=[blob])[0]
+    return TrainReport(len(ex.y), accuracy, list(FEATURES), [float(w) for w in weights], rec.seq)

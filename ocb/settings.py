@@ -82,12 +82,38 @@ class Indexing(msgspec.Struct, frozen=True):
     correction_weight: float = -1.0
 
 
-S = TypeVar("S", Traversal, Learning, Indexing)
+class Maintenance(msgspec.Struct, frozen=True):
+    """How ``ocb maintain`` changes the graph (see ``ocb.maintenance``).
+
+    Decay halves edge weights every ``half_life_days`` (canonical nodes at half the
+    rate); prune removes edges with ``|w| < prune_below``; merge joins chunks whose
+    vectors reach ``merge_min_similarity`` and that fired together in every one of the
+    last ``merge_window`` traces where either fired, at least ``merge_min_cofires``
+    times; split cuts chunks longer than ``split_over_chars`` into pieces of about
+    ``split_chars``; connect links a node without edges to its ``connect_k`` most similar
+    chunks at ``connect_weight``; scale shrinks a node's positive outgoing weights to sum
+    to at most ``budget``.
+    """
+
+    half_life_days: float = 30.0
+    prune_below: float = 0.02
+    merge_min_similarity: float = 0.95
+    merge_min_cofires: int = 3
+    merge_window: int = 1000
+    split_over_chars: int = 2000
+    split_chars: int = 600
+    connect_k: int = 3
+    connect_weight: float = 0.3
+    budget: float = 3.0
+
+
+S = TypeVar("S", Traversal, Learning, Indexing, Maintenance)
 
 SECTIONS: dict[str, type[Any]] = {
     "traversal": Traversal,
     "learning": Learning,
     "indexing": Indexing,
+    "maintenance": Maintenance,
 }
 
 
@@ -114,11 +140,52 @@ def _coerce(section: str, name: str, kind: type, value: object) -> object:
     return out
 
 
+_LOWEST: dict[str, tuple[float, bool]] = {
+    "maintenance.half_life_days": (0.0, False),
+    "maintenance.prune_below": (0.0, True),
+    "maintenance.merge_min_similarity": (0.0, False),
+    "maintenance.merge_min_cofires": (1, True),
+    "maintenance.merge_window": (1, True),
+    "maintenance.split_over_chars": (1, True),
+    "maintenance.split_chars": (1, True),
+    "maintenance.connect_k": (0, True),
+    "maintenance.connect_weight": (0.0, False),
+    "maintenance.budget": (0.0, False),
+}
+"""Settings with a lower bound: (bound, whether the bound itself is allowed)."""
+
+_HIGHEST: dict[str, float] = {
+    "maintenance.prune_below": 1.0,
+    "maintenance.merge_min_similarity": 1.0,
+    "maintenance.connect_weight": 1.0,
+}
+
+
+def _check_range(key: str, value: object) -> None:
+    low, high = _LOWEST.get(key), _HIGHEST.get(key)
+    if not isinstance(value, (int, float)) or (low is None and high is None):
+        return
+    too_low = low is not None and (value < low[0] or (value == low[0] and not low[1]))
+    if not too_low and (high is None or value <= high):
+        return
+    parts = []
+    if low is not None:
+        parts.append(f"{'at least' if low[1] else 'above'} {low[0]:g}")
+    if high is not None:
+        parts.append(f"at most {high:g}")
+    section, _, name = key.partition(".")
+    default = getattr(SECTIONS[section](), name)
+    raise InputError(
+        f"{key} must be {' and '.join(parts)}, got {value:g}",
+        f"give a value {' and '.join(parts)}, e.g. {default:g} (the default)",
+    )
+
+
 def check_key(key: str, value: object) -> object:
     """Validate a ``section.name`` setting and coerce its value.
 
     Raises:
-        InputError: unknown key or a value of the wrong kind.
+        InputError: unknown key, a value of the wrong kind, or out of its range.
     """
     section, _, name = key.partition(".")
     cls = SECTIONS.get(section)
@@ -130,7 +197,9 @@ def check_key(key: str, value: object) -> object:
         raise InputError(f"unknown setting {key!r}", "known settings: " + ", ".join(keys))
     assert cls is not None
     kind = type(getattr(cls(), name))
-    return _coerce(section, name, kind, value)
+    out = _coerce(section, name, kind, value)
+    _check_range(key, out)
+    return out
 
 
 def resolve(cls: type[S], recorded: Mapping[str, object], **overrides: object) -> S:

@@ -20,7 +20,7 @@ import json
 import math
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -39,6 +39,9 @@ from ocb_events.schema import (
     Step,
     TeacherLabeled,
 )
+
+if TYPE_CHECKING:
+    from ocb.api import Brain
 
 Warn = Callable[[str], None]
 
@@ -274,3 +277,66 @@ def decide_teach(
             )
             events.append(EdgeRelevanceSet(updates=(values,), cause_seq=label_seq))
     return events
+
+
+class TeachReport(msgspec.Struct):
+    """Teacher labels decided (and recorded when ``applied``), with their deltas."""
+
+    labels: int
+    applied: bool
+    deltas: list[EdgeDelta]
+    relevance: bool
+    first_seq: int = 0
+
+
+def teach(
+    brain: Brain,
+    lines: Sequence[str],
+    *,
+    apply: bool = False,
+    relevance: bool = False,
+    teacher: str = "labels",
+) -> TeachReport:
+    """Teacher labels from JSON lines (see ``parse_labels``): the deltas they cause,
+    recorded only with ``apply``.
+
+    Raises:
+        InputError: malformed lines, by number; nothing is recorded.
+    """
+    brain.load("config", "graph", "traces")
+    labels = parse_labels(lines, lambda tid: brain.trace(tid))
+    return _decide_and_record(brain, labels, apply=apply, relevance=relevance, teacher=teacher)
+
+
+def teach_with(
+    brain: Brain,
+    callback: Teacher,
+    *,
+    trace_ids: Sequence[str] = (),
+    apply: bool = False,
+    relevance: bool = False,
+    timeout_s: float = 10.0,
+    name: str = "callback",
+) -> TeachReport:
+    """Ask a teacher callback about every decision point of the given traces (all
+    recorded traces by default); skipped points are reported through ``brain.warn``."""
+    brain.load("config", "graph", "traces")
+    ids = list(trace_ids) or sorted(brain.state("traces").by_id)
+    points = [dp for tid in ids for dp in decision_points(brain.trace(tid))]
+    labels = ask(callback, points, timeout_s=timeout_s, warn=brain.warn)
+    return _decide_and_record(brain, labels, apply=apply, relevance=relevance, teacher=name)
+
+
+def _decide_and_record(
+    brain: Brain, labels: Sequence[Label], *, apply: bool, relevance: bool, teacher: str
+) -> TeachReport:
+    _, learn, _ = brain.settings()
+    traces = {tid: brain.trace(tid) for tid in sorted({lab.trace_id for lab in labels})}
+    seq = brain.log.last_seq
+    events = decide_teach(
+        labels, traces, learn, teacher=teacher, relevance=relevance, first_seq=seq + 1
+    )
+    deltas = [d for ev in events if isinstance(ev, EdgesUpdated) for d in ev.deltas]
+    if apply and events:
+        brain.record(events, "teacher", expected_seq=seq)
+    return TeachReport(len(labels), apply and bool(events), deltas, relevance, seq + 1)

@@ -295,6 +295,37 @@ class RouteModelTrained(Event, tag="route_model_trained"):
     accuracy: float = 0.0
 
 
+class NodesMerged(Event, tag="nodes_merged"):
+    """A near-duplicate chunk (``absorbed``) merged into another (``kept``) by the
+    maintenance run at ``cause_seq``. ``edges`` are set as decided: the absorbed chunk's
+    edges rewired to the kept one (the stronger weight where both had an edge). The
+    absorbed chunk stays only as an alias holding its place in its file (id, path,
+    lines, text hash, so a re-sync of its file still recognises it): its text and edges
+    are dropped, no edge can reach it, and the kept chunk cites its source in
+    ``Node.also``. A NodesEmbedded with a zero vector for the alias follows, so search
+    never seeds it. Folded by graph."""
+
+    kept: str
+    absorbed: str
+    cause_seq: int
+    edges: tuple[EdgeSpec, ...] = ()
+
+
+class NodeSplit(Event, tag="node_split"):
+    """An oversized chunk cut at line boundaries into ``parts`` (new ids ``path::n``
+    with exact line ranges of its file) by the maintenance run at ``cause_seq``.
+    ``edges`` are set as decided (the old node's outgoing edges from every part, its
+    incoming edges into the first, sibling edges between consecutive parts). The parts
+    take the old node's place in its file,
+    its authority, stop weight and baseline; the old node is removed. Vectors of the
+    parts follow in NodesEmbedded. Folded by graph."""
+
+    node_id: str
+    parts: tuple[ChunkText, ...]
+    cause_seq: int
+    edges: tuple[EdgeSpec, ...] = ()
+
+
 class ConfigChanged(Event, tag="config_changed"):
     """A setting changed (traversal, learning ...). Folded by config."""
 
@@ -403,6 +434,8 @@ AnyEvent = (
     | MaintenanceRan
     | TeacherLabeled
     | RouteModelTrained
+    | NodesMerged
+    | NodeSplit
 )
 
 EVENT_TYPES: tuple[type[Event], ...] = get_args(AnyEvent)
@@ -436,6 +469,8 @@ FoldEvent = (
     | MaintenanceRan
     | TeacherLabeled
     | RouteModelTrained
+    | NodesMerged
+    | NodeSplit
 )
 
 

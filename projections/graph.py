@@ -1,13 +1,33 @@
 """The graph projection: chunk and injected nodes, directed signed edges, stop weights,
-per-node reward baselines, authority, and the route model in force.
+per-node reward baselines, authority, the route model in force, and the aliases left
+by maintenance merges.
 
 NOTE: ``State`` is mutable for speed: ``evolve`` consumes its input and returns it.
 Copy a state through ``restore(snapshot(state))``. Nothing here may depend on the
 insertion order of a dict: a restored state orders its keys differently from a folded
 one, so every ordered output sorts explicitly.
+
+NOTE: msgspec omits a default field only when the value *is* the default object, so
+strings compared with a default (authority) are interned before they are stored;
+otherwise a folded state and a restored one would encode differently.
+
+Merged chunks (``NodesMerged``): the absorbed chunk stays as an *alias*, a node with
+no text and no edges that keeps its id, path, lines and text hash, so that
+``ocb.indexing.previous_files`` and the workspace differ still recognise it. Its
+survivor lists the alias's source in ``Node.also``. Folding keeps them in step:
+
+* a re-sync that moves the alias's lines updates the survivor's ``also``;
+* a re-sync that changes or removes the alias's text removes the alias (and the
+  citation); the new text, if any, is indexed as a new chunk by that same sync;
+* no edge is ever set on an alias;
+* when the survivor is removed, its aliases are removed too and their files are
+  marked stale (content hash ``""``), so the next sync re-reads them and indexes the
+  text the aliases stood for as new chunks: nothing is lost and nothing duplicated.
 """
 
 from __future__ import annotations
+
+import sys
 
 import msgspec
 
@@ -27,6 +47,8 @@ from ocb_events.schema import (
     MaintenanceRan,
     NodeInjected,
     NodesEmbedded,
+    NodesMerged,
+    NodeSplit,
     Record,
     RouteModelTrained,
     WorkspaceAttached,
@@ -38,7 +60,8 @@ CHUNK = "chunk"
 
 class Node(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """A node: a chunk of a workspace file, or an injected CORRECTION / TEACHING /
-    DIRECTIVE. ``anchor`` is extra text indexed with it (a correction's query)."""
+    DIRECTIVE. ``anchor`` is extra text indexed with it (a correction's query); ``also``
+    the sources (``path#Lstart-Lend``) of the chunks merged into it, which it cites too."""
 
     id: str
     kind: str
@@ -51,6 +74,7 @@ class Node(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     authority: str = "overlay"
     anchor: str = ""
     created_seq: int = 0
+    also: tuple[str, ...] = ()
 
     @property
     def source(self) -> str:
@@ -101,6 +125,7 @@ class _Snapshot(msgspec.Struct, array_like=True):
     file_authority: dict[str, str]
     maintained: dict[str, int]
     route_model: RouteModel | None
+    merged: dict[str, str] = {}
 
 
 _NODE = msgspec.msgpack.Decoder(Node)
@@ -115,7 +140,8 @@ class State:
     sees (a node's text, the node set, or node vectors); search caches key on it.
     ``baseline`` holds each node's running-average reward; ``file_authority`` the
     authority given to whole files (their future chunks inherit it); ``maintained``
-    the ts of each maintenance operation's last run.
+    the ts of each maintenance operation's last run; ``merged`` maps each alias left
+    by a merge to the node that absorbed it (see the module docstring).
     """
 
     __slots__ = (
@@ -131,7 +157,10 @@ class State:
         "file_authority",
         "maintained",
         "route_model",
+        "merged",
         "_inc",
+        "_stale",
+        "_dropped",
     )
 
     def __init__(self) -> None:
@@ -147,7 +176,11 @@ class State:
         self.file_authority: dict[str, str] = {}
         self.maintained: dict[str, int] = {}
         self.route_model: RouteModel | None = None
+        self.merged: dict[str, str] = {}
         self._inc: dict[str, set[str]] | None = None
+        # within one record: files whose aliases were dropped, and those aliases
+        self._stale: set[str] = set()
+        self._dropped: set[str] = set()
 
     def edge_count(self) -> int:
         """The number of directed edges."""
@@ -173,11 +206,19 @@ class State:
             return
         if spec.source not in self.nodes or spec.target not in self.nodes:
             return
+        if self.merged and (spec.source in self.merged or spec.target in self.merged):
+            return
         self.out.setdefault(spec.source, {})[spec.target] = Edge(_clip(spec.weight), spec.kind, seq)
         if self._inc is not None:
             self._inc.setdefault(spec.target, set()).add(spec.source)
 
     def add_chunk(self, path: str, c: ChunkText, seq: int) -> None:
+        also: tuple[str, ...] = ()
+        if c.id in self.nodes:
+            old = self.nodes[c.id]
+            if c.id in self.merged:
+                self._cite(self.merged.pop(c.id), old.source, None)
+            also = old.also
         self.nodes[c.id] = Node(
             id=c.id,
             kind=CHUNK,
@@ -187,8 +228,9 @@ class State:
             end_line=c.end_line,
             heading=c.heading,
             text_hash=c.text_hash,
-            authority=self.file_authority.get(path, "overlay"),
+            authority=_authority(self.file_authority.get(path, "overlay")),
             created_seq=seq,
+            also=also,
         )
 
     def remove_edge(self, source: str, target: str) -> None:
@@ -201,7 +243,8 @@ class State:
             self._inc.get(target, set()).discard(source)
 
     def remove_node(self, node_id: str) -> None:
-        if self.nodes.pop(node_id, None) is None:
+        node = self.nodes.pop(node_id, None)
+        if node is None:
             return
         inc = self._incoming()
         for dst in self.out.pop(node_id, {}):
@@ -216,6 +259,56 @@ class State:
                     del self.out[src]
         self.stop.pop(node_id, None)
         self.baseline.pop(node_id, None)
+        if self.merged:
+            self._unmerge(node_id, node)
+
+    # ---------------------------------------------------------------- aliases
+
+    def _cite(self, kept: str, old: str, new: str | None) -> None:
+        """Replace (or with ``new`` None, drop) the source ``old`` in ``kept``'s also."""
+        node = self.nodes.get(kept)
+        if node is None or old not in node.also:
+            return
+        also = tuple(new if a == old else a for a in node.also if new is not None or a != old)
+        self.nodes[kept] = msgspec.structs.replace(node, also=also)
+
+    def _unmerge(self, node_id: str, node: Node) -> None:
+        kept = self.merged.pop(node_id, None)
+        if kept is not None:
+            self._cite(kept, node.source, None)
+        for alias in sorted(a for a, k in self.merged.items() if k == node_id):
+            del self.merged[alias]
+            gone = self.nodes.get(alias)
+            self.remove_node(alias)
+            self._dropped.add(alias)
+            entry = self.files.get(gone.path) if gone is not None else None
+            if gone is not None and entry is not None:
+                chunks = tuple(i for i in entry.chunks if i != alias)
+                self.files[gone.path] = FileEntry("", chunks, entry.next_ordinal)
+                self._stale.add(gone.path)
+
+    def move(self, node_id: str, start_line: int, end_line: int) -> None:
+        """Set a chunk's line range (and its survivor's citation when it is an alias)."""
+        node = self.nodes.get(node_id)
+        if node is None:
+            return
+        moved = msgspec.structs.replace(node, start_line=start_line, end_line=end_line)
+        self.nodes[node_id] = moved
+        if node_id in self.merged:
+            self._cite(self.merged[node_id], node.source, moved.source)
+
+    def settle(self) -> None:
+        """End of a record: files that lost aliases stay stale (re-read on next sync)."""
+        for path in sorted(self._stale):
+            entry = self.files.get(path)
+            if entry is not None and entry.content_hash:
+                self.files[path] = FileEntry("", entry.chunks, entry.next_ordinal)
+        self._stale.clear()
+        self._dropped.clear()
+
+
+def _authority(value: str) -> str:
+    return sys.intern(value)
 
 
 def _clip(w: float) -> float:
@@ -246,17 +339,14 @@ def _change_file(state: State, ev: FileChanged, seq: int) -> None:
     for node_id in ev.removed:
         state.remove_node(node_id)
     for span in ev.kept:
-        node = state.nodes.get(span.id)
-        if node is not None:
-            state.nodes[span.id] = msgspec.structs.replace(
-                node, start_line=span.start_line, end_line=span.end_line
-            )
+        state.move(span.id, span.start_line, span.end_line)
     for c in ev.added:
         state.add_chunk(ev.path, c, seq)
     old = state.files.get(ev.path)
     nxt = max([old.next_ordinal if old else 0] + [_ordinal(c.id) + 1 for c in ev.added])
     order = sorted(
-        [(s.start_line, s.id) for s in ev.kept] + [(c.start_line, c.id) for c in ev.added]
+        [(s.start_line, s.id) for s in ev.kept if s.id not in state._dropped]
+        + [(c.start_line, c.id) for c in ev.added]
     )
     state.files[ev.path] = FileEntry(ev.content_hash, tuple(i for _, i in order), nxt)
     state.nodes_seq = seq
@@ -301,13 +391,13 @@ def _set_relevance(state: State, ev: EdgeRelevanceSet) -> None:
 def _set_authority(state: State, ev: AuthoritySet) -> None:
     ids = list(ev.node_ids)
     if ev.path:
-        state.file_authority[ev.path] = ev.authority
+        state.file_authority[ev.path] = _authority(ev.authority)
         entry = state.files.get(ev.path)
         ids += list(entry.chunks) if entry is not None else []
     for node_id in ids:
         node = state.nodes.get(node_id)
         if node is not None:
-            state.nodes[node_id] = msgspec.structs.replace(node, authority=ev.authority)
+            state.nodes[node_id] = msgspec.structs.replace(node, authority=_authority(ev.authority))
 
 
 def _inject(state: State, ev: NodeInjected, seq: int) -> None:
@@ -315,13 +405,64 @@ def _inject(state: State, ev: NodeInjected, seq: int) -> None:
         id=ev.node_id,
         kind=ev.node_type,
         text=ev.content,
-        authority=ev.authority,
+        authority=_authority(ev.authority),
         anchor=ev.anchor_query,
         created_seq=seq,
     )
     state.injected[ev.node_type] = state.injected.get(ev.node_type, 0) + 1
     for spec in ev.connections:
         state.set_edge(spec, seq)
+    state.nodes_seq = seq
+
+
+def _merge(state: State, ev: NodesMerged, seq: int) -> None:
+    kept, gone = state.nodes.get(ev.kept), state.nodes.get(ev.absorbed)
+    if kept is None or gone is None or ev.kept == ev.absorbed:
+        return
+    if ev.kept in state.merged or ev.absorbed in state.merged:
+        return
+    if ev.absorbed in state.merged.values():  # it has aliases of its own: not merged
+        return
+    for spec in ev.edges:
+        state.set_edge(spec, seq)
+    for dst in list(state.out.get(ev.absorbed, {})):
+        state.remove_edge(ev.absorbed, dst)
+    for src in state.incoming(ev.absorbed):
+        state.remove_edge(src, ev.absorbed)
+    state.stop.pop(ev.absorbed, None)
+    state.baseline.pop(ev.absorbed, None)
+    state.nodes[ev.absorbed] = msgspec.structs.replace(gone, text="", heading="", also=())
+    state.merged[ev.absorbed] = ev.kept
+    kept = state.nodes[ev.kept]
+    state.nodes[ev.kept] = msgspec.structs.replace(kept, also=(*kept.also, gone.source))
+    state.nodes_seq = seq
+
+
+def _split(state: State, ev: NodeSplit, seq: int) -> None:
+    old = state.nodes.get(ev.node_id)
+    if old is None or old.kind != CHUNK or not old.path or ev.node_id in state.merged:
+        return
+    stop, base = state.stop.get(ev.node_id), state.baseline.get(ev.node_id)
+    state.remove_node(ev.node_id)
+    ids: list[str] = []
+    for c in sorted(ev.parts, key=lambda c: (c.start_line, c.id)):
+        state.add_chunk(old.path, c, seq)
+        state.nodes[c.id] = msgspec.structs.replace(state.nodes[c.id], authority=old.authority)
+        ids.append(c.id)
+        if stop is not None:
+            state.stop[c.id] = stop
+        if base is not None:
+            state.baseline[c.id] = base
+    for spec in ev.edges:
+        state.set_edge(spec, seq)
+    entry = state.files.get(old.path)
+    if entry is not None:
+        order = [p for i in entry.chunks for p in (ids if i == ev.node_id else [i])]
+        if ev.node_id not in entry.chunks:
+            order += ids
+        nxt = max([entry.next_ordinal] + [_ordinal(i) + 1 for i in ids])
+        chunks = tuple(dict.fromkeys(i for i in order if i in state.nodes))
+        state.files[old.path] = FileEntry(entry.content_hash, chunks, nxt)
     state.nodes_seq = seq
 
 
@@ -347,6 +488,10 @@ def _fold_nodes(state: State, ev: object, seq: int) -> None:
             state.nodes_seq = seq
         case WorkspaceAttached(root=root):
             state.workspace = root
+        case NodesMerged():
+            _merge(state, ev, seq)
+        case NodeSplit():
+            _split(state, ev, seq)
 
 
 def _fold_edges(state: State, ev: object, seq: int) -> None:
@@ -377,6 +522,8 @@ def evolve(state: State, rec: Record | FoldRecord) -> State:
             state.route_model = RouteModel(blob, features, rec.seq)
         case _:
             _fold_nodes(state, ev, rec.seq)  # files, injections, vectors; ignores the rest
+    if state._stale or state._dropped:
+        state.settle()
     state.seq = rec.seq
     return state
 
@@ -400,6 +547,7 @@ def snapshot(state: State) -> bytes:
         file_authority=state.file_authority,
         maintained=state.maintained,
         route_model=state.route_model,
+        merged=state.merged,
     )
     return _ENCODER.encode(snap)
 
@@ -420,4 +568,5 @@ def restore(data: bytes) -> State:
     state.file_authority = snap.file_authority
     state.maintained = snap.maintained
     state.route_model = snap.route_model
+    state.merged = snap.merged
     return state

@@ -35,7 +35,9 @@ ROUTES: dict[str, frozenset[str]] = {
             "file_removed",
             "maintenance_ran",
             "node_injected",
+            "node_split",
             "nodes_embedded",
+            "nodes_merged",
             "route_model_trained",
             "workspace_attached",
         }

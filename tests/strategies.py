@@ -43,6 +43,8 @@ from ocb_events.schema import (
     MaintenanceRan,
     NodeInjected,
     NodesEmbedded,
+    NodesMerged,
+    NodeSplit,
     NodeValue,
     OutcomeRecorded,
     QueryParams,
@@ -301,6 +303,26 @@ def route_model_trained() -> st.SearchStrategy[RouteModelTrained]:
     )
 
 
+def nodes_merged() -> st.SearchStrategy[NodesMerged]:
+    return st.builds(
+        NodesMerged,
+        kept=ids,
+        absorbed=ids,
+        cause_seq=st.integers(0, 2**62),
+        edges=_tuples(edge_specs()),
+    )
+
+
+def node_split() -> st.SearchStrategy[NodeSplit]:
+    return st.builds(
+        NodeSplit,
+        node_id=ids,
+        parts=_tuples(chunk_texts()),
+        cause_seq=st.integers(0, 2**62),
+        edges=_tuples(edge_specs()),
+    )
+
+
 def node_injected() -> st.SearchStrategy[NodeInjected]:
     return st.builds(
         NodeInjected,
@@ -366,6 +388,8 @@ EVENT_BUILDERS: dict[type[Event], Callable[[], st.SearchStrategy[Any]]] = {
     MaintenanceRan: maintenance_ran,
     TeacherLabeled: teacher_labeled,
     RouteModelTrained: route_model_trained,
+    NodesMerged: nodes_merged,
+    NodeSplit: node_split,
 }
 """Every event type of ``ocb_events.schema.EVENT_TYPES`` with its builder."""
 

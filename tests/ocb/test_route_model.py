@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ocb.api import Brain
-from ocb.route_model import FEATURES, Examples, fit, load_scorer
+from ocb.route_model import FEATURES, Examples, fit, load_scorer, train
 from ocb_events.errors import InputError
 from ocb_events.schema import RouteModelTrained
 from replay import PROJECTIONS, rebuild
@@ -34,7 +34,7 @@ def test_training_needs_labelled_decisions(brain: Brain) -> None:
     brain.query(QUESTIONS[0])
     seq = brain.log.last_seq
     with pytest.raises(InputError, match="labelled decision"):
-        brain.train_route()
+        train(brain)
     assert brain.log.last_seq == seq
 
 
@@ -46,7 +46,7 @@ def test_a_trained_model_is_recorded_and_used_by_the_learned_mode(brain: Brain) 
     for i in range(12):
         answer = brain.query(QUESTIONS[i % len(QUESTIONS)])
         brain.learn(1.0 if i % 3 else -1.0, trace_id=answer.trace_id)
-    report = brain.train_route()
+    report = train(brain)
     assert report.examples >= 20 and report.features == list(FEATURES)
     rec = next(brain.log.read(report.seq))
     assert isinstance(rec.event, RouteModelTrained)

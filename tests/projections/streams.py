@@ -29,6 +29,8 @@ from ocb_events.schema import (
     MaintenanceRan,
     NodeInjected,
     NodesEmbedded,
+    NodesMerged,
+    NodeSplit,
     NodeValue,
     OutcomeRecorded,
     QueryParams,
@@ -92,6 +94,17 @@ def file_removed(draw: st.DrawFn) -> FileRemoved:
     return FileRemoved(
         path=path, removed=tuple(f"{path}::{i}" for i in range(draw(st.integers(0, 4))))
     )
+
+
+@st.composite
+def node_split(draw: st.DrawFn) -> NodeSplit:
+    path = draw(st.sampled_from(PATHS))
+    node = f"{path}::{draw(st.integers(0, 3))}"
+    n = draw(st.integers(0, 3))
+    parts = tuple(_chunk(path, 6 + i, draw(texts)) for i in range(n))
+    edges = draw(st.lists(edge_specs, max_size=3))
+    seq = draw(st.integers(0, 50))
+    return NodeSplit(node_id=node, parts=parts, cause_seq=seq, edges=tuple(edges))
 
 
 edge_specs = st.builds(
@@ -170,6 +183,14 @@ events: st.SearchStrategy[Event] = st.one_of(
         path=st.sampled_from(["", *PATHS]),
     ),
     st.builds(MaintenanceRan, op=st.sampled_from(["decay", "prune"])),
+    st.builds(
+        NodesMerged,
+        kept=node_ids,
+        absorbed=node_ids,
+        cause_seq=st.integers(0, 50),
+        edges=st.lists(edge_specs, max_size=3).map(tuple),
+    ),
+    node_split(),
     st.builds(
         RouteModelTrained,
         blob=st.sampled_from(["m1", "m2"]),
