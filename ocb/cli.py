@@ -240,7 +240,7 @@ def events(
         out.flush()
 
 
-@app.command()
+@app.command(context_settings={"ignore_unknown_options": True})  # values may be negative
 @handled
 def config(
     brain: BrainOpt,
@@ -351,6 +351,78 @@ def anchor(
     with Brain(brain, warn=_warn) as b:
         report = set_authority(b, authority, node_ids=node or [], path=file)
     _out(report, as_json, anchor_text, anchor_json)
+
+
+@app.command()
+@handled
+def teach(
+    brain: BrainOpt,
+    labels: Annotated[Path, typer.Option(help="JSON lines of teacher labels.")],
+    apply: Annotated[bool, typer.Option("--apply", help="Record (default: dry run).")] = False,
+    relevance: Annotated[bool, typer.Option(help="Also store scores as relevance.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Turn teacher labels on recorded decisions into policy-gradient updates.
+
+    \b
+    Example:
+      ocb teach --brain /tmp/brain --labels labels.jsonl            # prints the deltas
+      ocb teach --brain /tmp/brain --labels labels.jsonl --apply --relevance
+    """
+    from ocb.api import Brain
+    from ocb.render import teach_json, teach_text
+    from ocb.teaching import read_labels, teach
+
+    with Brain(brain, writer=apply, warn=_warn) as b:
+        report = teach(b, read_labels(labels), apply=apply, relevance=relevance)
+    _out(report, as_json, teach_text, teach_json)
+
+
+@app.command("train-route")
+@handled
+def train_route(
+    brain: BrainOpt,
+    min_examples: Annotated[int, typer.Option(help="Fewest labelled decisions.")] = 20,
+    as_json: JsonOpt = False,
+) -> None:
+    """Train the route model from recorded outcomes and labels (for --mode learned).
+
+    \b
+    Example:
+      ocb train-route --brain /tmp/brain
+      ocb query "how do I roll back" --brain /tmp/brain --mode learned
+    """
+    from ocb.api import Brain
+    from ocb.render import train_json, train_text
+    from ocb.route_model import train
+
+    with Brain(brain, warn=_warn) as b:
+        report = train(b, min_examples=min_examples)
+    _out(report, as_json, train_text, train_json)
+
+
+@app.command()
+@handled
+def health(
+    brain: BrainOpt,
+    window: Annotated[int, typer.Option(help="Recent traces to average over.")] = 100,
+    apply: Annotated[bool, typer.Option("--apply", help="Record the proposals.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Report tier shares and query costs; propose (and --apply) setting fixes.
+
+    \b
+    Example:
+      ocb health --brain /tmp/brain
+      ocb health --brain /tmp/brain --apply
+    """
+    from ocb.api import Brain
+    from ocb.health import check
+    from ocb.render import health_json, health_text
+
+    with Brain(brain, writer=apply, warn=_warn) as b:
+        report, recs = check(b, window=window, apply=apply)
+    _out((report, recs), as_json, health_text, health_json)
 
 
 def main() -> None:

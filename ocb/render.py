@@ -14,8 +14,12 @@ if TYPE_CHECKING:
     from ocb.api import Answer, InjectReport, LearnReport, SyncReport
     from ocb.commands import Hit
     from ocb.doctor import Check
+    from ocb.health import Health
     from ocb.maintenance import AnchorReport, MaintenanceReport
+    from ocb.route_model import TrainReport
+    from ocb.teaching import TeachReport
     from ocb.upkeep import Change
+    from ocb_events.schema import Record
 
 
 def dumps(obj: Any) -> str:
@@ -179,3 +183,55 @@ def anchor_text(r: AnchorReport) -> str:
     if not r.seq:
         return f"nothing to change: already {r.authority}"
     return f"authority {r.authority} set on {' and '.join(what)} at seq {r.seq}"
+
+
+def teach_json(r: TeachReport) -> dict[str, Any]:
+    return {
+        "labels": r.labels,
+        "applied": r.applied,
+        "relevance": r.relevance,
+        "deltas": [{"source": d.source, "target": d.target, "delta": d.delta} for d in r.deltas],
+    }
+
+
+def teach_text(r: TeachReport) -> str:
+    verb = "recorded" if r.applied else "would record (dry run; --apply to record)"
+    lines = [f"{r.labels} label(s): {verb} {len(r.deltas)} weight change(s)"]
+    top = sorted(r.deltas, key=lambda d: (-abs(d.delta), d.source, d.target))[:8]
+    lines += [f"  {d.delta:+.4f}  {d.source} -> {d.target}" for d in top]
+    return "\n".join(lines)
+
+
+def train_json(r: TrainReport) -> dict[str, Any]:
+    return msgspec.structs.asdict(r)
+
+
+def train_text(r: TrainReport) -> str:
+    weights = ", ".join(f"{f} {w:+.3f}" for f, w in zip(r.features, r.weights, strict=True))
+    return (
+        f"route model trained on {r.examples} labelled decisions "
+        f"(training accuracy {r.accuracy:.1%}), recorded at seq {r.seq}: {weights}"
+    )
+
+
+def health_json(got: tuple[Health, list[Record]]) -> dict[str, Any]:
+    report, recs = got
+    d = msgspec.structs.asdict(report)
+    d["proposals"] = [msgspec.structs.asdict(p) for p in report.proposals]
+    d["applied_seqs"] = [r.seq for r in recs]
+    return d
+
+
+def health_text(got: tuple[Health, list[Record]]) -> str:
+    report, recs = got
+    tiers = ", ".join(f"{k} {v:.1%}" for k, v in report.tiers.items())
+    lines = [
+        f"{report.edges} edges: {tiers}",
+        f"last {report.window} queries: {report.avg_fired:.1f} fired "
+        f"({report.avg_seeds:.1f} seeds), {report.avg_context_chars:.0f} context chars",
+    ]
+    lines += [f"finding: {f}" for f in report.findings] or ["healthy"]
+    for p in report.proposals:
+        done = "applied" if recs else "proposed"
+        lines.append(f"{done}: {p.key} {p.current:g} -> {p.proposed:g} ({p.reason})")
+    return "\n".join(lines)

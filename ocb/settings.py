@@ -141,6 +141,28 @@ def _coerce(section: str, name: str, kind: type, value: object) -> object:
 
 
 _LOWEST: dict[str, tuple[float, bool]] = {
+    "traversal.tau": (0.0, False),
+    "traversal.max_hops": (0, True),
+    "traversal.max_fired": (1, True),
+    "traversal.max_context_chars": (1, True),
+    "traversal.max_seeds": (1, True),
+    "traversal.seed_ratio": (0.0, True),
+    "traversal.lexical_weight": (0.0, True),
+    "traversal.damping": (0.0, False),
+    "traversal.fire_threshold": (0.0, True),
+    "traversal.branch": (0, True),
+    "traversal.visit_penalty": (0.0, True),
+    "traversal.alpha": (0.0, True),
+    "learning.eta": (0.0, True),
+    "learning.gamma": (0.0, True),
+    "learning.baseline_rate": (0.0, True),
+    "learning.weight_human": (0.0, True),
+    "learning.weight_self": (0.0, True),
+    "learning.weight_harvester": (0.0, True),
+    "learning.weight_teacher": (0.0, True),
+    "indexing.chunk_chars": (1, True),
+    "indexing.similar_k": (0, True),
+    "indexing.connect_k": (0, True),
     "maintenance.half_life_days": (0.0, False),
     "maintenance.prune_below": (0.0, True),
     "maintenance.merge_min_similarity": (0.0, False),
@@ -155,6 +177,13 @@ _LOWEST: dict[str, tuple[float, bool]] = {
 """Settings with a lower bound: (bound, whether the bound itself is allowed)."""
 
 _HIGHEST: dict[str, float] = {
+    "traversal.seed_ratio": 1.0,
+    "traversal.lexical_weight": 1.0,
+    "traversal.damping": 1.0,
+    "traversal.reflex": 1.0,
+    "traversal.inhibitory": 0.0,
+    "learning.gamma": 1.0,
+    "learning.baseline_rate": 1.0,
     "maintenance.prune_below": 1.0,
     "maintenance.merge_min_similarity": 1.0,
     "maintenance.connect_weight": 1.0,

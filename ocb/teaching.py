@@ -20,6 +20,7 @@ import json
 import math
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -122,6 +123,20 @@ def to_label(dp: DecisionPoint, answer: object) -> Label:
         tuple(t for t, _ in pairs),
         tuple(float(x) for _, x in pairs),
     )
+
+
+def read_labels(path: Path) -> list[str]:
+    """The lines of a labels file.
+
+    Raises:
+        InputError: the file cannot be read as UTF-8 text.
+    """
+    try:
+        return Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(
+            f"cannot read labels file {path}: {exc}", "pass a JSON-lines file"
+        ) from None
 
 
 def parse_labels(lines: Sequence[str], trace: Callable[[str], QueryTraced]) -> list[Label]:

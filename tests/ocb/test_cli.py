@@ -304,3 +304,61 @@ def test_a_corrupted_record_is_reported_by_seq_and_offset(cli_brain: Path) -> No
         r"FAIL  log integrity: log corrupt at seq \d+ \(segment 0+1\.seg, offset \d+\)", out
     )
     assert "SKIP  projections match rebuild: the log is unreadable" in out
+
+
+def test_teach_train_route_and_health_commands(cli_brain: Path, tmp_path: Path) -> None:
+    code, out, _ = ocb("query", QUESTION, "--brain", cli_brain, "--json")
+    answer = json.loads(out)
+    code, out, _ = ocb("events", "--brain", cli_brain, "--type", "query_traced")
+    step = next(s for s in json.loads(out.splitlines()[-1])["event"]["steps"] if s["candidates"])
+    labels = tmp_path / "labels.jsonl"
+    target = step["candidates"][0]["target"]
+    labels.write_text(
+        json.dumps({"trace_id": answer["trace_id"], "node": step["node"], "chosen": [target]})
+        + "\n"
+    )
+    before = log_bytes(cli_brain)
+    code, out, _ = ocb("teach", "--brain", cli_brain, "--labels", labels)
+    assert code == 0 and out.startswith("1 label(s): would record (dry run; --apply to record)")
+    assert log_bytes(cli_brain) == before
+    code, out, _ = ocb("teach", "--brain", cli_brain, "--labels", labels, "--apply", "--json")
+    taught = json.loads(out)
+    assert code == 0 and taught["applied"] and taught["deltas"]
+    labels.write_text("{broken\n")
+    code, _, err = ocb("teach", "--brain", cli_brain, "--labels", labels, "--apply")
+    assert code == 1
+    one_error(err, r"error: 1 malformed label line\(s\): line 1: not JSON")
+    code, _, err = ocb("train-route", "--brain", cli_brain)
+    assert code == 1
+    one_error(err, r"error: only \d+ labelled decision\(s\) to learn routes from")
+    ocb("learn", "--brain", cli_brain, "--trace", answer["trace_id"], "--outcome", "1")
+    code, out, _ = ocb("train-route", "--brain", cli_brain, "--min-examples", "2", "--json")
+    assert code == 0 and json.loads(out)["features"][0] == "weight"
+    code, out, _ = ocb("health", "--brain", cli_brain, "--json")
+    health = json.loads(out)
+    assert code == 0 and health["window"] == 1 and health["findings"] == []
+    code, out, _ = ocb("health", "--brain", cli_brain)
+    assert code == 0 and out.splitlines()[2] == "healthy"
+    code, _, err = ocb("health", "--brain", cli_brain, "--window", "0")
+    assert code == 1
+    one_error(err, r"error: --window must be at least 1, got 0")
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "pattern"),
+    [
+        ("traversal.tau", "0", r"traversal.tau must be above 0, got 0"),
+        ("traversal.tau", "-1", r"traversal.tau must be above 0, got -1"),
+        ("traversal.damping", "1.5", r"traversal.damping must be above 0 and at most 1, got 1.5"),
+        ("learning.eta", "-0.1", r"learning.eta must be at least 0, got -0.1"),
+        ("maintenance.half_life_days", "-3", r"maintenance.half_life_days must be above 0"),
+    ],
+)
+def test_out_of_range_settings_are_refused(
+    cli_brain: Path, key: str, value: str, pattern: str
+) -> None:
+    before = log_bytes(cli_brain)
+    code, _, err = ocb("config", "--brain", cli_brain, key, value)
+    assert code == 1
+    one_error(err, "error: " + pattern)
+    assert log_bytes(cli_brain) == before
