@@ -15,8 +15,9 @@ Rules (constitutional authority is the one that never moves):
   the view's ``now_ns``. An edge touching a constitutional node is exempt; one
   touching a canonical node decays at half the rate (the square root of the factor).
   Decay only moves weights toward 0, inhibitory ones too, and never removes an edge,
-  so dormant edges can still recover. STOP weights and reward baselines are the
-  route policy's learned bias, not memories, and do not decay. When less than a
+  so dormant edges can still recover. STOP weights decay by the same factor (a STOP
+  that outcomes raised must not outlast the routes it competes with); reward
+  baselines are statistics, not weights, and do not decay. When less than a
   millionth would decay (seconds after the last run) nothing is recorded and the
   time carries over to the next run.
 * prune: edges with ``|w| < prune_below`` are removed, except edges touching a
@@ -40,7 +41,7 @@ import msgspec
 from ocb.embed import Embedder, Matrix
 from ocb.learning import group_by_source
 from ocb.settings import Indexing, Maintenance
-from ocb_events.schema import EdgeDelta, EdgeRef, EdgesRemoved, EdgesUpdated, Event, Setting
+from ocb_events.schema import STOP, EdgeDelta, EdgeRef, EdgesRemoved, EdgesUpdated, Event, Setting
 from projections.graph import CHUNK, Edge
 from projections.graph import State as GraphState
 
@@ -163,6 +164,7 @@ def decide_decay(v: View) -> OpPlan:
         if delta != 0.0:
             deltas.append(EdgeDelta(source=src, target=dst, delta=delta))
             changes.append(Change("weight", src, dst, e.weight, e.weight + delta))
+    deltas += _decay_stops(g, factor, slow)
     summary = (
         f"{len(deltas)} edge(s) decayed x{factor:.4f} over {days:.2f} day(s) "
         f"(canonical x{slow:.4f}); {exempt} constitutional edge(s) untouched"
@@ -174,6 +176,21 @@ def decide_decay(v: View) -> OpPlan:
         )
     plan.changes = _by_size(changes)
     return plan
+
+
+def _decay_stops(g: GraphState, factor: float, slow: float) -> list[EdgeDelta]:
+    """STOP weights are learned like edges and fade like them: otherwise a STOP that
+    outcomes raised would outlast the decaying routes it competes with and end every
+    walk at its seeds."""
+    out = []
+    for node_id in sorted(g.stop):
+        w, auth = g.stop[node_id], authority(g, node_id)
+        if w == 0.0 or auth == CONSTITUTIONAL:
+            continue
+        delta = w * (slow if auth == CANONICAL else factor) - w
+        if delta != 0.0:
+            out.append(EdgeDelta(source=node_id, target=STOP, delta=delta))
+    return out
 
 
 # --------------------------------------------------------------------------- prune

@@ -52,17 +52,21 @@ def write_workspace(root: Path, files: Mapping[str, str]) -> Path:
 
 @contextmanager
 def scratch_brain(
-    files: Mapping[str, str], settings: Mapping[str, object] | None = None, **brain_kw: Any
+    files: Mapping[str, str],
+    settings: Mapping[str, object] | None = None,
+    clock: TickClock | None = None,
+    **brain_kw: Any,
 ) -> Iterator[Brain]:
     """A brain built from ``files`` in a temporary directory, with ``settings``
-    recorded as config events first; removed afterwards."""
+    recorded as config events first; removed afterwards. Pass ``clock`` to move time
+    on (``clock.advance(DAY_NS)``) between maintenance runs."""
     tmp = Path(tempfile.mkdtemp(prefix="ocb-sim-"))
     try:
         ws = write_workspace(tmp / "workspace", files)
         brain = Brain(
             tmp / "brain",
             create=True,
-            clock=TickClock(step_ns=10**9),
+            clock=clock or TickClock(step_ns=10**9),
             durability="none",
             **brain_kw,
         )
