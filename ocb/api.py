@@ -21,7 +21,6 @@ import msgspec
 import numpy as np
 
 from ocb.commands import (
-    Hit,
     assemble_context,
     decide_inject,
     decide_learn,
@@ -31,6 +30,7 @@ from ocb.commands import (
 )
 from ocb.embed import Embedder, HashEmbedder, Matrix, builtin_embedder
 from ocb.indexing import decide_sync, unpack_matrix
+from ocb.reports import Answer, InjectReport, LearnReport, SyncReport
 from ocb.search import SearchIndex
 from ocb.settings import Indexing, Learning, Traversal, check_key, resolve
 from ocb.traverse import Scorer
@@ -46,7 +46,6 @@ from ocb_events.errors import (
 from ocb_events.log import Durability, SegmentLog
 from ocb_events.schema import (
     ConfigChanged,
-    EdgeDelta,
     Event,
     QueryTraced,
     Record,
@@ -56,6 +55,8 @@ from ocb_events.schema import (
 from projections.graph import State as GraphState
 from replay import PROJECTIONS, SnapshotStore, fold, load_states
 from workspace_sync import FileText, Skipped, scan_workspace
+
+__all__ = ["Answer", "Brain", "InjectReport", "LearnReport", "SyncReport"]
 
 Progress = Callable[[str, int, int], None]
 Warn = Callable[[str], None]
@@ -71,54 +72,6 @@ def _scan(root: Path, *, has_files: bool) -> tuple[list[FileText], list[Skipped]
             "point --workspace at the directory with your .md notes",
         )
     return files, skipped
-
-
-class Answer(msgspec.Struct):
-    """What a query returns: the ranked results, the fired context and its trace id."""
-
-    trace_id: str
-    query: str
-    results: list[Hit]
-    fired: list[str]
-    stop_reason: str
-    context_chars: int
-    context: str
-    chat_id: str = ""
-
-
-class SyncReport(msgspec.Struct):
-    """What a sync recorded."""
-
-    files_indexed: int
-    files_changed: int
-    files_removed: int
-    chunks_added: int
-    chunks_removed: int
-    edges_created: int
-    events: int
-    nodes: int
-    edges: int
-    skipped: list[tuple[str, str]] = msgspec.field(default_factory=list)
-
-
-class LearnReport(msgspec.Struct):
-    """What an outcome recorded: its seq and the weight deltas it caused."""
-
-    outcome_seq: int
-    trace_id: str
-    rule: str
-    source: str
-    reward: float
-    deltas: list[EdgeDelta]
-
-
-class InjectReport(msgspec.Struct):
-    """The injected node and its connections (``created`` False for a duplicate)."""
-
-    node_id: str
-    created: bool
-    connections: int
-    inhibits: list[str]
 
 
 class Brain:

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 if TYPE_CHECKING:
-    from ocb.api import Answer, InjectReport, LearnReport, SyncReport
     from ocb.commands import Hit
     from ocb.doctor import Check
     from ocb.health import Health
     from ocb.maintenance import AnchorReport, MaintenanceReport
+    from ocb.reports import Answer, InjectReport, LearnReport, SyncReport
     from ocb.route_model import TrainReport
     from ocb.teaching import TeachReport
     from ocb.upkeep import Change

@@ -1,0 +1,56 @@
+"""What the brain's commands return: plain structs the CLI renders as text or JSON."""
+
+from __future__ import annotations
+
+import msgspec
+
+from ocb.commands import Hit
+from ocb_events.schema import EdgeDelta
+
+
+class Answer(msgspec.Struct):
+    """What a query returns: the ranked results, the fired context and its trace id."""
+
+    trace_id: str
+    query: str
+    results: list[Hit]
+    fired: list[str]
+    stop_reason: str
+    context_chars: int
+    context: str
+    chat_id: str = ""
+
+
+class SyncReport(msgspec.Struct):
+    """What a sync recorded."""
+
+    files_indexed: int
+    files_changed: int
+    files_removed: int
+    chunks_added: int
+    chunks_removed: int
+    edges_created: int
+    events: int
+    nodes: int
+    edges: int
+    skipped: list[tuple[str, str]] = msgspec.field(default_factory=list)
+
+
+class LearnReport(msgspec.Struct):
+    """What an outcome recorded: its seq and the weight deltas it caused."""
+
+    outcome_seq: int
+    trace_id: str
+    rule: str
+    source: str
+    reward: float
+    deltas: list[EdgeDelta]
+
+
+class InjectReport(msgspec.Struct):
+    """The injected node and its connections (``created`` False for a duplicate)."""
+
+    node_id: str
+    created: bool
+    connections: int
+    inhibits: list[str]
