@@ -425,6 +425,10 @@ def health(
     _out((report, recs), as_json, health_text, health_json)
 
 
+# commands defined in their own modules register on ``app`` when imported
+from ocb import cli_history, cli_whatif  # noqa: E402, F401
+
+
 def main() -> None:
     """Entry point of the ``ocb`` script."""
     app()
