@@ -53,7 +53,7 @@ from ocb_events.schema import (
     tag_of,
 )
 from projections.graph import State as GraphState
-from replay import PROJECTIONS, SnapshotStore, fold, load_states
+from replay import PROJECTIONS, SnapshotStore, fold, load_states, resolve_point
 from workspace_sync import FileText, Skipped, scan_workspace
 
 __all__ = ["Answer", "Brain", "InjectReport", "LearnReport", "SyncReport"]
@@ -102,6 +102,7 @@ class Brain:
         embedder: Embedder | None = None,
         warn: Warn | None = None,
         snapshot_every: int = SNAPSHOT_EVERY,
+        as_of: int | str | None = None,
     ) -> None:
         self.path = Path(path)
         if not (self.path / "log").is_dir() and not create:
@@ -109,6 +110,8 @@ class Brain:
         if create and self.path.exists() and not self.path.is_dir():
             raise InputError(f"brain path {self.path} is a file", "pass a directory for --brain")
         self.warn: Warn = warn or (lambda _msg: None)
+        if as_of is not None and writer:
+            writer = False  # a view of the past records nothing
         self.log = SegmentLog(self.path / "log", clock=clock, writer=writer, durability=durability)
         if self.log.recovery is not None:
             r = self.log.recovery
@@ -126,6 +129,18 @@ class Brain:
         self._index: SearchIndex | None = None
         self._index_key = ""
         self._scorer: tuple[str, Scorer] | None = None
+        self.as_of: int | None = None
+        if as_of is not None:
+            try:
+                self.as_of = resolve_point(self.log, as_of)
+            except BaseException:
+                self.log.close()
+                raise
+
+    @property
+    def horizon(self) -> int:
+        """The last seq this brain sees: ``as_of``, or the end of the log."""
+        return self.as_of if self.as_of is not None else self.log.last_seq
 
     @classmethod
     def create(cls, path: str | Path, **kw: Any) -> Brain:
@@ -158,7 +173,7 @@ class Brain:
             damaged.append(msg)
             self.warn(msg)
 
-        got = load_states(self.log, self.snapshots, missing, warn=warn)
+        got = load_states(self.log, self.snapshots, missing, to_seq=self.horizon, warn=warn)
         self._states.update(got)
         for name in missing:
             if any(m.startswith(f"snapshot {name}-") for m in damaged):
@@ -174,7 +189,16 @@ class Brain:
     ) -> list[Record]:
         """Record decided events (after storing the blobs they name) and fold them into
         the loaded projections. ``expected_seq`` is the log's last seq the decision was
-        made at; a log that moved on raises LogConflict and nothing is recorded."""
+        made at; a log that moved on raises LogConflict and nothing is recorded.
+
+        Raises:
+            InputError: the brain was opened as of a past point (read-only).
+        """
+        if self.as_of is not None:
+            raise InputError(
+                f"this brain is opened as of seq {self.as_of} and records nothing",
+                "drop --as-of to change the brain",
+            )
         for data in blobs:
             self.blobs.put(data)
         recs = self.log.append(events, actor=actor, expected_seq=expected_seq)
@@ -244,18 +268,22 @@ class Brain:
             g = self.graph
             ids = sorted(g.nodes)
             idx = SearchIndex.build([g.nodes[i] for i in ids], self.vectors_of(ids))
-            cache = self.path / "cache"
-            try:
-                idx.save(cache / f"search-{key}-{emb.id}.idx")
-                for old in cache.glob("search-*.idx"):
-                    if old.name != f"search-{key}-{emb.id}.idx":
-                        old.unlink(missing_ok=True)
-            except OSError as exc:
-                self.warn(f"could not write the search cache: {exc}")
+            if self.as_of is None:  # a view of the past keeps its index in memory only
+                self._cache_index(idx, key, emb)
         else:
             idx = got[0]
         self._index, self._index_key = idx, key
         return idx
+
+    def _cache_index(self, idx: SearchIndex, key: str, emb: Embedder) -> None:
+        cache = self.path / "cache"
+        try:
+            idx.save(cache / f"search-{key}-{emb.id}.idx")
+            for old in cache.glob("search-*.idx"):
+                if old.name != f"search-{key}-{emb.id}.idx":
+                    old.unlink(missing_ok=True)
+        except OSError as exc:
+            self.warn(f"could not write the search cache: {exc}")
 
     # ------------------------------------------------------------------ commands
 
@@ -370,6 +398,7 @@ class Brain:
             chat_id=chat_id,
             scorer=scorer,
         )
+        record = record and self.as_of is None  # the past is read-only
         if record:
             self.record([trace], "cli", expected_seq=seq)
         return Answer(
@@ -526,7 +555,7 @@ class Brain:
         """Records after seq ``since``, optionally only of the given tags, at most ``limit``."""
         wanted = set(types)
         n = 0
-        for rec in self.log.read(since + 1):
+        for rec in self.log.read(since + 1, self.horizon):
             if wanted and tag_of(rec.event) not in wanted:
                 continue
             if limit is not None and n >= limit:

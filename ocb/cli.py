@@ -31,6 +31,10 @@ BrainOpt = Annotated[
     Path, typer.Option("--brain", envvar="OCB_BRAIN", help="Brain directory (or $OCB_BRAIN).")
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print a stable JSON object on stdout.")]
+AsOfOpt = Annotated[
+    str | None,
+    typer.Option(help="Read the brain as it was at a seq or ISO time (records nothing)."),
+]
 
 
 def _fail(exc: OcbError) -> None:
@@ -100,6 +104,7 @@ def query(
     batch: Annotated[
         Path | None, typer.Option(help="File of queries, one per line (text or JSON).")
     ] = None,
+    as_of: AsOfOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Answer a question from the brain and record the trace.
@@ -108,6 +113,7 @@ def query(
     Example:
       ocb query "how do I roll back a bad deploy" --brain /tmp/brain --top 5 --json
       ocb query --batch questions.jsonl --brain /tmp/brain --top 10
+      ocb query "how do I roll back" --brain /tmp/brain --as-of 2026-11-03T10:00
     """
     from ocb.api import Brain
     from ocb.batch import run_batch
@@ -115,7 +121,7 @@ def query(
 
     if batch is not None and text:
         raise InputError("give a question or --batch FILE, not both", "drop one of them")
-    with Brain(brain, warn=_warn) as b:
+    with Brain(brain, warn=_warn, as_of=as_of) as b:
         if batch is not None:
             failed = 0
             for obj in run_batch(b, batch, top=top, chat_id=chat_id, mode=mode):
@@ -194,18 +200,19 @@ def inject(
 
 @app.command()
 @handled
-def doctor(brain: BrainOpt, as_json: JsonOpt = False) -> None:
+def doctor(brain: BrainOpt, as_of: AsOfOpt = None, as_json: JsonOpt = False) -> None:
     """Check the brain's health: log, projections, vectors, edges, tiers.
 
     \b
     Example:
       ocb doctor --brain /tmp/brain
+      ocb doctor --brain /tmp/brain --as-of 1200
     """
     from ocb.doctor import FAIL, run_doctor
     from ocb.doctor import as_json as doctor_json
     from ocb.render import doctor_text
 
-    checks = run_doctor(brain)
+    checks = run_doctor(brain, as_of=as_of)
     _out(checks, as_json, doctor_text, doctor_json)
     if any(c.status == FAIL for c in checks):
         raise typer.Exit(1)
@@ -220,9 +227,10 @@ def events(
         list[str] | None, typer.Option("--type", help="Only this event type (repeatable).")
     ] = None,
     limit: Annotated[int | None, typer.Option(help="At most this many events.")] = None,
+    as_of: AsOfOpt = None,
     as_json: JsonOpt = True,
 ) -> None:
-    """Print the brain's history as JSON lines, oldest first.
+    """Print the brain's history as JSON lines, oldest first (up to --as-of).
 
     \b
     Example:
@@ -233,7 +241,7 @@ def events(
     from ocb_events.codec import record_to_json
 
     types = check_types(event_type or [])
-    with Brain(brain, writer=False, warn=_warn) as b:
+    with Brain(brain, writer=False, warn=_warn, as_of=as_of) as b:
         out = sys.stdout.buffer
         for rec in b.events(since=since, types=types, limit=limit):
             out.write(record_to_json(rec) + b"\n")
@@ -407,6 +415,7 @@ def health(
     brain: BrainOpt,
     window: Annotated[int, typer.Option(help="Recent traces to average over.")] = 100,
     apply: Annotated[bool, typer.Option("--apply", help="Record the proposals.")] = False,
+    as_of: AsOfOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Report tier shares and query costs; propose (and --apply) setting fixes.
@@ -415,12 +424,13 @@ def health(
     Example:
       ocb health --brain /tmp/brain
       ocb health --brain /tmp/brain --apply
+      ocb health --brain /tmp/brain --as-of 2026-11-03T10:00
     """
     from ocb.api import Brain
     from ocb.health import check
     from ocb.render import health_json, health_text
 
-    with Brain(brain, writer=apply, warn=_warn) as b:
+    with Brain(brain, writer=apply, warn=_warn, as_of=as_of) as b:
         report, recs = check(b, window=window, apply=apply)
     _out((report, recs), as_json, health_text, health_json)
 

@@ -42,7 +42,7 @@ def _log_check(path: Path) -> Check:
 
 
 def _rebuild_check(brain: Brain) -> Check:
-    full = rebuild(brain.log)
+    full = rebuild(brain.log, to_seq=brain.horizon)
     bad = [
         name
         for name in sorted(PROJECTIONS)
@@ -55,7 +55,7 @@ def _rebuild_check(brain: Brain) -> Check:
     return Check(
         "projections match rebuild",
         PASS,
-        f"{len(PROJECTIONS)} projections equal a full rebuild at seq {brain.log.last_seq}",
+        f"{len(PROJECTIONS)} projections equal a full rebuild at seq {brain.horizon}",
     )
 
 
@@ -138,7 +138,7 @@ def _injected_check(g: GraphState) -> Check:
     )
 
 
-def run_doctor(path: str | Path) -> list[Check]:
+def run_doctor(path: str | Path, as_of: int | str | None = None) -> list[Check]:
     """Every check of the brain at ``path``; a damaged log fails its check and skips
     the checks that need it.
 
@@ -146,7 +146,7 @@ def run_doctor(path: str | Path) -> list[Check]:
         BrainNotFound: no brain at ``path``.
     """
     path = Path(path)
-    brain = Brain(path, writer=False)
+    brain = Brain(path, writer=False, as_of=as_of)
     try:
         checks = [_log_check(path)]
         if brain.log.recovery is not None:

@@ -173,6 +173,8 @@ class _Walker:
         act = self.walk.activation
         nxt: dict[str, float] = {}
         for u in sorted((n for n in frontier if n in act), key=lambda n: (-act[n], n)):
+            if u not in act:  # vetoed by a node that fired earlier in this hop
+                continue
             got = self.step(hop, u)
             if got is None:
                 continue

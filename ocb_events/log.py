@@ -42,7 +42,7 @@ import msgspec
 
 from ocb_events.clock import Clock, system_clock
 from ocb_events.codec import decode_for_fold, decode_record, encode_record
-from ocb_events.errors import BrainLocked, LogConflict, LogCorrupt, LogWriteFailed
+from ocb_events.errors import BrainLocked, LogConflict, LogCorrupt, LogError, LogWriteFailed
 from ocb_events.schema import Event, FoldRecord, Record
 
 MAGIC = b"OCBSEG02"
@@ -408,6 +408,20 @@ class SegmentLog:
             got = array("Q", (f.offset for f in self._frames(seg, seg.first_seq)))
             self._index[seg.first_seq] = got
         return got
+
+    def ts_of(self, seq: int) -> int:
+        """The ts of record ``seq`` (read from its frame header, no decoding).
+
+        Raises:
+            LogError: ``seq`` is outside 1..last_seq.
+        """
+        if not 1 <= seq <= self._last_seq:
+            raise LogError(f"no record {seq} (the log holds 1..{self._last_seq})")
+        seg = next(s for s in reversed(self._segments) if s.first_seq <= seq)
+        off = self._offsets(seg)[seq - seg.first_seq]
+        with open(seg.path, "rb") as fh:
+            head = os.pread(fh.fileno(), _FRAME.size, off)
+        return int(_FRAME.unpack(head)[3])
 
     def _read_segment(
         self, seg: _Segment, from_seq: int, limit: int, decode: _Decode

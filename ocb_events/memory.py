@@ -7,7 +7,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Literal, overload
 
 from ocb_events.clock import Clock, system_clock
-from ocb_events.errors import LogConflict
+from ocb_events.errors import LogConflict, LogError
 from ocb_events.schema import Event, FoldRecord, Record
 
 
@@ -56,6 +56,11 @@ class MemoryLog:
         # records are held decoded: ``light`` has nothing to save here
         end = self.last_seq if to_seq is None else max(min(to_seq, self.last_seq), 0)
         return iter(self._records[max(from_seq, 1) - 1 : end])
+
+    def ts_of(self, seq: int) -> int:
+        if not 1 <= seq <= self.last_seq:
+            raise LogError(f"no record {seq} (the log holds 1..{self.last_seq})")
+        return self._records[seq - 1].ts
 
     def group(self) -> AbstractContextManager[None]:
         return nullcontext()

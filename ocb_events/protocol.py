@@ -50,6 +50,14 @@ class EventLog(Protocol):
         ``light`` allows query traces to come back as their head only (for folds)."""
         ...
 
+    def ts_of(self, seq: int) -> int:
+        """The ts of record ``seq``.
+
+        Raises:
+            LogError: ``seq`` is outside 1..last_seq.
+        """
+        ...
+
     def group(self) -> AbstractContextManager[None]:
         """Group commit: appends inside the block share one durability barrier."""
         ...

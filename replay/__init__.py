@@ -2,6 +2,7 @@
 
 from replay.rebuild import PROJECTIONS, ROUTES, fold, rebuild, snapshot_bytes
 from replay.snapshots import SnapshotInfo, SnapshotStore, load_states
+from replay.timetravel import iso, parse_time, resolve_point, seq_at_time
 
 __all__ = [
     "PROJECTIONS",
@@ -9,7 +10,11 @@ __all__ = [
     "SnapshotInfo",
     "SnapshotStore",
     "fold",
+    "iso",
     "load_states",
+    "parse_time",
     "rebuild",
+    "resolve_point",
+    "seq_at_time",
     "snapshot_bytes",
 ]
