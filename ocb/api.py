@@ -32,7 +32,7 @@ from ocb.embed import Embedder, HashEmbedder, Matrix, builtin_embedder
 from ocb.indexing import decide_sync, unpack_matrix
 from ocb.reports import Answer, InjectReport, LearnReport, SyncReport
 from ocb.search import SearchIndex
-from ocb.settings import Indexing, Learning, Traversal, check_key, resolve
+from ocb.settings import Indexing, Learning, Storage, Traversal, check_key, resolve
 from ocb.traverse import Scorer
 from ocb_events.blobs import BlobStore
 from ocb_events.clock import Clock, system_clock
@@ -344,7 +344,7 @@ class Brain:
         if plan.events:
             self.record(plan.events, "sync", expected_seq=self.log.last_seq, blobs=plan.blobs)
         self.search_index()
-        self._save_snapshots(force=bool(plan.events))
+        self.save_snapshots(force=bool(plan.events))
         return SyncReport(
             files_indexed=plan.files_indexed,
             files_changed=plan.files_changed,
@@ -565,20 +565,32 @@ class Brain:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def _save_snapshots(self, *, force: bool = False) -> None:
+    def save_snapshots(self, *, force: bool = False) -> list[tuple[str, int]]:
+        """Snapshot the loaded projections that are due (``force``: all of them): when
+        ``storage.snapshot_tail`` records piled up since their last snapshot, or a
+        ``storage.checkpoint_every`` boundary was crossed. Returns (name, seq) written."""
         if not self.log.writer:
-            return
+            return []
+        st = resolve(Storage, self.state("config").values)
+        tail = min(self.snapshot_every, st.snapshot_tail)
+        every = st.checkpoint_every
+        written = []
         for name in sorted(self._states):
             state = self._states[name]
             newest = self.snapshots.list(name)
             last = newest[0].seq if newest else 0
-            due = force or name in self._resnapshot or state.seq - last >= self.snapshot_every
-            if state.seq > 0 and (state.seq > last or name in self._resnapshot) and due:
-                self.snapshots.save(name, state.seq, PROJECTIONS[name].snapshot(state))
+            crossed = state.seq // every > last // every
+            again = name in self._resnapshot
+            due = force or again or crossed or state.seq - last >= tail
+            if state.seq > 0 and (state.seq > last or again) and due:
+                body = PROJECTIONS[name].snapshot(state)
+                self.snapshots.save(name, state.seq, body, checkpoint_every=every)
+                written.append((name, state.seq))
+        return written
 
     def close(self) -> None:
         """Write due snapshots, commit and release the log."""
         try:
-            self._save_snapshots()
+            self.save_snapshots()
         finally:
             self.log.close()

@@ -51,3 +51,21 @@ def settings_text(d: dict[str, Any]) -> str:
         f"{k} = {v}" + ("   (recorded)" if k in rec else "")
         for k, v in sorted(d["settings"].items())
     )
+
+
+def snapshot_text(written: list[tuple[str, int]]) -> str:
+    if not written:
+        return "nothing to snapshot"
+    return "\n".join(f"snapshot {name} at seq {seq}" for name, seq in written)
+
+
+def findings_json(found: list[Any]) -> dict[str, Any]:
+    """``{"ok", "checks": [{"what", "ok", "detail"}]}``."""
+    return {
+        "ok": all(f.ok for f in found),
+        "checks": [{"what": f.what, "ok": f.ok, "detail": f.detail} for f in found],
+    }
+
+
+def findings_text(found: list[Any]) -> str:
+    return "\n".join(f"{'PASS' if f.ok else 'FAIL'}  {f.what}: {f.detail}" for f in found)

@@ -107,13 +107,23 @@ class Maintenance(msgspec.Struct, frozen=True):
     budget: float = 3.0
 
 
-S = TypeVar("S", Traversal, Learning, Indexing, Maintenance)
+class Storage(msgspec.Struct, frozen=True):
+    """How a brain keeps its derived data: a snapshot when ``snapshot_tail`` records
+    have piled up since the last one, and a checkpoint kept for time travel in every
+    interval of ``checkpoint_every`` records."""
+
+    checkpoint_every: int = 10_000
+    snapshot_tail: int = 500
+
+
+S = TypeVar("S", Traversal, Learning, Indexing, Maintenance, Storage)
 
 SECTIONS: dict[str, type[Any]] = {
     "traversal": Traversal,
     "learning": Learning,
     "indexing": Indexing,
     "maintenance": Maintenance,
+    "storage": Storage,
 }
 
 
@@ -163,6 +173,8 @@ _LOWEST: dict[str, tuple[float, bool]] = {
     "indexing.chunk_chars": (1, True),
     "indexing.similar_k": (0, True),
     "indexing.connect_k": (0, True),
+    "storage.checkpoint_every": (1, True),
+    "storage.snapshot_tail": (1, True),
     "maintenance.half_life_days": (0.0, False),
     "maintenance.prune_below": (0.0, True),
     "maintenance.merge_min_similarity": (0.0, False),

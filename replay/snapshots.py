@@ -1,14 +1,22 @@
 """Snapshots: projection checkpoints tied to the seq they cover.
 
-A snapshot file is ``MAGIC``, ``<Q seq``, ``<Q length``, ``<I crc32`` of the body,
-then the body (the projection's canonical bytes). It is written to a temp file,
-fsynced and renamed. A snapshot that fails its checksum, or that this version cannot
-decode, is never trusted: it is reported and skipped, and the projection is rebuilt
-from an older snapshot or from the log (and snapshotted again).
+A snapshot file is ``MAGIC``, ``<Q seq``, ``<Q length``, ``<I crc32`` and the sha256
+of the body, then the body (the projection's canonical bytes). It is written to a temp
+file, fsynced and renamed. Loading checks the crc32; ``verify`` also checks the sha256
+(the snapshot's content hash) and that the body equals a rebuild at its seq. A snapshot
+that fails a check, or that this version cannot decode, is never trusted: it is
+reported and skipped, and the projection is rebuilt from an older snapshot or from the
+log (and snapshotted again).
+
+Retention: the newest snapshot of each projection, plus one checkpoint per interval
+of ``checkpoint_every`` seqs (the earliest snapshot in each interval), so that time
+travel to any point starts from a snapshot at most about one interval behind it.
+Snapshots are derived data: deleting any or all of them is always safe.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import struct
 import zlib
@@ -21,9 +29,9 @@ import msgspec
 from ocb_events.protocol import EventLog
 from replay.rebuild import PROJECTIONS, fold
 
-MAGIC = b"OCBSNAP2"
-_HEAD = struct.Struct("<8sQQI")
-KEEP = 2
+MAGIC = b"OCBSNAP3"
+_HEAD = struct.Struct("<8sQQI32s")
+CHECKPOINT_EVERY = 10_000
 
 Warn = Callable[[str], None]
 
@@ -51,20 +59,45 @@ class SnapshotStore:
                 out.append(SnapshotInfo(name, int(tail), p))
         return sorted(out, key=lambda s: -s.seq)
 
-    def save(self, name: str, seq: int, body: bytes) -> Path:
-        """Write a snapshot of ``name`` at ``seq`` and drop all but the newest few."""
+    def save(
+        self, name: str, seq: int, body: bytes, *, checkpoint_every: int = CHECKPOINT_EVERY
+    ) -> Path:
+        """Write a snapshot of ``name`` at ``seq``, then keep only the newest snapshot
+        and one checkpoint per interval of ``checkpoint_every`` seqs."""
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self.directory / f"{name}-{seq:020d}.snap"
         tmp = path.with_suffix(".tmp")
+        digest = hashlib.sha256(body).digest()
         with open(tmp, "wb") as fh:
-            fh.write(_HEAD.pack(MAGIC, seq, len(body), zlib.crc32(body)))
+            fh.write(_HEAD.pack(MAGIC, seq, len(body), zlib.crc32(body), digest))
             fh.write(body)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-        for old in self.list(name)[KEEP:]:
-            old.path.unlink(missing_ok=True)
+        self._retain(name, max(1, checkpoint_every))
         return path
+
+    def _retain(self, name: str, every: int) -> None:
+        snaps = self.list(name)  # newest first
+        keep = {snaps[0].seq} if snaps else set()
+        first_in_bucket: dict[int, int] = {}
+        for info in snaps:
+            first_in_bucket[info.seq // every] = info.seq  # ends on the earliest
+        keep |= set(first_in_bucket.values())
+        for info in snaps:
+            if info.seq not in keep:
+                info.path.unlink(missing_ok=True)
+
+    def digest_ok(self, info: SnapshotInfo) -> bool:
+        """Whether the snapshot's body matches its recorded sha256 (its content hash)."""
+        try:
+            raw = info.path.read_bytes()
+        except OSError:
+            return False
+        if len(raw) < _HEAD.size:
+            return False
+        digest = _HEAD.unpack_from(raw, 0)[4]
+        return bool(hashlib.sha256(raw[_HEAD.size :]).digest() == digest)
 
     def read(self, info: SnapshotInfo) -> bytes | None:
         """The body of a snapshot, or None when it is damaged."""
@@ -74,7 +107,7 @@ class SnapshotStore:
             return None
         if len(raw) < _HEAD.size:
             return None
-        magic, seq, length, crc = _HEAD.unpack_from(raw, 0)
+        magic, seq, length, crc, _digest = _HEAD.unpack_from(raw, 0)
         body = raw[_HEAD.size :]
         if magic != MAGIC or seq != info.seq or len(body) != length or zlib.crc32(body) != crc:
             return None
