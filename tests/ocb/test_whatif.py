@@ -1,0 +1,403 @@
+"""What-if replay and diffs between points: exact reproduction with the recorded
+settings, the real brain left untouched, settings moving weights the expected way."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import event, given
+from hypothesis import strategies as st
+
+from ocb.api import Brain
+from ocb.maintenance import maintain
+from ocb.upkeep import NS_PER_DAY
+from ocb.whatif import diff, scratch_replay, what_if
+from ocb_events.clock import TickClock
+from ocb_events.errors import InputError
+from ocb_events.schema import (
+    STOP,
+    EdgesRemoved,
+    EdgesUpdated,
+    MaintenanceRan,
+    OutcomeRecorded,
+    QueryTraced,
+)
+from projections import graph
+from replay import PROJECTIONS, iso, snapshot_bytes
+
+QUESTIONS = [
+    "how do I roll back a bad deploy",
+    "who is on call this week",
+    "how do we tune postgres",
+]
+VOCAB = [
+    "deploy",
+    "rollback",
+    "database",
+    "migration",
+    "alert",
+    "pager",
+    "cache",
+    "queue",
+    "token",
+    "billing",
+    "search",
+    "index",
+]
+
+
+def weights(g: graph.State) -> dict[tuple[str, str], float]:
+    out = {(s, t): e.weight for s, ts in g.out.items() for t, e in ts.items()}
+    out |= {(n, STOP): w for n, w in g.stop.items() if w}
+    return out
+
+
+def tree_bytes(path: Path) -> dict[str, bytes]:
+    """Every file of a brain but its disposable search cache."""
+    return {
+        str(p.relative_to(path)): p.read_bytes()
+        for p in sorted(path.rglob("*"))
+        if p.is_file() and "cache" not in p.parts
+    }
+
+
+def later(brain: Brain, days: float) -> TickClock:
+    """A clock ``days`` after the brain's last record (for maintenance decisions)."""
+    return TickClock(start_ns=brain.log.last_ts + int(days * NS_PER_DAY))
+
+
+# --------------------------------------------------------------------------- exactness
+
+words = st.lists(st.sampled_from(VOCAB), min_size=3, max_size=12).map(" ".join)
+sections = st.lists(st.tuples(st.sampled_from(VOCAB), words), min_size=1, max_size=4)
+workspaces = st.lists(sections, min_size=2, max_size=3)
+rewards = st.sampled_from([-1.0, -0.5, 0.25, 1.0])
+rules = st.sampled_from([None, "pg", "heuristic"])
+sources = st.sampled_from(["human", "self", "harvester", "teacher"])
+ops = st.one_of(
+    st.tuples(st.just("query"), words, st.sampled_from(["", "c1", "c2"])),
+    st.tuples(st.just("trace"), rewards, rules, sources, st.sampled_from([None, 0.3])),
+    st.tuples(st.just("chat"), rewards, rules, sources, st.just(None)),
+    st.tuples(st.just("fired"), rewards, rules, sources, st.just(None)),
+    st.tuples(
+        st.just("config"),
+        st.sampled_from(
+            [
+                ("learning.eta", 0.3),
+                ("learning.rule", "heuristic"),
+                ("learning.rule", "pg"),
+                ("learning.baseline_rate", 0.0),
+                ("learning.gamma", 0.5),
+                ("learning.weight_self", 0.9),
+                ("traversal.reflex", 0.45),
+            ]
+        ),
+    ),
+    st.tuples(st.just("maintain"), st.sampled_from(["decay", "scale", "decay,scale,prune"])),
+)
+
+
+def write_workspace(root: Path, files: list[list[tuple[str, str]]]) -> None:
+    root.mkdir()
+    for i, secs in enumerate(files):
+        text = "".join(f"## {head} {j}\n\n{body}.\n\n" for j, (head, body) in enumerate(secs))
+        (root / f"note{i}.md").write_text(f"# Note {i}\n\n{text}")
+
+
+def run_op(b: Brain, op: tuple[Any, ...], clock: TickClock, last: dict[str, Any]) -> None:
+    kind = op[0]
+    if kind in ("trace", "chat", "fired") and "answer" not in last:
+        run_op(b, ("query", " ".join(VOCAB[:4]), "c1"), clock, last)
+    answer = last.get("answer")
+    if kind == "query":
+        last["answer"] = b.query(op[1], chat_id=op[2])
+        last["chats"] = last.get("chats", set()) | ({op[2]} if op[2] else set())
+    elif kind == "config":
+        b.set_config(*op[1])
+    elif kind == "maintain":
+        clock.advance(3 * NS_PER_DAY)
+        maintain(b, op[1], clock=clock, budget=0.7, prune_below=0.05)
+    elif answer is not None:
+        _, reward, rule, source, eta = op
+        extra = {} if eta is None else {"eta": eta}
+        if kind == "trace":
+            b.learn(reward, trace_id=answer.trace_id, rule=rule, source=source, **extra)
+        elif kind == "chat" and last.get("chats"):
+            chat = sorted(last["chats"])[0]
+            b.learn(reward, chat_id=chat, rule=rule, source=source)
+        elif kind == "fired" and len(answer.fired) > 1:
+            b.learn(reward, fired_ids=answer.fired[:3], rule=rule, source=source)
+
+
+@given(workspaces, st.lists(ops, min_size=2, max_size=20), st.data())
+def test_what_if_with_the_recorded_settings_reproduces_the_brain_exactly(
+    files: list[list[tuple[str, str]]], workload: list[tuple[Any, ...]], data: st.DataObject
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        write_workspace(Path(tmp) / "ws", files)
+        clock = TickClock()
+        b, _ = Brain.init(Path(tmp) / "brain", Path(tmp) / "ws", clock=clock)
+        with b:
+            last: dict[str, Any] = {}
+            for op in workload:
+                run_op(b, op, clock, last)
+        with Brain(Path(tmp) / "brain", writer=False) as real:
+            end = real.log.last_seq
+            for start in (0, data.draw(st.integers(0, end), label="from")):
+                with scratch_replay(real, start) as r:
+                    assert list(r.brain.log.read()) == list(real.log.read())
+                    for name in sorted(PROJECTIONS):
+                        assert snapshot_bytes(name, r.brain.state(name)) == snapshot_bytes(
+                            name, real.state(name)
+                        )
+                    s = r.stats
+                    event(f"re-decided: {min(s.outcomes, 3)}; upkeep: {min(s.maintenance, 1)}")
+                    assert s.copied + s.outcomes + s.maintenance + s.replaced == end
+
+
+def test_replay_copies_before_the_point_and_re_decides_after_it(brain: Brain) -> None:
+    answer = brain.query(QUESTIONS[0])
+    brain.learn(1.0, trace_id=answer.trace_id)
+    mid = brain.log.last_seq
+    answer = brain.query(QUESTIONS[1], chat_id="c1")
+    brain.learn(-1.0, chat_id="c1", rule="heuristic", source="self")
+    brain.learn(0.5, fired_ids=answer.fired[:3], source="harvester")
+    with scratch_replay(brain, mid) as r:
+        assert (r.stats.outcomes, r.stats.replaced, r.stats.maintenance) == (2, 2, 0)
+        assert r.stats.copied == brain.log.last_seq - 4 and r.queries == [QUESTIONS[1]]
+        assert snapshot_bytes("graph", r.brain.graph) == snapshot_bytes("graph", brain.graph)
+    with scratch_replay(brain, 0) as r:
+        assert r.stats.outcomes == 3 and r.queries == QUESTIONS[:2]
+
+
+# --------------------------------------------------------------------------- the real brain
+
+
+def test_what_if_and_diff_never_change_the_real_brain(
+    built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Brain(built, clock=TickClock(start_ns=1_800_000_000_000_000_000)) as b:
+        for q in QUESTIONS:
+            b.learn(1.0, trace_id=b.query(q).trace_id)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    before = tree_bytes(built)
+    with Brain(built, writer=False) as real:
+        report = what_if(real, 0, rule="heuristic", eta=0.3)
+        diff(real, 1, real.log.last_seq)
+    assert report.weights.edges_changed > 0
+    assert tree_bytes(built) == before
+    assert list(scratch.iterdir()) == []  # the scratch brain is gone
+
+
+def test_bad_input_is_refused_before_anything_happens(brain: Brain) -> None:
+    before = tree_bytes(brain.path)
+    end = brain.log.last_seq
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"start": end + 1}, rf"--from {end + 1} is outside the history"),
+        ({"start": "yesterday"}, r"neither a seq nor an ISO time"),
+        ({"rule": "magic"}, r"unknown learning rule 'magic'"),
+        ({"eta": -0.1}, r"learning.eta must be at least 0, got -0.1"),
+        ({"gamma": 2}, r"learning.gamma must be at least 0 and at most 1, got 2"),
+        ({"threshold": -1.0}, r"--threshold must be at least 0"),
+        ({"top": 0}, r"--top must be at least 1"),
+        ({"queries": -1}, r"--queries must be at least 0"),
+        ({"tau": 2}, r"unknown setting 'learning.tau'"),
+    ]
+    for kwargs, pattern in cases:
+        with pytest.raises(InputError, match=pattern) as err:
+            what_if(brain, **kwargs)
+        assert err.value.hint
+    with pytest.raises(InputError, match=r"--from 3 is after --to 2") as err:
+        diff(brain, 3, 2)
+    assert "valid: seq 1 to" in _hint(lambda: diff(brain, 1, end + 5))
+    assert tree_bytes(brain.path) == before and brain.log.last_seq == end
+
+
+def _hint(call: Any) -> str:
+    with pytest.raises(InputError) as err:
+        call()
+    return str(err.value.hint)
+
+
+# --------------------------------------------------------------------------- other settings
+
+
+def ask_and_learn(brain: Brain, rounds: int, reward: float = 1.0) -> None:
+    for i in range(rounds):
+        answer = brain.query(QUESTIONS[i % 3], chat_id=f"c{i % 2}")
+        brain.learn(reward, trace_id=answer.trace_id)
+        if len(answer.fired) > 1:
+            brain.learn(reward / 2, fired_ids=answer.fired[:3], source="self")
+
+
+def test_eta_zero_means_no_learning_even_over_recorded_config(brain: Brain) -> None:
+    start = brain.log.last_seq
+    at_start = weights(brain.graph)
+    brain.set_config("learning.eta", 0.3)  # an override beats recorded config
+    ask_and_learn(brain, 6)
+    with scratch_replay(brain, start, {"eta": 0.0}) as r:
+        assert weights(r.brain.graph) == at_start
+        assert r.brain.graph.baseline  # the baselines still follow the rewards
+    report = what_if(brain, start, eta=0.0)
+    assert report.overrides == {"eta": 0.0}
+    assert report.weights.edges_changed + report.weights.stops_changed == len(
+        set(weights(brain.graph).items()) - set(at_start.items())
+    )
+
+
+def test_a_larger_rate_moves_every_rewarded_edge_further(brain: Brain) -> None:
+    brain.set_config("learning.rule", "heuristic")
+    start = brain.log.last_seq
+    ask_and_learn(brain, 6)
+    real = weights(brain.graph)
+    with scratch_replay(brain, start, {"eta": 0.2}) as hi:
+        high = weights(hi.brain.graph)
+    with scratch_replay(brain, start, {"eta": 0.05}) as lo:
+        low = weights(lo.brain.graph)
+    assert real.keys() == high.keys() == low.keys()
+    assert all(low[k] <= real[k] <= high[k] for k in real)
+    assert sum(high[k] > real[k] > low[k] for k in real) > 5
+
+
+def test_negative_outcomes_with_a_larger_rate_weaken_further(brain: Brain) -> None:
+    start = brain.log.last_seq
+    ask_and_learn(brain, 4, reward=-1.0)
+    with scratch_replay(brain, start, {"eta": 0.3, "rule": "heuristic"}) as r:
+        alt = weights(r.brain.graph)
+    base = weights(brain.graph)
+    chosen = {
+        (st_.node, st_.chosen)
+        for rec in brain.log.read(start + 1)
+        if isinstance(rec.event, QueryTraced)
+        for st_ in rec.event.steps
+        if st_.chosen != STOP
+    }
+    assert chosen and all(alt[k] < base[k] for k in chosen)
+
+
+def test_decay_is_re_decided_on_the_what_if_weights(brain: Brain) -> None:
+    maintain(brain, "decay", clock=later(brain, 1))  # decay measures from here on
+    start = brain.log.last_seq
+    at_start = weights(brain.graph)
+    ask_and_learn(brain, 4)
+    maintain(brain, "decay", clock=later(brain, 30), half_life_days=30)
+    run = next(r for r in brain.log.read(start) if isinstance(r.event, MaintenanceRan))
+    factor = dict((s.key, s.value) for s in run.event.params)["factor"]  # type: ignore[union-attr]
+    assert factor == pytest.approx(0.5, abs=1e-3)
+    with scratch_replay(brain, start, {"eta": 0.0}) as r:
+        got = weights(r.brain.graph)
+        assert r.stats.maintenance == 1
+    assert got.keys() == at_start.keys()
+    assert all(got[k] == pytest.approx(w * factor, abs=1e-12) for k, w in at_start.items())
+    with scratch_replay(brain, start) as r:  # and with the recorded settings, exactly
+        assert snapshot_bytes("graph", r.brain.graph) == snapshot_bytes("graph", brain.graph)
+
+
+def test_an_update_the_record_lacks_shifts_later_seqs_and_their_causes_follow(
+    brain: Brain,
+) -> None:
+    brain.set_config("learning.eta", 0.0)
+    brain.set_config("learning.baseline_rate", 0.0)
+    start = brain.log.last_seq
+    brain.learn(1.0, trace_id=brain.query(QUESTIONS[0]).trace_id)  # records no update
+    maintain(brain, "decay,prune", clock=later(brain, 60), prune_below=0.2)
+    recorded = [r.event for r in brain.log.read(start + 1)]
+    assert not any(isinstance(e, EdgesUpdated) and e.rule == "pg" for e in recorded)
+    with scratch_replay(brain, start, {"eta": 0.5}) as r:
+        recs = {rec.seq: rec.event for rec in r.brain.log.read()}
+        assert r.brain.log.last_seq == brain.log.last_seq + 1
+        causes = {
+            type(ev).__name__: type(recs[ev.cause_seq]).__name__
+            for ev in recs.values()
+            if isinstance(ev, EdgesUpdated | EdgesRemoved) and ev.cause_seq > start
+        }
+        assert causes == {"EdgesUpdated": "MaintenanceRan", "EdgesRemoved": "MaintenanceRan"}
+        pg = [ev for ev in recs.values() if isinstance(ev, EdgesUpdated) and ev.rule == "pg"]
+        assert len(pg) == 1 and isinstance(recs[pg[0].cause_seq], OutcomeRecorded)
+        assert pg[0].params is not None and pg[0].params.eta == 0.5
+
+
+# --------------------------------------------------------------------------- the report
+
+
+def test_the_report_compares_tiers_and_re_runs_the_recorded_queries(brain: Brain) -> None:
+    start = brain.log.last_seq
+    ask_and_learn(brain, 6)
+    same = what_if(brain, start)
+    assert same.replay.records == brain.log.last_seq and same.to_seq == brain.log.last_seq
+    w = same.weights
+    assert (w.edges_changed, w.stops_changed, w.edges_within, w.edges, w.transitions) == (
+        0,
+        0,
+        0,
+        [],
+        {},
+    )
+    assert w.tiers_before == w.tiers_after and sum(w.tiers_before.values()) == (
+        brain.graph.edge_count()
+    )
+    q = same.queries
+    assert q.count == 3 and q.changed == 0 and q.top == []
+    assert (q.real_mean_fired, q.real_mean_context_chars) == (
+        q.what_if_mean_fired,
+        q.what_if_mean_context_chars,
+    )
+    fired = [len(brain.query(t, record=False).fired) for t in QUESTIONS]
+    assert q.real_mean_fired == round(sum(fired) / 3, 3)
+    other = what_if(brain, start, rule="heuristic", eta=0.5, queries=1, top=3)
+    assert other.queries.count == 1 and len(other.weights.edges) == 3
+    assert other.weights.tiers_after != other.weights.tiers_before
+    assert other.replay.outcomes == same.replay.outcomes
+
+
+# --------------------------------------------------------------------------- diff
+
+
+def test_a_diff_lists_exactly_the_edges_the_records_in_between_changed(brain: Brain) -> None:
+    a = brain.log.last_seq
+    ask_and_learn(brain, 4)
+    b = brain.log.last_seq
+    ask_and_learn(brain, 2, reward=-1.0)
+    named = {
+        (d.source, d.target)
+        for rec in brain.log.read(a + 1, b)
+        if isinstance(rec.event, EdgesUpdated)
+        for d in rec.event.deltas
+    }
+    report = diff(brain, a, b, top=10_000)
+    g = report.graph
+    assert {(c.source, c.target) for c in g.edges} == named
+    assert g.edges_changed == sum(t != STOP for _, t in named)
+    assert g.stops_changed == sum(t == STOP for _, t in named)
+    assert (g.nodes_added, g.nodes_removed, g.nodes_changed, g.edges_added) == (0, 0, 0, 0)
+    assert (report.from_seq, report.to_seq, report.records) == (a, b, b - a)
+    assert report.from_time == iso(brain.log.ts_of(a))
+    assert diff(brain, a, b, threshold=0.05, top=5).graph.edges == g.edges[:5]
+    assert diff(brain, b).to_seq == brain.log.last_seq
+
+
+def test_a_diff_names_removed_edges_and_counts_from_the_empty_brain(brain: Brain) -> None:
+    ask_and_learn(brain, 2)
+    a = brain.log.last_seq
+    maintain(brain, "prune", clock=later(brain, 1), prune_below=0.31)
+    removed = [
+        (e.source, e.target)
+        for rec in brain.log.read(a + 1)
+        if isinstance(rec.event, EdgesRemoved)
+        for e in rec.event.edges
+    ]
+    report = diff(brain, a, top=len(removed) + 5)
+    assert removed and report.graph.edges_removed == len(removed)
+    assert {(c.source, c.target) for c in report.graph.edges if c.change == "removed"} == set(
+        removed
+    )
+    whole = diff(brain, 0).graph
+    assert whole.nodes_added == len(brain.graph.nodes) and whole.edges_added == (
+        brain.graph.edge_count()
+    )
+    assert diff(brain, 0).from_time == ""
