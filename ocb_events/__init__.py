@@ -4,6 +4,7 @@ from ocb_events.blobs import BlobStore
 from ocb_events.clock import Clock, TickClock, system_clock
 from ocb_events.codec import decode_record, encode_record, record_to_json, register_upcaster
 from ocb_events.errors import (
+    AnalyticsError,
     BlobMissing,
     BrainError,
     BrainExists,
@@ -25,6 +26,7 @@ from ocb_events.protocol import EventLog
 from ocb_events.schema import AnyEvent, Event, Record
 
 __all__ = [
+    "AnalyticsError",
     "AnyEvent",
     "BlobMissing",
     "BlobStore",

@@ -17,6 +17,8 @@ that describes the condition. The CLI prints ``error: <message>`` and
     │   ├── BlobMissing          a vector blob named by the log is gone or damaged
     │   └── EmbedderMismatch     the brain was built with another embedder
     ├── WorkspaceError           a missing, empty or non-directory workspace
+    ├── AnalyticsError           a SQL error, or an analytics store that cannot be
+    │                            opened or updated (the message is DuckDB's)
     └── InputError               bad arguments: an unknown trace, chat or node id,
                                  an outcome outside [-1, 1], an empty query ...
 """
@@ -157,6 +159,12 @@ class EmbedderMismatch(BrainError):
 
 class WorkspaceError(OcbError):
     """The workspace path is missing, not a directory, or holds no indexable file."""
+
+
+class AnalyticsError(OcbError):
+    """Raised by the analytics store (``replay.analytics``) for a query DuckDB refuses
+    (the message is DuckDB's own) or a store it cannot open, lock or update. The store
+    is derived from the log, so deleting it is always safe: it is rebuilt."""
 
 
 class InputError(OcbError):

@@ -1,0 +1,452 @@
+"""Why an edge or a node is the way it is: every change, each with its cause chain,
+read from the analytics store (``replay.analytics``).
+
+An edge audit is the documented query ``EDGE_AUDIT_SQL`` (``deltas`` joined to the
+record that caused each change: an outcome with its trace, a maintenance run, an
+injection, a teacher label or a file sync), plus the path of each scored trace. A node
+audit lists its lifecycle (created from a file version, edited, moved, merged, split,
+authority), injections, weight changes around it and its access history (every query
+that fired it).
+
+Both raise ``InputError`` for ids the history never held, suggesting close matches.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+
+from ocb_events.errors import InputError
+from replay.analytics import AnalyticsStore
+from replay.timetravel import iso
+
+EDGE_AUDIT_SQL = """
+SELECT d.seq, d.ord, d.ts, d.before, d.after, d.delta, d.rule, d.event, d.cause_seq,
+       e.type AS cause_type, e.actor AS cause_actor, e.ts AS cause_ts,
+       o.reward, o.source AS reward_source, o.trace_seq, o.fired_ids,
+       coalesce(t.trace_id, o.trace_id, l.trace_id) AS trace_id,
+       coalesce(t.query, lt.query) AS query,
+       coalesce(t.chat_id, o.chat_id) AS chat_id,
+       m.op, m.params, m.summary,
+       i.node_id AS injected, i.node_type, i.content,
+       l.teacher, l.hop, l.node AS labelled_node,
+       f.path AS file, f.action AS file_action, f.content_hash
+FROM deltas d
+LEFT JOIN events e ON e.seq = d.cause_seq
+LEFT JOIN outcomes o ON o.seq = d.cause_seq
+LEFT JOIN traces t ON t.seq = o.trace_seq
+LEFT JOIN maintenance m ON m.seq = d.cause_seq
+LEFT JOIN injections i ON i.seq = d.cause_seq
+LEFT JOIN labels l ON l.seq = d.cause_seq
+LEFT JOIN traces lt ON lt.trace_id = l.trace_id AND lt.seq < l.seq
+LEFT JOIN files f ON f.seq = d.cause_seq
+WHERE d.source = ? AND d.target = ?
+ORDER BY d.seq, d.ord
+"""
+"""Every change of one edge (``?`` = source, target) with its cause, oldest first."""
+
+
+class Cause(msgspec.Struct, frozen=True, omit_defaults=True):
+    """The record a change names as its cause (``kind``: outcome, maintenance,
+    injection, teacher, sync or the change's own record) and what it carried."""
+
+    seq: int
+    kind: str
+    type: str = ""
+    actor: str = ""
+    ts: str = ""
+    reward: float | None = None
+    reward_source: str = ""
+    trace_id: str = ""
+    trace_seq: int | None = None
+    query: str = ""
+    chat_id: str = ""
+    path: list[str] = []
+    fired_ids: list[str] = []
+    op: str = ""
+    params: dict[str, Any] = {}
+    summary: str = ""
+    node_id: str = ""
+    node_type: str = ""
+    content: str = ""
+    teacher: str = ""
+    hop: int | None = None
+    file: str = ""
+    file_action: str = ""
+    content_hash: str = ""
+
+
+class WeightChange(msgspec.Struct, frozen=True):
+    """One change of an edge's weight (``before`` None: created, ``after`` None: removed)."""
+
+    seq: int
+    ts: str
+    before: float | None
+    after: float | None
+    rule: str
+    event: str
+    cause: Cause
+
+
+class EdgeAudit(msgspec.Struct, frozen=True):
+    """An edge now (None fields when it no longer exists) and every change to it."""
+
+    source: str
+    target: str
+    exists: bool
+    weight: float | None
+    kind: str
+    tier: str
+    as_of_seq: int
+    changes: list[WeightChange]
+
+
+class LifeEvent(msgspec.Struct, frozen=True):
+    """One step of a node's life: created, edited, moved, removed, merged_into,
+    absorbed, split_into, split_from, injected, authority (``other``: the node on the
+    other side of a merge or split; ``content_hash``: the file version)."""
+
+    seq: int
+    ts: str
+    action: str
+    path: str
+    start_line: int
+    end_line: int
+    content_hash: str
+    other: str
+    detail: str
+
+
+class Access(msgspec.Struct, frozen=True):
+    """A query that fired the node (``rank``: its place in the fired list)."""
+
+    seq: int
+    ts: str
+    trace_id: str
+    query: str
+    chat_id: str
+    rank: int
+
+
+class NodeAudit(msgspec.Struct, frozen=True):
+    """A node now (``exists`` False once removed), its life, injections, weight
+    changes around it and its access history (the newest ``limit`` listed)."""
+
+    id: str
+    exists: bool
+    path: str
+    start_line: int
+    end_line: int
+    kind: str
+    authority: str
+    created_seq: int | None
+    alias_of: str
+    stop: float | None
+    life: list[LifeEvent]
+    injections: list[Cause]
+    changes_out: int
+    changes_in: int
+    accesses: int
+    first_access: str
+    last_access: str
+    recent: list[Access]
+    as_of_seq: int
+
+
+def _f(v: Any) -> float | None:
+    return None if v is None else float(v)
+
+
+def _ts(v: Any) -> str:
+    """An ISO UTC time from DuckDB's (naive, UTC) timestamp."""
+    if v is None:
+        return ""
+    if isinstance(v, datetime):
+        return iso(int(v.replace(tzinfo=UTC).timestamp() * 1_000_000) * 1000)
+    return str(v)
+
+
+def _kind(rule: str, cause_type: str | None, own: bool) -> str:
+    if cause_type == "outcome_recorded":
+        return "outcome"
+    if cause_type == "maintenance_ran":
+        return "maintenance"
+    if cause_type == "node_injected":
+        return "injection"
+    if cause_type == "teacher_labeled":
+        return "teacher"
+    if cause_type in ("file_indexed", "file_changed", "file_removed"):
+        return "sync"
+    return "record" if own else (cause_type or rule)
+
+
+def _path(store: AnalyticsStore, trace_seqs: set[int]) -> dict[int, list[str]]:
+    """The trajectory of each trace: the nodes it visited in step order, then STOP."""
+    if not trace_seqs:
+        return {}
+    rows = store.query(
+        "SELECT seq, list(node ORDER BY step), list(chosen ORDER BY step) FROM steps "
+        "WHERE seq IN (SELECT unnest(?)) GROUP BY seq",
+        [sorted(trace_seqs)],
+    ).rows
+    out: dict[int, list[str]] = {}
+    for seq, nodes, chosen in rows:
+        walk = [f"{n} -> {c}" for n, c in zip(nodes, chosen, strict=True)]
+        out[int(seq)] = walk
+    return out
+
+
+def _suggest(store: AnalyticsStore, name: str, sql: str, params: list[Any]) -> list[str]:
+    known = [str(r[0]) for r in store.query(sql, params).rows]
+    return difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+
+
+def _unknown(what: str, name: str, close: list[str], hint: str) -> InputError:
+    if close:
+        hint = "did you mean " + ", ".join(close) + "?"
+    return InputError(f"unknown {what} {name!r}: the history holds no such id", hint)
+
+
+_IDS = "SELECT DISTINCT id FROM (SELECT id FROM nodes UNION ALL SELECT node FROM lifecycle)"
+
+
+def node_known(store: AnalyticsStore, node: str) -> bool:
+    rows = store.query(
+        "SELECT (SELECT count(*) FROM nodes WHERE id = $1) + "
+        "(SELECT count(*) FROM lifecycle WHERE node = $1)",
+        [node],
+    ).rows
+    return bool(rows[0][0])
+
+
+def _check_node(store: AnalyticsStore, node: str, role: str = "node") -> None:
+    if not node_known(store, node):
+        close = _suggest(store, node, _IDS, [])
+        raise _unknown(role, node, close, 'list node ids with: ocb sql "SELECT id FROM nodes"')
+
+
+def audit_edge(store: AnalyticsStore, source: str, target: str) -> EdgeAudit:
+    """Every change to the edge ``source -> target`` with its cause chain.
+
+    Raises:
+        InputError: a node the history never held, or no edge between the two
+            (suggesting close ids or the source's targets).
+    """
+    rows = store.query(EDGE_AUDIT_SQL, [source, target])
+    if not rows.rows:
+        _check_node(store, source, "source node")
+        if target != "<STOP>":
+            _check_node(store, target, "target node")
+        close = _suggest(
+            store,
+            target,
+            "SELECT DISTINCT target FROM deltas WHERE source = ?",
+            [source],
+        )
+        raise _unknown(
+            "edge",
+            f"{source} -> {target}",
+            [f"{source} -> {c}" for c in close],
+            f"list its edges with: ocb sql \"SELECT * FROM edges WHERE source = '{source}'\"",
+        )
+    cols = rows.columns
+    recs = [dict(zip(cols, r, strict=True)) for r in rows.rows]
+    paths = _path(store, {int(r["trace_seq"]) for r in recs if r["trace_seq"] is not None})
+    changes = [
+        WeightChange(
+            seq=int(r["seq"]),
+            ts=_ts(r["ts"]),
+            before=_f(r["before"]),
+            after=_f(r["after"]),
+            rule=str(r["rule"]),
+            event=str(r["event"]),
+            cause=_cause(r, paths),
+        )
+        for r in recs
+    ]
+    now = store.query(
+        "SELECT weight, kind, tier FROM edges WHERE source = ? AND target = ?", [source, target]
+    ).rows
+    if target == "<STOP>":
+        now = [
+            (r[0], "stop", None)
+            for r in store.query("SELECT stop FROM nodes WHERE id = ?", [source]).rows
+        ]
+    weight, kind, tier = now[0] if now else (None, "", None)
+    return EdgeAudit(
+        source=source,
+        target=target,
+        exists=bool(now),
+        weight=_f(weight),
+        kind=str(kind or ""),
+        tier=str(tier or ""),
+        as_of_seq=store.last_seq,
+        changes=changes,
+    )
+
+
+def _cause(r: dict[str, Any], paths: dict[int, list[str]]) -> Cause:
+    seq = int(r["cause_seq"]) if r["cause_seq"] is not None else int(r["seq"])
+    kind = _kind(str(r["rule"]), r["cause_type"], seq == int(r["seq"]))
+    base: dict[str, Any] = {
+        "seq": seq,
+        "kind": kind,
+        "type": str(r["cause_type"] or ""),
+        "actor": str(r["cause_actor"] or ""),
+        "ts": _ts(r["cause_ts"]),
+    }
+    if kind == "outcome":
+        tseq = None if r["trace_seq"] is None else int(r["trace_seq"])
+        base |= {
+            "reward": _f(r["reward"]),
+            "reward_source": str(r["reward_source"] or ""),
+            "trace_id": str(r["trace_id"] or ""),
+            "trace_seq": tseq,
+            "query": str(r["query"] or ""),
+            "chat_id": str(r["chat_id"] or ""),
+            "path": paths.get(tseq, []) if tseq is not None else [],
+            "fired_ids": list(r["fired_ids"] or []),
+        }
+    elif kind == "maintenance":
+        params = json.loads(r["params"]) if r["params"] else {}
+        base |= {"op": str(r["op"]), "params": params, "summary": str(r["summary"] or "")}
+    elif kind == "injection":
+        base |= {
+            "node_id": str(r["injected"]),
+            "node_type": str(r["node_type"] or ""),
+            "content": str(r["content"] or ""),
+        }
+    elif kind == "teacher":
+        base |= {
+            "teacher": str(r["teacher"] or ""),
+            "trace_id": str(r["trace_id"] or ""),
+            "query": str(r["query"] or ""),
+            "hop": None if r["hop"] is None else int(r["hop"]),
+            "node_id": str(r["labelled_node"] or ""),
+        }
+    elif kind == "sync":
+        base |= {
+            "file": str(r["file"] or ""),
+            "file_action": str(r["file_action"] or ""),
+            "content_hash": str(r["content_hash"] or ""),
+        }
+    return Cause(**base)
+
+
+def audit_node(store: AnalyticsStore, node: str, *, limit: int = 20) -> NodeAudit:
+    """A node's life, injections, weight changes around it and access history.
+
+    Raises:
+        InputError: an id the history never held (suggesting close ones), a bad limit.
+    """
+    if limit < 0:
+        raise InputError(f"--limit must be at least 0, got {limit}", "pass --limit 20")
+    _check_node(store, node)
+    now = store.query(
+        "SELECT path, start_line, end_line, kind, authority, created_seq, alias_of, stop "
+        "FROM nodes WHERE id = ?",
+        [node],
+    ).rows
+    life = [
+        LifeEvent(
+            int(s),
+            _ts(ts),
+            str(a),
+            str(p or ""),
+            int(lo or 0),
+            int(hi or 0),
+            str(h or ""),
+            str(o or ""),
+            str(d or ""),
+        )  # fmt: skip
+        for s, ts, a, p, lo, hi, h, o, d in store.query(
+            "SELECT seq, ts, action, path, start_line, end_line, content_hash, other, detail "
+            "FROM lifecycle WHERE node = ? ORDER BY seq",
+            [node],
+        ).rows
+    ]
+    injections = [
+        Cause(
+            seq=int(s),
+            kind="injection",
+            type="node_injected",
+            ts=_ts(ts),
+            node_id=node,
+            node_type=str(t or ""),
+            content=str(c or ""),
+            chat_id=str(chat or ""),
+            trace_id=str(tid or ""),
+            query=str(q or ""),
+        )
+        for s, ts, t, c, chat, tid, q in store.query(
+            "SELECT seq, ts, node_type, content, chat_id, trace_id, anchor_query "
+            "FROM injections WHERE node_id = ? ORDER BY seq",
+            [node],
+        ).rows
+    ]
+    out_in = store.query(
+        "SELECT count(*) FILTER (WHERE source = $1), count(*) FILTER (WHERE target = $1) "
+        "FROM deltas WHERE source = $1 OR target = $1",
+        [node],
+    ).rows[0]
+    summary = store.query(
+        "SELECT count(*), min(seq), max(seq) FROM fired WHERE node = ?", [node]
+    ).rows[0]
+    recent = [
+        Access(int(s), _ts(ts), str(tid), str(q or ""), str(chat or ""), int(rank))
+        for s, ts, tid, q, chat, rank in store.query(
+            "SELECT f.seq, t.ts, f.trace_id, t.query, t.chat_id, f.rank FROM fired f "
+            "JOIN traces t ON t.seq = f.seq WHERE f.node = ? ORDER BY f.seq DESC LIMIT ?",
+            [node, limit],
+        ).rows
+    ]
+    first, last = "", ""
+    if summary[0]:
+        stamps = store.query(
+            "SELECT seq, ts FROM events WHERE seq IN (?, ?)", [summary[1], summary[2]]
+        ).rows
+        at = {int(s): _ts(t) for s, t in stamps}
+        first, last = at.get(int(summary[1]), ""), at.get(int(summary[2]), "")
+    if now:
+        path, lo, hi, kind, auth, created, alias, stop = now[0]
+        head: dict[str, Any] = {
+            "exists": True,
+            "path": str(path or ""),
+            "start_line": int(lo or 0),
+            "end_line": int(hi or 0),
+            "kind": str(kind or ""),
+            "authority": str(auth or ""),
+            "created_seq": None if created is None else int(created),
+            "alias_of": str(alias or ""),
+            "stop": _f(stop),
+        }
+    else:
+        where = life[-1] if life else None
+        head = {
+            "exists": False,
+            "path": where.path if where else "",
+            "start_line": where.start_line if where else 0,
+            "end_line": where.end_line if where else 0,
+            "kind": "",
+            "authority": "",
+            "created_seq": None,
+            "alias_of": "",
+            "stop": None,
+        }
+    return NodeAudit(
+        id=node,
+        **head,
+        life=life,
+        injections=injections,
+        changes_out=int(out_in[0]),
+        changes_in=int(out_in[1]),
+        accesses=int(summary[0]),
+        first_access=first,
+        last_access=last,
+        recent=recent,
+        as_of_seq=store.last_seq,
+    )

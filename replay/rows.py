@@ -1,0 +1,489 @@
+"""The rows of the analytics store: every table's columns, and the pure fold of log
+records into them (``RowFold``), with the graph projection folded alongside.
+
+NOTE: the columns of ``TABLES`` are the documented views (README, "History: SQL and
+audit"): add columns at the end and bump ``replay.analytics.VERSION`` (stores of another
+version are rebuilt). ``before`` and ``after`` of a weight change are read from the graph
+projection just before and after the record is folded into it, so they are what the
+graph holds at that seq; only ``EdgesUpdated``, the hot path, is computed here (the same
+clip to [-1, 1] as the fold) and then folded.
+
+Nothing here touches DuckDB; ``replay.analytics`` loads the rows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ocb_events.schema import (
+    STOP,
+    AuthoritySet,
+    ConfigChanged,
+    EdgeRelevanceSet,
+    EdgesCreated,
+    EdgesRemoved,
+    EdgesUpdated,
+    FileChanged,
+    FileIndexed,
+    FileRemoved,
+    FoldRecord,
+    MaintenanceRan,
+    NodeInjected,
+    NodesMerged,
+    NodeSplit,
+    OutcomeRecorded,
+    QueryTraced,
+    Record,
+    TeacherLabeled,
+)
+from projections import graph
+from projections.graph import Node
+from replay.rebuild import ROUTES
+
+Pair = tuple[str, str]
+
+# the DuckDB column types (timestamps are ns since the epoch, UTC)
+BIGINT, INTEGER, DOUBLE, VARCHAR = "BIGINT", "INTEGER", "DOUBLE", "VARCHAR"
+TIMESTAMP, VARCHARS, DOUBLES = "TIMESTAMP_NS", "VARCHAR[]", "DOUBLE[]"
+_B, _I, _F, _S, _T, _SL, _FL = BIGINT, INTEGER, DOUBLE, VARCHAR, TIMESTAMP, VARCHARS, DOUBLES
+
+
+TABLES: dict[str, tuple[tuple[str, str], ...]] = {
+    "events": (("seq", _B), ("ts", _T), ("actor", _S), ("type", _S)),
+    "traces": (
+        ("seq", _B), ("ts", _T), ("trace_id", _S), ("query", _S), ("chat_id", _S),
+        ("stop_reason", _S), ("context_chars", _I), ("fired", _I), ("seeds", _I),
+        ("steps", _I), ("vetoed", _I), ("mode", _S),
+    ),
+    "steps": (
+        ("seq", _B), ("trace_id", _S), ("step", _I), ("hop", _I), ("node", _S),
+        ("chosen", _S), ("candidates", _I), ("stop_logit", _F), ("weight", _F),
+        ("logit", _F), ("tier", _S), ("followed", _SL),
+    ),
+    "fired": (("seq", _B), ("trace_id", _S), ("rank", _I), ("node", _S)),
+    "seeds": (
+        ("seq", _B), ("trace_id", _S), ("rank", _I), ("node", _S), ("score", _F),
+        ("lexical", _F), ("vector", _F),
+    ),
+    "outcomes": (
+        ("seq", _B), ("ts", _T), ("actor", _S), ("trace_id", _S), ("trace_seq", _B),
+        ("chat_id", _S), ("reward", _F), ("source", _S), ("fired_ids", _SL),
+    ),
+    "deltas": (
+        ("seq", _B), ("ord", _I), ("ts", _T), ("source", _S), ("target", _S),
+        ("before", _F), ("after", _F), ("delta", _F), ("rule", _S), ("cause_seq", _B),
+        ("event", _S),
+    ),
+    "lifecycle": (
+        ("seq", _B), ("ts", _T), ("node", _S), ("action", _S), ("path", _S),
+        ("start_line", _I), ("end_line", _I), ("content_hash", _S), ("other", _S),
+        ("detail", _S),
+    ),
+    "files": (
+        ("seq", _B), ("ts", _T), ("path", _S), ("action", _S), ("content_hash", _S),
+        ("added", _I), ("kept", _I), ("removed", _I),
+    ),
+    "injections": (
+        ("seq", _B), ("ts", _T), ("node_id", _S), ("node_type", _S), ("content", _S),
+        ("chat_id", _S), ("trace_id", _S), ("anchor_query", _S), ("authority", _S),
+        ("connections", _I),
+    ),
+    "maintenance": (("seq", _B), ("ts", _T), ("op", _S), ("params", _S), ("summary", _S)),
+    "labels": (
+        ("seq", _B), ("ts", _T), ("trace_id", _S), ("hop", _I), ("node", _S),
+        ("teacher", _S), ("targets", _SL), ("scores", _FL),
+    ),
+    "config": (("seq", _B), ("ts", _T), ("key", _S), ("value", _S)),
+    "nodes": (
+        ("id", _S), ("kind", _S), ("path", _S), ("start_line", _I), ("end_line", _I),
+        ("heading", _S), ("authority", _S), ("created_seq", _B), ("chars", _I),
+        ("stop", _F), ("baseline", _F), ("alias_of", _S),
+    ),
+    "edges": (
+        ("source", _S), ("target", _S), ("weight", _F), ("kind", _S), ("relevance", _F),
+        ("last_seq", _B),
+    ),
+}  # fmt: skip
+"""Every table by name with its columns; each is also a view of the same name."""
+
+CURRENT = ("edges", "nodes")
+"""Tables holding the present (rows replaced as they change); the rest only grow."""
+
+
+HISTORY = tuple(n for n in TABLES if n not in CURRENT)
+"""Tables that only grow (one row per recorded fact)."""
+
+GROUPED: dict[str, tuple[tuple[str, ...], str, int]] = {
+    "deltas": (("seq", "ts", "rule", "cause_seq", "event"), "ord", 0),
+    "fired": (("seq", "trace_id"), "rank", 1),
+    "seeds": (("seq", "trace_id"), "rank", 1),
+    "steps": (("seq", "trace_id"), "step", 1),
+}
+"""Tables whose rows come in groups, one group per record: table -> (the columns shared
+by a group, given once per group and repeated at load; the ordinal column, numbered
+within the group at load; its first value). The other columns form each row's tail
+(a bare value when there is one)."""
+
+
+def tail_columns(table: str) -> tuple[str, ...]:
+    """The columns of each row of a grouped table (the ones not shared by its group)."""
+    heads, ordinal, _ = GROUPED[table]
+    return tuple(c for c, _ in TABLES[table] if c not in heads and c != ordinal)
+
+
+_GRAPH_TAGS = ROUTES["graph"]
+
+
+class RowFold:
+    """The rows of new records, table by table, with the graph folded alongside.
+
+    ``graph`` restores the graph at the store's seq when a record first needs it;
+    ``traces`` maps trace ids seen in this run to their seq (older ones are resolved
+    against the store at flush); ``last_run`` is the newest maintenance run (op, seq).
+    """
+
+    def __init__(self, load_graph: Callable[[], graph.State], last_run: tuple[str, int]) -> None:
+        self._load_graph = load_graph
+        self.g: graph.State | None = None
+        self.last_run = last_run
+        self.traces: dict[str, int] = {}
+        self._tags: dict[type, str] = {}
+        self._handlers: dict[type, Callable[[Any, Any], None]] = {
+            QueryTraced: self._trace,
+            OutcomeRecorded: self._outcome,
+            EdgesUpdated: self._update,
+            EdgesCreated: self._created,
+            EdgesRemoved: self._removed,
+            NodeInjected: self._inject,
+            NodesMerged: self._merge,
+            NodeSplit: self._split,
+            FileIndexed: self._file,
+            FileChanged: self._file,
+            FileRemoved: self._file,
+            AuthoritySet: self._authority,
+            MaintenanceRan: self._maintenance,
+            TeacherLabeled: self._label,
+            ConfigChanged: self._config,
+            EdgeRelevanceSet: self._relevance,
+        }
+        self.reset()
+
+    def reset(self) -> None:
+        """Start a new batch of rows (the graph and the lookups carry on)."""
+        self.rows: dict[str, list[Any]] = {n: [] for n in HISTORY}
+        self.groups: dict[str, list[tuple[tuple[Any, ...], int]]] = {n: [] for n in GROUPED}
+        self.unresolved: list[int] = []
+        self.nodes_touched: set[str] = set()
+        self.edges_touched: set[Pair] = set()
+        self.graph_changed = False
+        self.count = 0
+
+    def graph(self) -> graph.State:
+        if self.g is None:
+            self.g = self._load_graph()
+        return self.g
+
+    def _evolve(self, rec: Record | FoldRecord) -> None:
+        graph.evolve(self.graph(), rec)
+        self.graph_changed = True
+
+    def add(self, rec: Record | FoldRecord) -> None:
+        ev = rec.event
+        kind = type(ev)
+        tag = self._tags.get(kind)
+        if tag is None:
+            tag = self._tags[kind] = str(kind.__struct_config__.tag)
+        self.rows["events"].append((rec.seq, rec.ts, rec.actor, tag))
+        self.count += 1
+        handler = self._handlers.get(kind)
+        if handler is not None:
+            handler(rec, ev)
+        elif tag in _GRAPH_TAGS:
+            self._evolve(rec)
+
+    # ------------------------------------------------------------ traces and outcomes
+
+    def _trace(self, rec: Record, ev: QueryTraced) -> None:
+        seq, tid = rec.seq, ev.trace_id
+        self.traces[tid] = seq
+        self.rows["traces"].append(
+            (seq, rec.ts, tid, ev.query, ev.chat_id, ev.stop_reason, ev.context_chars)
+            + (len(ev.fired), len(ev.seeds), len(ev.steps), len(ev.vetoed), ev.params.mode)
+        )
+        head = (seq, tid)
+        groups = self.groups
+        groups["fired"].append((head, len(ev.fired)))
+        self.rows["fired"].extend(ev.fired)
+        groups["seeds"].append((head, len(ev.seeds)))
+        self.rows["seeds"].extend((s.node_id, s.score, s.lexical, s.vector) for s in ev.seeds)
+        groups["steps"].append((head, len(ev.steps)))
+        steps = self.rows["steps"]
+        for s in ev.steps:
+            c = next((c for c in s.candidates if c.target == s.chosen), None)
+            row = (s.hop, s.node, s.chosen, len(s.candidates), s.stop_logit)
+            if c is None:
+                steps.append((*row, None, None, None, list(s.followed)))
+            else:
+                steps.append((*row, c.weight, c.logit, c.tier, list(s.followed)))
+
+    def _outcome(self, rec: Record, ev: OutcomeRecorded) -> None:
+        tseq = self.traces.get(ev.trace_id) if ev.trace_id else None
+        rows = self.rows["outcomes"]
+        if ev.trace_id and tseq is None:
+            self.unresolved.append(len(rows))
+        rows.append(
+            (rec.seq, rec.ts, rec.actor, ev.trace_id, tseq, ev.chat_id, ev.reward, ev.source)
+            + (list(ev.fired_ids),)
+        )
+
+    # ------------------------------------------------------------ weights
+
+    def _update(self, rec: Record, ev: EdgesUpdated) -> None:
+        g = self.graph()
+        out, stop, nodes, rows = g.out, g.stop, g.nodes, self.rows["deltas"]
+        # a pair twice in one record (never from our rules) sees its first change
+        sources = [u.source for u in ev.updates]
+        twice = len(set(sources)) < len(sources) or any(
+            len(set(u.targets)) < len(u.targets) for u in ev.updates
+        )
+        now: dict[Pair, float] = {}
+        n = 0
+        for u in ev.updates:
+            src = u.source
+            targets = out.get(src)
+            for t, d in zip(u.targets, u.deltas, strict=False):
+                before = now.get((src, t)) if twice else None
+                if before is None:
+                    if t == STOP:
+                        if src not in nodes:
+                            continue
+                        before = stop.get(src, 0.0)
+                    else:
+                        edge = targets.get(t) if targets is not None else None
+                        if edge is None:
+                            continue
+                        before = edge.weight
+                w = before + d
+                after = -1.0 if w < -1.0 else 1.0 if w > 1.0 else w
+                if twice:
+                    now[(src, t)] = after
+                rows.append((src, t, before, after, d))
+                n += 1
+        head = (rec.seq, rec.ts, ev.rule, ev.cause_seq, "edges_updated")
+        self.groups["deltas"].append((head, n))
+        for src, t, *_ in rows[len(rows) - n :]:
+            if t == STOP:
+                self.nodes_touched.add(src)
+            else:
+                self.edges_touched.add((src, t))
+        self.nodes_touched.update(b.node for b in ev.baselines)
+        self._evolve(rec)
+
+    def _weights(self, pairs: Iterable[Pair]) -> dict[Pair, tuple[float, int] | None]:
+        out = self.graph().out
+        got: dict[Pair, tuple[float, int] | None] = {}
+        for s, t in pairs:
+            edge = (out.get(s) or {}).get(t)
+            got[(s, t)] = None if edge is None else (edge.weight, edge.last_seq)
+        return got
+
+    def _around(self, node_ids: Iterable[str]) -> set[Pair]:
+        """Every edge into or out of the given nodes."""
+        g = self.graph()
+        pairs: set[Pair] = set()
+        for n in node_ids:
+            pairs.update((n, t) for t in g.out.get(n) or {})
+            pairs.update((s, n) for s in g.incoming(n))
+        return pairs
+
+    def _diff(
+        self,
+        rec: Record,
+        explicit: set[Pair],
+        nodes: Iterable[str],
+        rule: str,
+        cause: int,
+    ) -> None:
+        """Fold a record that sets or drops edges, with one row per edge it changed."""
+        pairs = explicit | self._around(nodes)
+        before = self._weights(pairs)
+        self._evolve(rec)
+        after = self._weights(pairs)
+        rows, seq, n = self.rows["deltas"], rec.seq, 0
+        for p in sorted(pairs):
+            b, a = before[p], after[p]
+            wb, wa = (b[0] if b else None), (a[0] if a else None)
+            set_here = a is not None and a[1] == seq and p in explicit
+            if wb == wa and not set_here:
+                continue
+            rows.append((p[0], p[1], wb, wa, None))
+            n += 1
+            self.edges_touched.add(p)
+        head = (seq, rec.ts, rule, cause, self._tags[type(rec.event)])
+        self.groups["deltas"].append((head, n))
+
+    def _created(self, rec: Record, ev: EdgesCreated) -> None:
+        op, run = self.last_run
+        cause = run if ev.cause and ev.cause == op else rec.seq
+        pairs = {(e.source, e.target) for e in ev.edges}
+        self._diff(rec, pairs, (), ev.cause or "create", cause)
+
+    def _removed(self, rec: Record, ev: EdgesRemoved) -> None:
+        self._diff(rec, {(e.source, e.target) for e in ev.edges}, (), "prune", ev.cause_seq)
+
+    def _relevance(self, rec: Record, ev: EdgeRelevanceSet) -> None:
+        self.edges_touched.update((u.source, t) for u in ev.updates for t in u.targets)
+        self._evolve(rec)
+
+    # ------------------------------------------------------------ nodes
+
+    def _life(
+        self,
+        rec: Record,
+        node: str,
+        action: str,
+        at: Node | None,
+        h: str = "",
+        other: str = "",
+        detail: str = "",
+    ) -> None:
+        """One lifecycle row: ``h`` is the file version (content hash), ``other`` the
+        node on the other side of a merge or split, ``detail`` what else it needs."""
+        path, lo, hi = (at.path, at.start_line, at.end_line) if at else ("", 0, 0)
+        row = (rec.seq, rec.ts, node, action, path, lo, hi, h, other, detail)
+        self.rows["lifecycle"].append(row)
+        self.nodes_touched.add(node)
+
+    def _aliases(self, ids: Iterable[str]) -> list[str]:
+        """The aliases merged into ``ids`` (removed with them)."""
+        g = self.graph()
+        if not g.merged:
+            return []
+        gone = set(ids)
+        return sorted(a for a, k in g.merged.items() if k in gone)
+
+    def _file(self, rec: Record, ev: FileIndexed | FileChanged | FileRemoved) -> None:
+        g = self.graph()
+        if isinstance(ev, FileIndexed):
+            old = g.files.get(ev.path)
+            new = {c.id for c in ev.chunks}
+            removed = [i for i in (old.chunks if old else ()) if i not in new]
+            added, kept, action = list(ev.chunks), [], "indexed"
+        elif isinstance(ev, FileChanged):
+            removed, added, kept, action = (
+                list(ev.removed),
+                list(ev.added),
+                list(ev.kept),
+                "changed",
+            )
+        else:
+            removed, added, kept, action = list(ev.removed), [], [], "removed"
+        gone = set(removed)
+        aliases = self._aliases(gone)
+        ids = [*removed, *aliases, *(c.id for c in added), *(s.id for s in kept)]
+        prior = {i: g.nodes.get(i) for i in ids}
+        self._diff(rec, set(), [i for i in removed if prior[i] is not None], "sync", rec.seq)
+        h = getattr(ev, "content_hash", "")
+        for i in dict.fromkeys([*removed, *aliases]):
+            if prior[i] is not None and i not in g.nodes:
+                self._life(rec, i, "removed", prior[i], h, "", action)
+        for s in kept:
+            was, now = prior[s.id], g.nodes.get(s.id)
+            if was and now and (was.start_line, was.end_line) != (now.start_line, now.end_line):
+                self._life(rec, s.id, "moved", now, h)
+        for c in added:
+            was, now = prior[c.id], g.nodes.get(c.id)
+            if now is not None and (was is None or was.text_hash != c.text_hash or not was.text):
+                self._life(rec, c.id, "created" if was is None else "edited", now, h)
+        n_added, n_kept = len(added), len(kept)
+        self.rows["files"].append((rec.seq, rec.ts, ev.path, action, h, n_added, n_kept, len(gone)))
+
+    def _inject(self, rec: Record, ev: NodeInjected) -> None:
+        was = self.graph().nodes.get(ev.node_id)
+        pairs = {(c.source, c.target) for c in ev.connections}
+        self._diff(rec, pairs, (), "inject", rec.seq)
+        action = "injected" if was is None else "edited"
+        self._life(rec, ev.node_id, action, None, "", "", ev.node_type)
+        self.rows["injections"].append(
+            (rec.seq, rec.ts, ev.node_id, ev.node_type, ev.content, ev.chat_id, ev.trace_id)
+            + (ev.anchor_query, ev.authority, len(ev.connections))
+        )
+
+    def _merge(self, rec: Record, ev: NodesMerged) -> None:
+        g = self.graph()
+        was = g.merged.get(ev.absorbed)
+        pairs = {(e.source, e.target) for e in ev.edges}
+        self._diff(rec, pairs, [ev.absorbed], "merge", ev.cause_seq)
+        if was is None and g.merged.get(ev.absorbed) == ev.kept:
+            self._life(rec, ev.absorbed, "merged_into", g.nodes.get(ev.absorbed), "", ev.kept)
+            self._life(rec, ev.kept, "absorbed", g.nodes.get(ev.kept), "", ev.absorbed)
+
+    def _split(self, rec: Record, ev: NodeSplit) -> None:
+        g = self.graph()
+        old = g.nodes.get(ev.node_id)
+        aliases = {a: g.nodes.get(a) for a in self._aliases([ev.node_id])}
+        pairs = {(e.source, e.target) for e in ev.edges}
+        self._diff(rec, pairs, [ev.node_id] if old is not None else [], "split", ev.cause_seq)
+        if old is None or ev.node_id in g.nodes:
+            return
+        entry = g.files.get(old.path)
+        h = entry.content_hash if entry is not None else ""
+        for c in sorted(ev.parts, key=lambda c: (c.start_line, c.id)):
+            self._life(rec, ev.node_id, "split_into", old, h, c.id)
+            self._life(rec, c.id, "split_from", g.nodes.get(c.id), h, ev.node_id)
+        for a, was in aliases.items():
+            if a not in g.nodes:
+                self._life(rec, a, "removed", was, h, ev.node_id, "node_split")
+
+    def _authority(self, rec: Record, ev: AuthoritySet) -> None:
+        g = self.graph()
+        entry = g.files.get(ev.path) if ev.path else None
+        ids = sorted(set(ev.node_ids) | set(entry.chunks if entry else ()))
+        was = {i: g.nodes[i].authority for i in ids if i in g.nodes}
+        self._evolve(rec)
+        for i, auth in was.items():
+            now = g.nodes.get(i)
+            if now is not None and now.authority != auth:
+                self._life(rec, i, "authority", now, "", "", now.authority)
+
+    # ------------------------------------------------------------ the rest
+
+    def _maintenance(self, rec: Record, ev: MaintenanceRan) -> None:
+        params = json.dumps({s.key: s.value for s in ev.params}, separators=(",", ":"))
+        self.rows["maintenance"].append((rec.seq, rec.ts, ev.op, params, ev.summary))
+        self.last_run = (ev.op, rec.seq)
+        self._evolve(rec)
+
+    def _label(self, rec: Record, ev: TeacherLabeled) -> None:
+        self.rows["labels"].append(
+            (rec.seq, rec.ts, ev.trace_id, ev.hop, ev.node, ev.teacher)
+            + (list(ev.targets), list(ev.scores))
+        )
+
+    def _config(self, rec: Record, ev: ConfigChanged) -> None:
+        self.rows["config"].append((rec.seq, rec.ts, ev.key, json.dumps(ev.value)))
+
+    # ------------------------------------------------------------ the present
+
+    def current(self) -> dict[str, list[tuple[Any, ...]]]:
+        """Rows of the nodes and edges touched since ``reset``, as they are now."""
+        g = self.g
+        if g is None:
+            return {"nodes": [], "edges": []}
+        nodes = []
+        for i in sorted(self.nodes_touched):
+            n = g.nodes.get(i)
+            if n is not None:
+                nodes.append(
+                    (i, n.kind, n.path, n.start_line, n.end_line, n.heading, n.authority)
+                    + (n.created_seq, len(n.text), g.stop.get(i, 0.0), g.baseline.get(i, 0.0))
+                    + (g.merged.get(i),)
+                )
+        edges = []
+        for s, t in sorted(self.edges_touched):
+            e = (g.out.get(s) or {}).get(t)
+            if e is not None:
+                edges.append((s, t, e.weight, e.kind, e.relevance, e.last_seq))
+        return {"nodes": nodes, "edges": edges}

@@ -1,0 +1,193 @@
+"""The analytics store: derived from the log, caught up incrementally to exactly what a
+build from scratch holds, agreeing with the graph projection, never trusted when damaged."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ocb.api import Brain
+from ocb.maintenance import maintain
+from ocb_events.clock import TickClock
+from ocb_events.errors import AnalyticsError
+from ocb_events.schema import STOP, EdgesUpdated, OutcomeRecorded, QueryTraced
+from replay.analytics import AnalyticsStore
+from replay.rows import TABLES
+from tests.ocb.test_whatif import ops, run_op, workspaces, write_workspace
+
+QUESTIONS = ["how do I roll back a bad deploy", "who is on call", "postgres pool size"]
+
+
+def contents(store: AnalyticsStore) -> dict[str, list[tuple[Any, ...]]]:
+    """Every view's rows in a canonical order."""
+    out = {}
+    for name, cols in TABLES.items():
+        names = ", ".join(c for c, _ in cols)
+        out[name] = store.query(f"SELECT {names} FROM {name} ORDER BY ALL").rows
+    return out
+
+
+def build(path: Path, brain: Brain, chunk: int = 20_000) -> dict[str, list[tuple[Any, ...]]]:
+    with AnalyticsStore(path) as store:
+        store.catch_up(brain.log, chunk=chunk)
+        assert store.last_seq == brain.log.last_seq
+        return contents(store)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    workspaces,
+    st.lists(st.lists(ops, min_size=1, max_size=6), min_size=1, max_size=4),
+    st.integers(1, 40),
+)
+def test_caught_up_incrementally_equals_built_from_scratch(
+    files: list[list[tuple[str, str]]], parts: list[list[tuple[Any, ...]]], chunk: int
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        write_workspace(root / "ws", files)
+        clock = TickClock()
+        b, _ = Brain.init(root / "brain", root / "ws", clock=clock)
+        with b:
+            last: dict[str, Any] = {}
+            with AnalyticsStore(root / "inc.duckdb") as inc:
+                for part in parts:
+                    inc.catch_up(b.log, chunk=chunk)
+                    for op in part:
+                        run_op(b, op, clock, last)
+                inc.catch_up(b.log, chunk=chunk)
+                incremental = contents(inc)
+            assert build(root / "scratch.duckdb", b) == incremental
+            check_present(incremental, b)
+
+
+def check_present(rows: dict[str, list[tuple[Any, ...]]], b: Brain) -> None:
+    """The ``edges`` and ``nodes`` tables hold the graph projection's present, and the
+    newest change of every edge in ``deltas`` ends at its current weight."""
+    g = b.graph
+    edges = {(s, t): w for s, t, w, *_ in rows["edges"]}
+    assert edges == {(s, t): e.weight for s, ts in g.out.items() for t, e in ts.items()}
+    nodes = {r[0]: r for r in rows["nodes"]}
+    assert set(nodes) == set(g.nodes)
+    assert all(nodes[i][9] == g.stop.get(i, 0.0) for i in g.nodes)
+    newest: dict[tuple[str, str], Any] = {}
+    for seq, ord_, _, s, t, _before, after, *_ in rows["deltas"]:
+        newest[(s, t)] = after  # rows are ordered by seq, ord
+        del seq, ord_
+    for (s, t), after in newest.items():
+        if t == STOP:
+            assert after == g.stop.get(s, 0.0) or s not in g.nodes
+        else:
+            assert after == edges.get((s, t))
+
+
+def learned_brain(built: Path) -> Brain:
+    b = Brain(built, clock=TickClock(start_ns=1_800_000_000_000_000_000))
+    for i in range(6):
+        answer = b.query(QUESTIONS[i % 3], chat_id=f"c{i % 2}")
+        b.learn(1.0 if i % 3 else -1.0, trace_id=answer.trace_id)
+    b.inject("CORRECTION", "Never roll back without paging the on-call", chat_id="c0")
+    maintain(b, "decay,prune", clock=TickClock(start_ns=b.log.last_ts + 10**14))
+    return b
+
+
+def test_every_view_holds_the_records_of_the_log(built: Path, tmp_path: Path) -> None:
+    with learned_brain(built) as b:
+        records = list(b.log.read())
+        with AnalyticsStore(tmp_path / "a.duckdb") as store:
+            assert store.catch_up(b.log) == len(records)
+            assert store.catch_up(b.log) == 0  # up to date: nothing folded
+            count = store.query("SELECT count(*), max(seq) FROM events").rows[0]
+            assert count == (len(records), b.log.last_seq)
+            traces = [r for r in records if isinstance(r.event, QueryTraced)]
+            got = store.query("SELECT seq, query, fired FROM traces ORDER BY seq").rows
+            assert got == [(r.seq, r.event.query, len(r.event.fired)) for r in traces]
+            outcomes = [r for r in records if isinstance(r.event, OutcomeRecorded)]
+            got = store.query(
+                "SELECT o.seq, o.reward, t.query FROM outcomes o "
+                "JOIN traces t ON t.seq = o.trace_seq ORDER BY o.seq"
+            ).rows
+            by_id = {r.event.trace_id: r.event.query for r in traces}
+            assert got == [(r.seq, r.event.reward, by_id[r.event.trace_id]) for r in outcomes]
+            updates = [
+                (r.seq, d.source, t, delta)
+                for r in records
+                if isinstance(r.event, EdgesUpdated)
+                for d in r.event.updates
+                for t, delta in zip(d.targets, d.deltas, strict=True)
+            ]
+            got = store.query(
+                "SELECT seq, source, target, delta FROM deltas "
+                "WHERE event = 'edges_updated' ORDER BY seq, ord"
+            ).rows
+            assert got == updates
+            clipped = store.query(
+                "SELECT count(*) FROM deltas WHERE event = 'edges_updated' AND "
+                "abs(after - greatest(-1, least(1, before + delta))) > 1e-12"
+            ).rows
+            assert clipped == [(0,)]
+            assert store.query("SELECT op FROM maintenance ORDER BY seq").rows == [
+                ("decay",),
+                ("prune",),
+            ]
+            assert store.query("SELECT node_type FROM injections").rows == [("CORRECTION",)]
+            check_present(contents(store), b)
+
+
+def test_the_issue_s_query_runs_over_traces(built: Path, tmp_path: Path) -> None:
+    with learned_brain(built) as b, AnalyticsStore(tmp_path / "a.duckdb") as store:
+        store.catch_up(b.log)
+        rows = store.query(
+            "SELECT date_trunc('day', ts) d, avg(context_chars) FROM traces GROUP BY d ORDER BY d"
+        ).rows
+        assert len(rows) == 1 and rows[0][1] > 0
+
+
+def test_a_damaged_or_foreign_store_is_rebuilt_with_a_warning(built: Path, tmp_path: Path) -> None:
+    path = tmp_path / "a.duckdb"
+    warnings: list[str] = []
+    with learned_brain(built) as b:
+        expected = build(tmp_path / "ref.duckdb", b)
+        path.write_bytes(b"not a database" * 100)
+        with AnalyticsStore(path, warn=warnings.append) as store:
+            store.catch_up(b.log)
+            assert contents(store) == expected
+        assert warnings and "rebuilt" in warnings[-1]
+    other = tmp_path / "other"
+    with Brain.create(other, clock=TickClock(start_ns=5)) as o:
+        o.sync(Path(__file__).resolve().parents[2] / "examples" / "workspace")
+        warnings.clear()
+        with AnalyticsStore(path, warn=warnings.append) as store:
+            store.catch_up(o.log)  # the store was built from the other brain's log
+            assert store.query("SELECT count(*) FROM events").rows == [(o.log.last_seq,)]
+        assert warnings and "another log" in warnings[-1]
+
+
+def test_a_deleted_store_is_rebuilt_and_sql_errors_name_the_fix(
+    built: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "a.duckdb"
+    with learned_brain(built) as b:
+        expected = build(path, b)
+        path.unlink()
+        assert build(path, b) == expected
+        with AnalyticsStore(path) as store:
+            store.catch_up(b.log)
+            cases = {
+                "SELECT * FROM nope": ("nope does not exist", "SHOW TABLES"),
+                "SELEC 1": ("syntax error", "syntax"),
+                "SELECT nothing FROM deltas": ("nothing", "DESCRIBE"),
+                "DELETE FROM events": ("", "read-only"),
+                "DELETE FROM store.events": ("read-only", "read-only"),
+            }
+            for sql, (message, hint) in cases.items():
+                with pytest.raises(AnalyticsError) as err:
+                    store.query(sql)
+                assert message in err.value.message and "\n" not in err.value.message
+                assert hint in err.value.hint
+            assert store.query("SELECT count(*) FROM events").rows == [(b.log.last_seq,)]
