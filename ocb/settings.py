@@ -141,7 +141,7 @@ def _coerce(section: str, name: str, kind: type, value: object) -> object:
     except (TypeError, ValueError):
         raise InputError(
             f"{section}.{name} must be a finite {kind.__name__}, got {value!r}",
-            f"give a number, e.g. ocb config set {section}.{name} 3",
+            "give a finite number, e.g. 3",
         ) from None
     if section == "traversal" and name == "mode" and out not in ROUTE_MODES:
         raise InputError(f"unknown route mode {out!r}", f"use one of: {', '.join(ROUTE_MODES)}")

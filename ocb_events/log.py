@@ -69,6 +69,28 @@ class Recovery(msgspec.Struct, frozen=True):
     repaired: bool = True
 
 
+def _scan_offsets(path: Path, first_seq: int) -> array[int]:
+    """The offset of every valid frame of a segment, in seq order: the frames ``_frames``
+    yields, found by hopping from header to header (no objects per frame)."""
+    out: array[int] = array("Q")
+    buf, size = _map(path)
+    try:
+        off, expected = _SEG_HEADER.size, first_seq
+        unpack, head, mask, add = _BODY.unpack_from, _FRAME.size, ~_MORE, out.append
+        while size - off >= head:
+            word, seq, _ts = unpack(buf, off + 4)
+            end = off + head + (word & mask)
+            if seq != expected or end > size:
+                break
+            add(off)
+            off = end
+            expected += 1
+    finally:
+        if isinstance(buf, mmap.mmap):
+            buf.close()
+    return out
+
+
 class FrameInfo(msgspec.Struct, frozen=True):
     """The header of one valid frame, as found by a scan."""
 
@@ -405,7 +427,7 @@ class SegmentLog:
         """Offset of every frame of a segment by ``seq - first_seq`` (built once)."""
         got = self._index.get(seg.first_seq)
         if got is None:
-            got = array("Q", (f.offset for f in self._frames(seg, seg.first_seq)))
+            got = _scan_offsets(seg.path, seg.first_seq)
             self._index[seg.first_seq] = got
         return got
 

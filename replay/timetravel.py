@@ -16,7 +16,8 @@ def iso(ts_ns: int) -> str:
 
 def _valid_range(log: EventLog) -> str:
     last = log.last_seq
-    return f"seq 1 to {last}, or a time from {iso(log.ts_of(1))} to {iso(log.ts_of(last))}"
+    first = -(-log.ts_of(1) // 1_000_000_000) * 1_000_000_000  # the first whole second in
+    return f"seq 1 to {last}, or a time from {iso(first)} to {iso(log.ts_of(last))}"
 
 
 def parse_time(spec: str) -> int:

@@ -89,3 +89,15 @@ def test_points_outside_the_history_or_malformed_are_refused_with_the_valid_rang
         )
     with pytest.raises(InputError, match="neither a seq nor an ISO time"):
         resolve_point(log, "last tuesday")
+
+
+def test_the_range_a_refusal_names_is_inside_the_history() -> None:
+    """The first time it names resolves even when the first record is mid-second."""
+    log = MemoryLog(clock=TickClock(start_ns=1_767_225_600 * 10**9 + 600_000_000, step_ns=10**9))
+    for _ in range(3):
+        log.append([Event()], actor="t")  # type: ignore[list-item]
+    with pytest.raises(InputError) as exc:
+        resolve_point(log, "2025-01-01T00:00")
+    first, last = exc.value.hint.split("a time from ")[1].split(" to ")
+    assert first == "2026-01-01T00:00:01Z" and last == "2026-01-01T00:00:02Z"
+    assert resolve_point(log, first) == 1 and resolve_point(log, last) == 2
