@@ -70,8 +70,9 @@ class Recovery(msgspec.Struct, frozen=True):
 
 
 def _scan_offsets(path: Path, first_seq: int) -> array[int]:
-    """The offset of every valid frame of a segment, in seq order: the frames ``_frames``
-    yields, found by hopping from header to header (no objects per frame)."""
+    """The offset of every valid frame of a segment, in seq order, found by hopping from
+    header to header (no objects per frame); the scan stops at the first frame whose
+    seq breaks the sequence or whose length runs past the end."""
     out: array[int] = array("Q")
     buf, size = _map(path)
     try:
@@ -337,10 +338,12 @@ class SegmentLog:
         return True
 
     def _segment_last_ts(self, seg: _Segment) -> int:
-        last = 0
-        for info in self._frames(seg, 0):
-            last = info.ts
-        return last
+        offsets = self._offsets(seg)
+        if not offsets:
+            return 0
+        with open(seg.path, "rb") as fh:
+            head = os.pread(fh.fileno(), _FRAME.size, offsets[-1])
+        return int(_FRAME.unpack(head)[3])
 
     def _truncate(self, seg: _Segment, offset: int, size: int, last_seq: int) -> None:
         fd = os.open(seg.path, os.O_WRONLY)
@@ -360,29 +363,6 @@ class SegmentLog:
     @property
     def last_ts(self) -> int:
         return self._last_ts
-
-    def _frames(self, seg: _Segment, from_seq: int) -> Iterator[FrameInfo]:
-        """Valid frame headers of a segment, from ``from_seq`` on (no payload decode)."""
-        buf, size = _map(seg.path)
-        try:
-            if size < _SEG_HEADER.size:
-                return
-            off = _SEG_HEADER.size
-            expected = seg.first_seq
-            while off < size:
-                if size - off < _FRAME.size:
-                    return
-                _crc, word, seq, ts = _FRAME.unpack_from(buf, off)
-                info = FrameInfo(off, seq, ts, word & ~_MORE, bool(word & _MORE))
-                if seq != expected or info.end > size:
-                    return
-                if seq >= from_seq:
-                    yield info
-                off = info.end
-                expected += 1
-        finally:
-            if isinstance(buf, mmap.mmap):
-                buf.close()
 
     @overload
     def read(
