@@ -29,7 +29,8 @@ from ocb.commands import (
     unknown,
 )
 from ocb.embed import Embedder, HashEmbedder, Matrix, builtin_embedder
-from ocb.indexing import decide_sync, unpack_matrix
+from ocb.indexing import changed_on_disk, plan_sync, unpack_matrix
+from ocb.memory_api import MemoryCommands
 from ocb.reports import Answer, InjectReport, LearnReport, SyncReport
 from ocb.search import SearchIndex
 from ocb.settings import Indexing, Learning, Storage, Traversal, check_key, resolve
@@ -47,6 +48,7 @@ from ocb_events.log import Durability, SegmentLog
 from ocb_events.schema import (
     ConfigChanged,
     Event,
+    FactsRecorded,
     QueryTraced,
     Record,
     Step,
@@ -74,7 +76,7 @@ def _scan(root: Path, *, has_files: bool) -> tuple[list[FileText], list[Skipped]
     return files, skipped
 
 
-class Brain:
+class Brain(MemoryCommands):
     """A brain directory: its log, blobs, snapshots and caches.
 
     Args:
@@ -105,6 +107,7 @@ class Brain:
         as_of: int | str | None = None,
     ) -> None:
         self.path = Path(path)
+        self.clock = clock
         if not (self.path / "log").is_dir() and not create:
             raise BrainNotFound(self.path)
         if create and self.path.exists() and not self.path.is_dir():
@@ -311,15 +314,20 @@ class Brain:
         *,
         progress: Progress | None = None,
         scanned: tuple[list[FileText], list[Skipped]] | None = None,
+        cause: str = "sync",
     ) -> SyncReport:
-        """Index a workspace (first run) or bring the brain up to date with it.
+        """Index a workspace (first run) or bring the brain up to date with it: chunks,
+        vectors and edges, and the typed facts of its Markdown. A file that changes on
+        disk while the sync reads it is read again (three tries), so what is recorded
+        always matches one version of every file.
 
         Raises:
-            WorkspaceError: missing, not a directory, or without any indexable file.
+            WorkspaceError: missing, not a directory, without any indexable file, or a
+                file kept changing while it was read.
             BrainExists: the brain belongs to another workspace.
         """
         root = Path(workspace)
-        self.load("config", "graph", "vectors")
+        self.load("config", "graph", "vectors", "memory")
         g = self.graph
         files, skipped = scanned or _scan(root, has_files=bool(g.files))
         root_s = str(root.resolve())
@@ -327,22 +335,26 @@ class Brain:
             raise BrainExists(self.path, g.workspace, root_s)
         for sk in skipped:
             self.warn(f"skipped {sk.path}: {sk.reason}")
-        _, _, ix = self.settings()
-        vec = self.state("vectors")
-        emb = self.embedder()
-        plan = decide_sync(
-            g,
-            vec.embedder_id,
-            files,
-            skipped,
-            emb,
-            self.vectors_of,
-            ix,
-            root=root_s,
-            progress=progress,
-        )
+        for attempt in range(3):
+            _, _, ix = self.settings()
+            plan, problems = plan_sync(
+                self.graph, self.state("vectors").embedder_id, self.state("memory"),
+                self.embedder(), self.vectors_of, ix, files, skipped,
+                root=root_s, cause=cause, progress=progress,
+            )  # fmt: skip
+            moved = changed_on_disk(root, plan.events)
+            if not moved:
+                break
+            if attempt == 2:
+                raise WorkspaceError(
+                    f"{moved[0]} kept changing while the sync read it; nothing was recorded",
+                    "let the writer finish, then run the sync again",
+                )
+            files, skipped = _scan(root, has_files=True)
+        for p in problems:
+            self.warn(f"skipped fact at {p}")
         if plan.events:
-            self.record(plan.events, "sync", expected_seq=self.log.last_seq, blobs=plan.blobs)
+            self.record(plan.events, cause, expected_seq=self.log.last_seq, blobs=plan.blobs)
         self.search_index()
         self.save_snapshots(force=bool(plan.events))
         return SyncReport(
@@ -356,6 +368,9 @@ class Brain:
             nodes=len(self.graph.nodes),
             edges=self.graph.edge_count(),
             skipped=[(s.path, s.reason) for s in plan.skipped],
+            facts=self.state("memory").size,
+            fact_files=sum(isinstance(e, FactsRecorded) for e in plan.events),
+            fact_problems=[str(p) for p in problems],
         )
 
     def query(

@@ -10,7 +10,7 @@ import msgspec
 
 from ocb.api import Brain
 from ocb.indexing import unpack_matrix
-from ocb.settings import Traversal, resolve
+from ocb.settings import Memory, Traversal, resolve
 from ocb.traverse import tier_of
 from ocb_events.errors import OcbError
 from ocb_events.log import verify_log
@@ -20,6 +20,14 @@ from replay import PROJECTIONS, rebuild
 
 PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
 DORMANT_LIMIT = 0.9
+MEMORY_CHECKS = (
+    "memory hubs",
+    "near-duplicate facts",
+    "associative recall data",
+    "recall bundles over budget",
+    "access decay settings",
+)
+"""The names of the typed-memory checks (``ocb.memory_doctor``), in order."""
 
 
 class Check(msgspec.Struct, frozen=True):
@@ -138,6 +146,22 @@ def _injected_check(g: GraphState) -> Check:
     )
 
 
+def _now(brain: Brain) -> int:
+    """The brain's clock; a view of the past is looked at when its last record was."""
+    if brain.as_of is not None:
+        for rec in brain.log.read(brain.as_of, brain.as_of):
+            return rec.ts
+    return brain.clock()
+
+
+def _memory_checks(brain: Brain) -> list[Check]:
+    from ocb.memory_doctor import memory_checks  # it imports Check from here
+
+    brain.load("memory", "config")
+    s = resolve(Memory, brain.state("config").values)
+    return memory_checks(brain.state("memory"), s, _now(brain))
+
+
 def run_doctor(path: str | Path, as_of: int | str | None = None) -> list[Check]:
     """Every check of the brain at ``path``; a damaged log fails its check and skips
     the checks that need it.
@@ -167,6 +191,7 @@ def run_doctor(path: str | Path, as_of: int | str | None = None) -> list[Check]:
                 "weight bounds",
                 "tier distribution",
                 "injected nodes connected",
+                *MEMORY_CHECKS,
             ]
             return checks + [Check(n, SKIP, "the log is unreadable") for n in names]
         g = brain.graph
@@ -177,7 +202,7 @@ def run_doctor(path: str | Path, as_of: int | str | None = None) -> list[Check]:
             _bounds_check(g),
         ]
         checks += [_tier_check(brain), _injected_check(g)]
-        return checks
+        return checks + _memory_checks(brain)
     finally:
         brain.close()
 

@@ -14,7 +14,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from ocb.text import STOPWORDS, stem, words
+from workspace_sync.text import STOPWORDS, stem, words
 
 Matrix = npt.NDArray[np.float32]
 

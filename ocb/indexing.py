@@ -6,6 +6,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Sequence
 from hashlib import sha256
+from pathlib import Path
 
 import msgspec
 import numpy as np
@@ -19,6 +20,7 @@ from ocb_events.schema import (
     EdgeSpec,
     EmbedderConfigured,
     Event,
+    FactsRecorded,
     FileChanged,
     FileIndexed,
     FileRemoved,
@@ -26,7 +28,18 @@ from ocb_events.schema import (
     WorkspaceAttached,
 )
 from projections.graph import CHUNK, State
-from workspace_sync import FileText, PreviousFile, Skipped, diff_workspace
+from projections.memory import State as MemoryState
+from projections.memory import spec_of
+from workspace_sync import (
+    FileText,
+    PreviousFacts,
+    PreviousFile,
+    Problem,
+    Skipped,
+    diff_facts,
+    diff_workspace,
+    read_text,
+)
 
 Progress = Callable[[str, int, int], None]
 EMBED_BATCH = 1024
@@ -257,3 +270,55 @@ def _similar(
         return (a, b) in taken or b in graph.out.get(a, {})
 
     return similar_edges(new_ids, new_vecs, all_ids, all_vecs, file_of, exists, s, progress)
+
+
+def changed_on_disk(root: Path, events: Sequence[Event]) -> list[str]:
+    """Files whose events were decided from content that is no longer on disk."""
+    moved = []
+    seen = set()
+    for ev in events:
+        if isinstance(ev, (FileIndexed, FileChanged, FactsRecorded)) and ev.content_hash:
+            if ev.path in seen:
+                continue
+            seen.add(ev.path)
+            now = read_text(root, ev.path)
+            if not isinstance(now, FileText) or now.content_hash != ev.content_hash:
+                moved.append(ev.path)
+    return moved
+
+
+def plan_sync(
+    graph: State,
+    embedder_id: str,
+    mem: MemoryState,
+    embedder: Embedder,
+    existing_vectors: Callable[[list[str]], Matrix],
+    s: Indexing,
+    files: Sequence[FileText],
+    skipped: Sequence[Skipped],
+    *,
+    root: str,
+    cause: str = "sync",
+    progress: Progress | None = None,
+) -> tuple[SyncPlan, list[Problem]]:
+    """A sync's chunk events (``decide_sync``) followed by the facts of the Markdown
+    files that changed, and the fact bullets that were skipped."""
+    plan = decide_sync(
+        graph, embedder_id, files, skipped, embedder, existing_vectors, s,
+        root=root, progress=progress,
+    )  # fmt: skip
+    changed = frozenset(e.path for e in plan.events if isinstance(e, (FileIndexed, FileChanged)))
+    previous = {
+        path: PreviousFacts(ff.content_hash, tuple(spec_of(mem.facts[i]) for i in ff.ids))
+        for path, ff in mem.files.items()
+    }
+    facts, problems = diff_facts(
+        files,
+        previous,
+        mem.next_fact,
+        changed=changed,
+        keep=frozenset(sk.path for sk in skipped),
+        cause=cause,
+    )
+    plan.events.extend(facts)
+    return plan, problems

@@ -34,6 +34,9 @@ class SyncReport(msgspec.Struct):
     nodes: int
     edges: int
     skipped: list[tuple[str, str]] = msgspec.field(default_factory=list)
+    facts: int = 0
+    fact_files: int = 0
+    fact_problems: list[str] = msgspec.field(default_factory=list)
 
 
 class LearnReport(msgspec.Struct):

@@ -18,8 +18,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ocb.embed import Matrix
-from ocb.text import terms
 from projections.graph import Node
+from workspace_sync.text import terms
 
 K1 = 1.2
 B = 0.75
@@ -70,8 +70,12 @@ class SearchIndex:
     @classmethod
     def build(cls, nodes: list[Node], vectors: Matrix) -> SearchIndex:
         """Index ``nodes`` (in the given order; rows of ``vectors`` match)."""
-        ids = [n.id for n in nodes]
-        counts = [Counter(terms(index_text(n))) for n in nodes]
+        return cls.from_texts([n.id for n in nodes], [index_text(n) for n in nodes], vectors)
+
+    @classmethod
+    def from_texts(cls, ids: list[str], texts: list[str], vectors: Matrix) -> SearchIndex:
+        """Index documents given as ids and texts (rows of ``vectors`` match)."""
+        counts = [Counter(terms(t)) for t in texts]
         lengths = np.array([sum(c.values()) for c in counts], dtype=np.float64)
         avg = float(lengths.mean()) if len(lengths) and lengths.mean() > 0 else 1.0
         vocab: dict[str, int] = {}

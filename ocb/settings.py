@@ -116,7 +116,38 @@ class Storage(msgspec.Struct, frozen=True):
     snapshot_tail: int = 500
 
 
-S = TypeVar("S", Traversal, Learning, Indexing, Maintenance, Storage)
+class Memory(msgspec.Struct, frozen=True):
+    """How recall scores and spreads (see ``ocb.recall``).
+
+    Score = ``w_match`` * match + ``w_salience`` * salience + ``w_access`` * access, where
+    access = 0.5 ** (days since last recall / ``half_life_days``) * (1 + ``access_boost``
+    * ln(1 + recalls)) and a fact never recalled has ``never_accessed``. Match mixes
+    BM25 (``lexical_weight``) and cosine; facts matching at least ``match_ratio`` of the
+    best match rank before the rest, so salience and recency order relevant facts
+    rather than lift weak matches over strong ones. Associative recall passes activation over
+    entity co-occurrence (IDF-weighted), times ``hop_decay`` per hop, drops entities
+    below ``min_activation`` and keeps at most ``max_active_entities``. A bundle holds
+    at most ``max_chars`` characters; "around DATE" means +- ``around_days``. A current
+    fact older than ``stale_days`` is returned with a caveat.
+    """
+
+    w_match: float = 0.4
+    w_salience: float = 0.35
+    w_access: float = 0.25
+    half_life_days: float = 7.0
+    access_boost: float = 0.1
+    never_accessed: float = 0.25
+    lexical_weight: float = 0.6
+    match_ratio: float = 0.5
+    hop_decay: float = 0.5
+    min_activation: float = 0.1
+    max_active_entities: int = 20
+    max_chars: int = 2000
+    around_days: int = 3
+    stale_days: float = 30.0
+
+
+S = TypeVar("S", Traversal, Learning, Indexing, Maintenance, Storage, Memory)
 
 SECTIONS: dict[str, type[Any]] = {
     "traversal": Traversal,
@@ -124,6 +155,7 @@ SECTIONS: dict[str, type[Any]] = {
     "indexing": Indexing,
     "maintenance": Maintenance,
     "storage": Storage,
+    "memory": Memory,
 }
 
 
@@ -185,6 +217,20 @@ _LOWEST: dict[str, tuple[float, bool]] = {
     "maintenance.connect_k": (0, True),
     "maintenance.connect_weight": (0.0, False),
     "maintenance.budget": (0.0, False),
+    "memory.w_match": (0.0, True),
+    "memory.w_salience": (0.0, True),
+    "memory.w_access": (0.0, True),
+    "memory.half_life_days": (0.0, False),
+    "memory.access_boost": (0.0, True),
+    "memory.never_accessed": (0.0, True),
+    "memory.lexical_weight": (0.0, True),
+    "memory.hop_decay": (0.0, True),
+    "memory.match_ratio": (0.0, True),
+    "memory.min_activation": (0.0, True),
+    "memory.max_active_entities": (1, True),
+    "memory.max_chars": (1, True),
+    "memory.around_days": (0, True),
+    "memory.stale_days": (0.0, False),
 }
 """Settings with a lower bound: (bound, whether the bound itself is allowed)."""
 
@@ -199,6 +245,10 @@ _HIGHEST: dict[str, float] = {
     "maintenance.prune_below": 1.0,
     "maintenance.merge_min_similarity": 1.0,
     "maintenance.connect_weight": 1.0,
+    "memory.lexical_weight": 1.0,
+    "memory.hop_decay": 1.0,
+    "memory.match_ratio": 1.0,
+    "memory.never_accessed": 1.0,
 }
 
 

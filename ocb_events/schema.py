@@ -415,6 +415,104 @@ class OutcomeRecorded(Event, tag="outcome_recorded"):
     fired_ids: tuple[str, ...] = ()
 
 
+# --------------------------------------------------------------------------- typed memory
+
+FactKind = Literal["W", "B", "O", "S"]
+"""W world, B experience (biographical), O opinion (with confidence), S summary."""
+
+
+class FactSpec(_Part):
+    """One fact of a workspace file as parsed from its bullet: kind, content, the
+    @entities it mentions (sorted, in their first spelling), its line range, salience
+    and (opinions) confidence in [0, 1], the day of its daily log (ISO date, "" for a
+    page without a date) and the ``path#L`` evidence links it carries."""
+
+    id: str
+    kind: FactKind
+    content: str
+    entities: tuple[str, ...]
+    start_line: int
+    end_line: int
+    text_hash: str
+    salience: float
+    confidence: float = 0.0
+    day: str = ""
+    evidence: tuple[str, ...] = ()
+
+
+class FactsRecorded(Event, tag="facts_recorded"):
+    """The facts of one workspace file after it was indexed, edited (or retained into)
+    or removed: every current fact of the file. A fact id that keeps its place is a
+    revision of that fact; ids of the file that are missing are retired (their history
+    stays in the log). ``content_hash`` is "" when the file is gone. ``cause`` is
+    sync, retain or reflect. Folded by memory."""
+
+    path: str
+    content_hash: str
+    facts: tuple[FactSpec, ...] = ()
+    cause: str = "sync"
+
+
+class RecallHit(_Part):
+    """A fact returned by recall: its composite score and the parts of it (match,
+    salience, access decay) and, when associative activation reached it, the entity
+    path it came through."""
+
+    fact_id: str
+    score: float
+    match: float = 0.0
+    salience: float = 0.0
+    access: float = 0.0
+    via: tuple[str, ...] = ()
+
+
+class RecallTraced(Event, tag="recall_traced"):
+    """A recall and what it returned (in rank order, within the budget); the options it
+    ran with as settings; how many results the character budget left out. Folded by
+    memory (access: each returned fact's ``last_accessed`` and ``access_count``)."""
+
+    trace_id: str
+    query: str
+    hits: tuple[RecallHit, ...]
+    options: tuple[Setting, ...] = ()
+    context_chars: int = 0
+    dropped: int = 0
+
+
+class ReflectChange(_Part):
+    """One file change reflect decided: an entity summary rewritten or an opinion's
+    confidence moved, with the facts that support and contradict it."""
+
+    path: str
+    subject: str
+    change: str
+    before: str
+    after: str
+    supporting: tuple[str, ...] = ()
+    contradicting: tuple[str, ...] = ()
+
+
+class ReflectRan(Event, tag="reflect_ran"):
+    """A reflect run: its window start (ns), the priority facts it considered and the
+    changes it wrote under ``bank/`` (the files' new facts follow as
+    ``facts_recorded`` with cause reflect). Folded by memory (evidence already used)."""
+
+    since_ns: int
+    priority: tuple[str, ...] = ()
+    changes: tuple[ReflectChange, ...] = ()
+
+
+class KgFactSet(Event, tag="kg_fact_set"):
+    """A current fact was stated (or verified again): subject, predicate, value and the
+    source it came from (``path#L14`` or free text). The latest value wins; older
+    ones stay in the history. Folded by kg."""
+
+    subject: str
+    predicate: str
+    value: str
+    source: str = ""
+
+
 AnyEvent = (
     WorkspaceAttached
     | FileIndexed
@@ -436,6 +534,10 @@ AnyEvent = (
     | RouteModelTrained
     | NodesMerged
     | NodeSplit
+    | FactsRecorded
+    | RecallTraced
+    | ReflectRan
+    | KgFactSet
 )
 
 EVENT_TYPES: tuple[type[Event], ...] = get_args(AnyEvent)
@@ -471,6 +573,10 @@ FoldEvent = (
     | RouteModelTrained
     | NodesMerged
     | NodeSplit
+    | FactsRecorded
+    | RecallTraced
+    | ReflectRan
+    | KgFactSet
 )
 
 

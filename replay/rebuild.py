@@ -8,11 +8,13 @@ from typing import Any
 
 from ocb_events.protocol import EventLog
 from ocb_events.schema import FoldRecord, Record
-from projections import config, graph, traces, vectors
+from projections import config, graph, kg, memory, traces, vectors
 
 PROJECTIONS: dict[str, ModuleType] = {
     "config": config,
     "graph": graph,
+    "kg": kg,
+    "memory": memory,
     "traces": traces,
     "vectors": vectors,
 }
@@ -42,6 +44,8 @@ ROUTES: dict[str, frozenset[str]] = {
             "workspace_attached",
         }
     ),
+    "kg": frozenset({"kg_fact_set"}),
+    "memory": frozenset({"facts_recorded", "recall_traced", "reflect_ran"}),
     "traces": frozenset({"outcome_recorded", "query_traced"}),
     "vectors": frozenset({"embedder_configured", "file_changed", "file_removed", "nodes_embedded"}),
 }

@@ -36,9 +36,12 @@ from ocb_events.schema import (
     EdgeValues,
     EmbedderConfigured,
     Event,
+    FactSpec,
+    FactsRecorded,
     FileChanged,
     FileIndexed,
     FileRemoved,
+    KgFactSet,
     LearnParams,
     MaintenanceRan,
     NodeInjected,
@@ -49,7 +52,11 @@ from ocb_events.schema import (
     OutcomeRecorded,
     QueryParams,
     QueryTraced,
+    RecallHit,
+    RecallTraced,
     Record,
+    ReflectChange,
+    ReflectRan,
     RouteModelTrained,
     SeedHit,
     Setting,
@@ -369,6 +376,76 @@ def outcome_recorded() -> st.SearchStrategy[OutcomeRecorded]:
     )
 
 
+fractions = st.floats(0.0, 1.0, allow_nan=False)
+kinds = st.sampled_from(["W", "B", "O", "S"])
+
+
+def fact_specs() -> st.SearchStrategy[FactSpec]:
+    return st.builds(
+        FactSpec,
+        id=ids,
+        kind=kinds,
+        content=multiline_texts,
+        entities=id_tuples,
+        start_line=st.integers(1, 10_000),
+        end_line=st.integers(1, 10_000),
+        text_hash=hashes,
+        salience=fractions,
+        confidence=fractions,
+        day=st.sampled_from(["", "2026-11-20", "1999-01-31"]),
+        evidence=id_tuples,
+    )
+
+
+def facts_recorded() -> st.SearchStrategy[FactsRecorded]:
+    return st.builds(
+        FactsRecorded,
+        path=paths,
+        content_hash=st.one_of(st.just(""), hashes),
+        facts=_tuples(fact_specs()),
+        cause=st.sampled_from(["sync", "retain", "reflect"]),
+    )
+
+
+def recall_traced() -> st.SearchStrategy[RecallTraced]:
+    hits = st.builds(
+        RecallHit,
+        fact_id=ids,
+        score=finite_floats,
+        match=fractions,
+        salience=fractions,
+        access=fractions,
+        via=id_tuples,
+    )
+    return st.builds(
+        RecallTraced,
+        trace_id=ids,
+        query=texts,
+        hits=_tuples(hits),
+        options=_tuples(st.builds(Setting, key=ids, value=st.one_of(int64s, texts))),
+        context_chars=counts,
+        dropped=counts,
+    )
+
+
+def reflect_ran() -> st.SearchStrategy[ReflectRan]:
+    change = st.builds(
+        ReflectChange,
+        path=paths,
+        subject=ids,
+        change=st.sampled_from(["entity_summary", "opinion_confidence"]),
+        before=texts,
+        after=texts,
+        supporting=id_tuples,
+        contradicting=id_tuples,
+    )
+    return st.builds(ReflectRan, since_ns=timestamps, priority=id_tuples, changes=_tuples(change))
+
+
+def kg_fact_set() -> st.SearchStrategy[KgFactSet]:
+    return st.builds(KgFactSet, subject=ids, predicate=ids, value=texts, source=texts)
+
+
 EVENT_BUILDERS: dict[type[Event], Callable[[], st.SearchStrategy[Any]]] = {
     WorkspaceAttached: workspace_attached,
     FileIndexed: file_indexed,
@@ -390,6 +467,10 @@ EVENT_BUILDERS: dict[type[Event], Callable[[], st.SearchStrategy[Any]]] = {
     RouteModelTrained: route_model_trained,
     NodesMerged: nodes_merged,
     NodeSplit: node_split,
+    FactsRecorded: facts_recorded,
+    RecallTraced: recall_traced,
+    ReflectRan: reflect_ran,
+    KgFactSet: kg_fact_set,
 }
 """Every event type of ``ocb_events.schema.EVENT_TYPES`` with its builder."""
 

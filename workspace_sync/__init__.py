@@ -1,18 +1,38 @@
 """From a Markdown workspace to file events: scanning, chunking and diffing."""
 
 from workspace_sync.diff import PreviousFile, diff_file, diff_workspace, text_hash
+from workspace_sync.facts import (
+    ParsedFact,
+    PreviousFacts,
+    Problem,
+    assign_ids,
+    diff_facts,
+    estimate_salience,
+    parse_facts,
+)
 from workspace_sync.markdown import TARGET_CHARS, Piece, chunk_text, split_lines
-from workspace_sync.scan import FileText, Skipped, scan_workspace
+from workspace_sync.retain import format_bullet, insert_retained
+from workspace_sync.scan import FileText, Skipped, read_text, scan_workspace
 
 __all__ = [
     "FileText",
+    "ParsedFact",
     "Piece",
+    "PreviousFacts",
     "PreviousFile",
+    "Problem",
     "Skipped",
     "TARGET_CHARS",
+    "assign_ids",
     "chunk_text",
+    "diff_facts",
     "diff_file",
     "diff_workspace",
+    "estimate_salience",
+    "format_bullet",
+    "insert_retained",
+    "parse_facts",
+    "read_text",
     "scan_workspace",
     "split_lines",
     "text_hash",

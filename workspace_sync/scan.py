@@ -103,3 +103,9 @@ def scan_workspace(root: Path) -> tuple[list[FileText], list[Skipped]]:
     files.sort(key=lambda f: f.path)
     skipped.sort(key=lambda s: s.path)
     return files, skipped
+
+
+def read_text(root: Path, rel: str) -> FileText | Skipped:
+    """One workspace file as a scan reads it (``rel`` is its posix path)."""
+    root = Path(root).resolve()
+    return _read(root, root / rel, rel)

@@ -88,7 +88,7 @@ def test_init_query_learn_inject_doctor_outputs(cli_brain: Path, workspace: Path
     )
     assert code == 0
     learned = json.loads(out)
-    assert learned["outcome_seq"] == 33 and learned["trace_id"] == "t31" and learned["deltas"]
+    assert learned["outcome_seq"] == 46 and learned["trace_id"] == "t44" and learned["deltas"]
     check("cli/learn.json", json.dumps(learned, indent=1) + "\n")
     code, out, _ = ocb(
         "learn", "--brain", cli_brain, "--chat-id", "c1", "--outcome", "-0.5", "--rule", "heuristic"
@@ -119,7 +119,7 @@ def test_init_query_learn_inject_doctor_outputs(cli_brain: Path, workspace: Path
     )
     assert out == "correction::1 already holds this content; nothing recorded\n"
     code, out, _ = ocb("doctor", "--brain", cli_brain)
-    assert code == 0 and out.count("PASS") == 7
+    assert code == 0 and out.count("PASS") == 10
     check("cli/doctor.txt", out)
 
 
@@ -141,7 +141,7 @@ def test_events_prints_json_lines_filtered_by_type(cli_brain: Path) -> None:
         "workspace_attached",
         "query_traced",
     ]
-    assert [x["seq"] for x in lines] == [1, 31] and all(
+    assert [x["seq"] for x in lines] == [1, 44] and all(
         x["actor"] in ("sync", "cli") for x in lines
     )
     code, out, _ = ocb("events", "--brain", cli_brain, "--since", "29", "--limit", "1")
@@ -220,11 +220,11 @@ def test_bad_files_are_skipped_with_a_warning(tmp_path: Path) -> None:
         (["learn", "--trace", "t999", "--outcome", "1"], r"error: unknown trace id 't999'"),
         (["learn", "--chat-id", "nobody", "--outcome", "1"], r"error: unknown chat id 'nobody'"),
         (
-            ["learn", "--trace", "t31", "--outcome", "nan"],
+            ["learn", "--trace", "t44", "--outcome", "nan"],
             r"error: outcome must be a number in \[-1, 1\], got nan",
         ),
         (
-            ["learn", "--trace", "t31", "--outcome", "1.5"],
+            ["learn", "--trace", "t44", "--outcome", "1.5"],
             r"error: outcome must be a number in \[-1, 1\], got 1.5",
         ),
         (["learn", "--outcome", "1"], r"error: nothing to learn from"),
@@ -238,7 +238,7 @@ def test_bad_files_are_skipped_with_a_warning(tmp_path: Path) -> None:
 def test_bad_input_is_one_error_line_exit_1_and_the_log_is_unchanged(
     cli_brain: Path, args: list[str], pattern: str
 ) -> None:
-    ocb("query", QUESTION, "--brain", cli_brain)  # t31 exists
+    ocb("query", QUESTION, "--brain", cli_brain)  # t44 exists
     before = log_bytes(cli_brain)
     code, out, err = ocb(*args, "--brain", cli_brain)
     assert code == 1 and out == ""

@@ -561,14 +561,14 @@ def test_cli_maintain_and_anchor(built: Path) -> None:
     assert code == 0 and got["dry_run"] and [o["op"] for o in got["ops"]] == ["prune"]
     code, out, _ = ocb("maintain", "--brain", built, "--ops", "scale", "--budget", "0.5")
     assert code == 0 and out.startswith("1 operation(s) recorded 2 event(s)\nscale: ")
-    assert "[seq 31]" in out
+    assert "[seq 44]" in out
     code, out, _ = ocb(
         "anchor", "--brain", built, "--file", ROLLBACK, "--authority", "constitutional"
     )
     assert (code, out) == (
         0,
         f"authority constitutional set on 12 node(s) and file {ROLLBACK} "
-        "(its future chunks too) at seq 33\n",
+        "(its future chunks too) at seq 46\n",
     )
     code, out, _ = ocb(
         "anchor",

@@ -23,9 +23,12 @@ from ocb_events.schema import (
     EdgeValues,
     EmbedderConfigured,
     Event,
+    FactSpec,
+    FactsRecorded,
     FileChanged,
     FileIndexed,
     FileRemoved,
+    KgFactSet,
     MaintenanceRan,
     NodeInjected,
     NodesEmbedded,
@@ -35,7 +38,11 @@ from ocb_events.schema import (
     OutcomeRecorded,
     QueryParams,
     QueryTraced,
+    RecallHit,
+    RecallTraced,
     Record,
+    ReflectChange,
+    ReflectRan,
     RouteModelTrained,
     WorkspaceAttached,
 )
@@ -134,6 +141,71 @@ PARAMS = QueryParams(
     branch=1,
 )
 
+FACT_IDS = [f"f{i}" for i in range(1, 7)]
+ENTITIES = ["Peter", "peter", "Alice", "db", "api"]
+fractions = st.floats(0, 1)
+
+
+@st.composite
+def facts_recorded(draw: st.DrawFn) -> FactsRecorded:
+    path = draw(st.sampled_from(["memory/2026-11-20.md", "bank/opinions.md", "a.md"]))
+    fids = draw(st.lists(st.sampled_from(FACT_IDS), max_size=3, unique=True))
+    facts = tuple(
+        FactSpec(
+            id=fid,
+            kind=draw(st.sampled_from(["W", "B", "O", "S"])),
+            content=draw(texts),
+            entities=tuple(sorted(set(draw(st.lists(st.sampled_from(ENTITIES), max_size=3))))),
+            start_line=i + 1,
+            end_line=i + 1,
+            text_hash=draw(st.sampled_from(["h1", "h2"])),
+            salience=draw(fractions),
+            confidence=draw(fractions),
+            day=draw(st.sampled_from(["", "2026-11-20", "2026-11-27"])),
+        )
+        for i, fid in enumerate(fids)
+    )
+    gone = draw(st.booleans()) and not facts
+    return FactsRecorded(path=path, content_hash="" if gone else "c1", facts=facts)
+
+
+memory_events = st.one_of(
+    facts_recorded(),
+    st.builds(
+        RecallTraced,
+        trace_id=st.just("r1"),
+        query=texts,
+        hits=st.lists(
+            st.builds(RecallHit, fact_id=st.sampled_from(FACT_IDS), score=fractions), max_size=3
+        ).map(tuple),
+        dropped=st.integers(0, 2),
+    ),
+    st.builds(
+        ReflectRan,
+        since_ns=st.integers(0, 10**6),
+        changes=st.lists(
+            st.builds(
+                ReflectChange,
+                path=st.just("bank/opinions.md"),
+                subject=st.sampled_from(FACT_IDS),
+                change=st.sampled_from(["opinion_confidence", "entity_summary"]),
+                before=st.just("0.5"),
+                after=st.just("0.55"),
+                supporting=st.lists(st.sampled_from(FACT_IDS), max_size=2).map(tuple),
+            ),
+            max_size=2,
+        ).map(tuple),
+    ),
+    st.builds(
+        KgFactSet,
+        subject=st.sampled_from(["Discord API", "discord api", "db"]),
+        predicate=st.sampled_from(["rate_limit", "owner"]),
+        value=texts,
+        source=st.sampled_from(["", "a.md#L1"]),
+    ),
+)
+
+
 events: st.SearchStrategy[Event] = st.one_of(
     file_indexed(),
     file_changed(),
@@ -228,6 +300,7 @@ events: st.SearchStrategy[Event] = st.one_of(
         source=st.sampled_from(["human", "self"]),
         trace_id=st.sampled_from(["", "t1", "t2"]),
     ),
+    memory_events,
 )
 
 

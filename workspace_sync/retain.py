@@ -1,0 +1,87 @@
+"""Writing a retained fact into a daily log: the bullet, and where it goes.
+
+The edit only ever inserts lines: the bullet goes after the last bullet of the log's
+first ``## Retain`` section, or into a new section at the end of the file (a new file
+starts with a ``# YYYY-MM-DD`` title). No other line of the file changes, except that
+a last line without a newline gets one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from workspace_sync.facts import mentions
+from workspace_sync.markdown import split_lines
+
+_HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+_RETAIN = re.compile(r"retain\b", re.IGNORECASE)
+_SIMPLE = re.compile(r"^[^\W_][\w\-./]*[^\W_]$|^[^\W_]$")
+
+
+def entity_tag(name: str) -> str:
+    """``@name``, or ``@[Two Words]`` when the name is not one word."""
+    return f"@{name}" if _SIMPLE.match(name) else f"@[{name}]"
+
+
+def format_bullet(
+    kind: str,
+    content: str,
+    entities: Sequence[str] = (),
+    *,
+    salience: float | None = None,
+    confidence: float | None = None,
+) -> str:
+    """The Markdown bullet of a fact, e.g. ``- O(c=0.8) @Peter: prefers tea``. Entities
+    the content already mentions are not repeated in the head."""
+    params = []
+    if confidence is not None:
+        params.append(f"c={confidence:g}")
+    if salience is not None:
+        params.append(f"s={salience:g}")
+    head = kind + (f"({', '.join(params)})" if params else "")
+    said = {m.lower() for m in mentions(content)}
+    tags = [entity_tag(e) for e in entities if e.lower() not in said]
+    content = " ".join(content.split())
+    return f"- {head}{''.join(' ' + t for t in tags)}: {content}"
+
+
+def insert_retained(text: str | None, bullet: str, day: str) -> tuple[str, int]:
+    """The daily log with ``bullet`` added, and the bullet's 1-based line.
+
+    Example:
+        >>> insert_retained(None, "- W: x", "2026-11-22")
+        ('# 2026-11-22\\n\\n## Retain\\n- W: x\\n', 4)
+    """
+    if text is None or not text.strip():
+        head = f"# {day}\n\n## Retain\n"
+        return head + bullet + "\n", 4
+    newline = "\r\n" if "\r\n" in text else "\n"
+    lines = split_lines(text)
+    at = _retain_end(lines)
+    body = text if text.endswith(("\n", "\r")) else text + newline
+    if at is None:
+        sep = "" if not lines[-1].strip() else newline
+        return f"{body}{sep}## Retain{newline}{bullet}{newline}", len(lines) + (3 if sep else 2)
+    kept = body.splitlines(keepends=True)
+    kept.insert(at, bullet + newline)
+    return "".join(kept), at + 1
+
+
+def _retain_end(lines: Sequence[str]) -> int | None:
+    """0-based index to insert at: after the last non-blank line of the first Retain
+    section, or None when the file has none."""
+    level = 0
+    last = -1
+    for i, line in enumerate(lines):
+        h = _HEADING.match(line)
+        if h:
+            n = len(h[1])
+            if level and n <= level:
+                return last + 1
+            if not level and _RETAIN.match(h[2]):
+                level, last = n, i
+            continue
+        if level and line.strip():
+            last = i
+    return last + 1 if level else None
