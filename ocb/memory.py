@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -94,10 +95,14 @@ def retain(
     entities: list[str] | None = None,
     salience: float | None = None,
     confidence: float | None = None,
+    estimate: Callable[[str, str, list[str]], float] | None = None,
 ) -> RetainReport:
     """Append a fact bullet to today's daily log (``memory/YYYY-MM-DD.md`` of the
     workspace, by the brain's clock) under ``## Retain`` and record it. An exact
-    duplicate of a current fact writes and records nothing."""
+    duplicate of a current fact writes and records nothing. Without a salience,
+    ``estimate(kind, content, entities)`` (e.g. an LLM) gives one, written into the
+    bullet so the Markdown keeps it; without either, the deterministic estimate of
+    ``workspace_sync.estimate_salience`` applies when the bullet is read."""
     kind = check_kind(kind)
     check_fraction("salience", salience)
     check_fraction("confidence", confidence)
@@ -123,6 +128,9 @@ def retain(
     path = Path(root) / rel
     if kind == "O" and confidence is None:
         confidence = 0.5
+    if salience is None and estimate is not None:
+        salience = round(float(estimate(kind, content, names)), 3)
+        check_fraction("estimated salience", salience)
     bullet = format_bullet(kind, content, names, salience=salience, confidence=confidence)
     old = read_text(Path(root), rel) if path.exists() else None
     if isinstance(old, Skipped):

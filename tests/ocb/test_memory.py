@@ -359,3 +359,20 @@ def test_the_fact_index_is_cached_on_disk_and_a_damaged_cache_is_rebuilt(mb: Bra
     cache.write_bytes(b"garbage")
     with Brain(path, clock=clock(), writer=False) as b:
         assert [(r.id, r.score) for r in b.recall("orders endpoint", record=False).results] == want
+
+
+def test_retain_takes_an_estimated_salience_and_writes_it(mb: Brain, ws: Path) -> None:
+    seen = []
+
+    def estimate(kind: str, content: str, entities: list[str]) -> float:
+        seen.append((kind, content, entities))
+        return 0.42
+
+    report = mb.retain(
+        "the cache warms in 3 minutes", kind="W", entities=["cache"], estimate=estimate
+    )
+    assert seen == [("W", "the cache warms in 3 minutes", ["cache"])]
+    assert report.bullet == "- W(s=0.42) @cache: the cache warms in 3 minutes"
+    assert mb.state("memory").facts[report.fact_id].salience == 0.42
+    with pytest.raises(InputError, match="estimated salience 7 is outside"):
+        mb.retain("another fact", estimate=lambda *_: 7.0)
