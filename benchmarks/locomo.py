@@ -90,8 +90,17 @@ def system_args(system: str, data: Path) -> list[str]:
     raise ValueError(system)
 
 
-def run_system(system: str, data: Path, out: Path, convs: str) -> tuple[int, float]:
-    """Run evaluate.py for one system; its output goes to stderr, prefixed. -> (rc, seconds)."""
+def run_system(
+    system: str,
+    data: Path,
+    out: Path,
+    convs: str,
+    *,
+    args: list[str] | None = None,
+    state_root: Path = STATE_ROOT,
+) -> tuple[int, float]:
+    """Run evaluate.py for one system (``args``: its adapter arguments, ``system_args``
+    by default); its output goes to stderr, prefixed. -> (rc, seconds)."""
     cmd = [
         sys.executable,
         str(data / "tools" / "evaluate.py"),
@@ -102,8 +111,8 @@ def run_system(system: str, data: Path, out: Path, convs: str) -> tuple[int, flo
         "--out",
         str(out / system),
         "--state-root",
-        str(STATE_ROOT / system),
-        *system_args(system, data),
+        str(state_root / system),
+        *(system_args(system, data) if args is None else args),
     ]
     if convs:
         cmd += ["--convs", convs]

@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -74,36 +72,6 @@ def system_args(system: str, data: Path) -> list[str]:
             args += ["--set", kv]
         return args
     return locomo.system_args(system, data)
-
-
-def run_system(system: str, data: Path, out: Path, convs: str) -> tuple[int, float]:
-    """Run evaluate.py for one system; its output goes to stderr, prefixed. -> (rc, seconds)."""
-    cmd = [
-        sys.executable,
-        str(data / "tools" / "evaluate.py"),
-        "--data",
-        str(data),
-        "--name",
-        system,
-        "--out",
-        str(out / system),
-        "--state-root",
-        str(STATE_ROOT / system),
-        *system_args(system, data),
-    ]
-    if convs:
-        cmd += ["--convs", convs]
-    print(f"[{system}] $ {shlex.join(cmd)}", file=sys.stderr, flush=True)
-    t0 = time.perf_counter()
-    with subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
-    ) as p:
-        assert p.stdout is not None
-        for line in p.stdout:
-            sys.stderr.write(f"[{system}] {line}")
-            sys.stderr.flush()
-        rc = p.wait()
-    return rc, time.perf_counter() - t0
 
 
 def _json_files(system: str, name: str) -> list[dict]:
@@ -225,7 +193,9 @@ def main(argv: list[str] | None = None) -> int:
 
     rows, failed = [], []
     for system in systems:
-        rc, wall = run_system(system, data, out, args.convs)
+        rc, wall = locomo.run_system(
+            system, data, out, args.convs, args=system_args(system, data), state_root=STATE_ROOT
+        )
         results = out / system / "results.json"
         if rc != 0 or not results.is_file():
             print(f"[{system}] FAILED (exit {rc})", file=sys.stderr, flush=True)

@@ -145,6 +145,13 @@ class Brain(MemoryCommands):
         """The last seq this brain sees: ``as_of``, or the end of the log."""
         return self.as_of if self.as_of is not None else self.log.last_seq
 
+    def now(self) -> int:
+        """The brain's time in ns: its clock, or for a view of the past the time of the
+        record it is opened at."""
+        if self.as_of is not None:
+            return self.log.ts_of(self.as_of) if self.as_of > 0 else 0
+        return self.clock()
+
     @classmethod
     def create(cls, path: str | Path, **kw: Any) -> Brain:
         """Open a brain for writing, creating its directory if needed."""

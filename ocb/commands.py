@@ -39,12 +39,16 @@ from projections.graph import CHUNK, State
 NODE_TYPES = ("CORRECTION", "TEACHING", "DIRECTIVE")
 
 
-def unknown(kind: str, name: str, known: Sequence[str], hint: str) -> InputError:
-    """An InputError for an id that names nothing, suggesting close matches."""
-    close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+def unknown(kind: str, name: str, known: Sequence[str], hint: str, where: str = "") -> InputError:
+    """An InputError for a name that names nothing (``where`` ends its message),
+    suggesting close matches, found with case ignored and given in their spelling."""
+    spelled: dict[str, str] = {}
+    for k in known:
+        spelled.setdefault(k.lower(), k)
+    close = difflib.get_close_matches(name.lower(), list(spelled), n=3, cutoff=0.6)
     if close:
-        hint = "did you mean " + ", ".join(close) + "?"
-    return InputError(f"unknown {kind} {name!r}", hint)
+        hint = "did you mean " + ", ".join(spelled[c] for c in close) + "?"
+    return InputError(f"unknown {kind} {name!r}{where}", hint)
 
 
 # --------------------------------------------------------------------------- query

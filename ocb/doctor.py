@@ -146,20 +146,12 @@ def _injected_check(g: GraphState) -> Check:
     )
 
 
-def _now(brain: Brain) -> int:
-    """The brain's clock; a view of the past is looked at when its last record was."""
-    if brain.as_of is not None:
-        for rec in brain.log.read(brain.as_of, brain.as_of):
-            return rec.ts
-    return brain.clock()
-
-
 def _memory_checks(brain: Brain) -> list[Check]:
     from ocb.memory_doctor import memory_checks  # it imports Check from here
 
     brain.load("memory", "config")
     s = resolve(Memory, brain.state("config").values)
-    return memory_checks(brain.state("memory"), s, _now(brain))
+    return memory_checks(brain.state("memory"), s, brain.now())
 
 
 def run_doctor(path: str | Path, as_of: int | str | None = None) -> list[Check]:

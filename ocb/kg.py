@@ -12,13 +12,12 @@ Example:
 
 from __future__ import annotations
 
-import difflib
 import re
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import msgspec
 
+from ocb.commands import unknown
 from ocb.settings import Memory, resolve
 from ocb_events.errors import InputError
 from ocb_events.schema import KgFactSet
@@ -183,16 +182,6 @@ def kg_set(brain: Brain, subject: str, predicate: str, value: str, source: str =
 # --------------------------------------------------------------------------- read
 
 
-def _unknown(kind: str, name: str, known: Sequence[str], hint: str, where: str = "") -> InputError:
-    """An unknown subject or predicate, with close names matched case-insensitively
-    (``ocb.commands.unknown`` matches case-sensitively)."""
-    spelled = {k.lower(): k for k in known}
-    close = difflib.get_close_matches(name.lower(), sorted(spelled), n=3, cutoff=0.6)
-    if close:
-        hint = "did you mean " + ", ".join(spelled[c] for c in close) + "?"
-    return InputError(f"unknown {kind} {name!r}{where}", hint)
-
-
 def _entries(state: KgState, subject: str, predicate: str | None) -> list[Entry]:
     """The entries of a subject (one predicate, or all), sorted by predicate.
 
@@ -210,7 +199,7 @@ def _entries(state: KgState, subject: str, predicate: str | None) -> list[Entry]
             if known
             else f"no facts yet; state one: {SET_EXAMPLE}"
         )
-        raise _unknown("subject", name, known, hint)
+        raise unknown("subject", name, known, hint)
     entries = [state.entries[k] for k in keys]
     if predicate is None:
         return entries
@@ -218,7 +207,7 @@ def _entries(state: KgState, subject: str, predicate: str | None) -> list[Entry]
     if got is None:
         preds = [e.predicate for e in entries]
         subject_name = _subject_name(entries)
-        raise _unknown(
+        raise unknown(
             "predicate",
             predicate.strip(),
             preds,
@@ -231,13 +220,6 @@ def _entries(state: KgState, subject: str, predicate: str | None) -> list[Entry]
 def days_text(days: float) -> str:
     """``1 day``, ``2.5 days``."""
     return f"{days:g} day" + ("" if days == 1 else "s")
-
-
-def _now(brain: Brain) -> int:
-    """The brain's clock; a view of the past reads at the time of its last record."""
-    if brain.as_of is not None:
-        return brain.log.ts_of(brain.as_of) if brain.as_of > 0 else 0
-    return brain.clock()
 
 
 def _subject_name(entries: list[Entry]) -> str:
@@ -297,7 +279,7 @@ def kg_get(brain: Brain, subject: str, predicate: str | None = None) -> KgView:
     brain.load("config", "kg")
     stale_days = resolve(Memory, brain.state("config").values).stale_days
     entries = _entries(brain.state("kg"), subject, predicate)
-    now = _now(brain)
+    now = brain.now()
     return KgView(
         subject=_subject_name(entries),
         seq=brain.horizon,

@@ -158,10 +158,9 @@ def fact_index(brain: Brain) -> FactIndex:
     mem: MemoryState = brain.state("memory")
     emb = brain.embedder()
     key = f"{mem.facts_seq}-{emb.id}"
-    cached = getattr(brain, "_fact_index", None)
+    cached = brain._fact_index
     if cached is not None and cached[0] == key:
-        idx: FactIndex = cached[1]
-        return idx
+        return cached[1]
     path = brain.path / "cache" / f"facts-{key}.idx"
     search = SearchIndex.load(path)
     ids = sorted(i for ff in mem.files.values() for i in ff.ids)
@@ -171,7 +170,7 @@ def fact_index(brain: Brain) -> FactIndex:
         idx = FactIndex.build(mem, emb)
         if brain.as_of is None:  # a view of the past keeps its index in memory only
             _save_index(brain, idx.search, path)
-    brain._fact_index = (key, idx)  # type: ignore[attr-defined]
+    brain._fact_index = (key, idx)
     return idx
 
 
@@ -243,7 +242,7 @@ def recall(
     brain.load("config", "vectors", "memory")
     s = resolve(Memory, brain.state("config").values)
     mem: MemoryState = brain.state("memory")
-    now = _now(brain)
+    now = brain.now()
     window = Window()
     if since:
         window = window.intersect(since_window(since, now))
@@ -280,11 +279,3 @@ def recall(
         phrase,
         (s.w_match, s.w_salience, s.w_access),
     )
-
-
-def _now(brain: Brain) -> int:
-    """The brain's clock; a view of the past reads at the time of its last record."""
-    if brain.as_of is not None:
-        for rec in brain.log.read(brain.as_of, brain.as_of):
-            return rec.ts
-    return brain.clock()

@@ -8,11 +8,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ocb.kg import KgHistory, KgSetReport, KgView
     from ocb.memory import RecallAnswer, RetainReport
+    from ocb.recall import FactIndex
     from ocb.reflect import ReflectReport
 
 
 class MemoryCommands:
     """retain, recall, reflect and kg_* on a Brain."""
+
+    _fact_index: tuple[str, FactIndex] | None = None
+    """The search index of the current facts and the key it was built for."""
 
     def retain(self, content: str, **kw: Any) -> RetainReport:
         """Write a fact into today's daily log and record it (see ``ocb.memory.retain``).

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from ocb.dates import DAY_NS, Window
+from ocb.dates import DAY_NS, Window, today
 from ocb.embed import Embedder
 from ocb.search import SearchIndex
 from ocb.settings import Memory
@@ -30,6 +31,7 @@ from projections.memory import State as MemoryState
 from workspace_sync.text import terms
 
 F32 = npt.NDArray[np.float32]
+Num = TypeVar("Num", float, F32)
 MIN_COSINE = 0.3
 """A fact without a shared term is a direct match only from this cosine up."""
 
@@ -114,18 +116,26 @@ class FactIndex:
         return cls(mem, SearchIndex.from_texts(ids, texts, vecs))
 
 
+def access_decays(
+    last_ns: npt.ArrayLike, count: npt.ArrayLike, now_ns: int, s: Memory
+) -> npt.NDArray[np.float64]:
+    """0.5 ** (days since last recall / half-life) * (1 + boost * ln(1 + count)), element
+    by element; ``never_accessed`` where a fact was never recalled (count 0)."""
+    n = np.asarray(count, dtype=np.float64)
+    days = np.maximum(0.0, (now_ns - np.asarray(last_ns, dtype=np.float64)) / DAY_NS)
+    got = 0.5 ** (days / s.half_life_days) * (1 + s.access_boost * np.log1p(n))
+    return np.where(n > 0, got, s.never_accessed)
+
+
 def access_decay(last_ns: int, count: int, now_ns: int, s: Memory) -> float:
-    """0.5 ** (days since last recall / half-life) * (1 + boost * ln(1 + count));
-    ``never_accessed`` for a fact never recalled."""
-    if count <= 0:
-        return s.never_accessed
-    days = max(0.0, (now_ns - last_ns) / DAY_NS)
-    return float(0.5 ** (days / s.half_life_days) * (1 + s.access_boost * math.log1p(count)))
+    """The access decay of one fact (see ``access_decays``)."""
+    return float(access_decays([last_ns], [count], now_ns, s)[0])
 
 
-def composite(match: float, salience: float, access: float, s: Memory) -> float:
-    """The score of a fact from its parts."""
-    return s.w_match * match + s.w_salience * salience + s.w_access * access
+def composite(match: Num, salience: Num, access: Num, s: Memory) -> Num:
+    """The score of a fact (or of arrays of facts) from its parts."""
+    # numpy's stubs type float * array as Any
+    return s.w_match * match + s.w_salience * salience + s.w_access * access  # type: ignore[no-any-return]
 
 
 def idf(mem: MemoryState, key: str) -> float:
@@ -280,32 +290,22 @@ def _reach(
 def _access(
     mem: MemoryState, index: FactIndex, rows: npt.NDArray[np.intp], now_ns: int, s: Memory
 ) -> F32:
-    """Access decay of ``rows`` (vectorised ``access_decay``)."""
-    at: list[int] = []
-    last: list[int] = []
-    count: list[int] = []
+    """Access decay of ``rows`` (walking whichever is smaller: the rows or the access map)."""
+    last = np.zeros(len(rows), dtype=np.int64)
+    count = np.zeros(len(rows), dtype=np.int64)
     if len(mem.access) < len(rows):
         pos = np.full(len(index.ids), -1, dtype=np.int64)
         pos[rows] = np.arange(len(rows))
         for fid, acc in mem.access.items():
             r = index.row.get(fid)
-            if r is not None and pos[r] >= 0 and acc.count > 0:
-                at.append(int(pos[r]))
-                last.append(acc.last_ns)
-                count.append(acc.count)
+            if r is not None and pos[r] >= 0:
+                last[pos[r]], count[pos[r]] = acc.last_ns, acc.count
     else:
         for i, r in enumerate(rows.tolist()):
             got = mem.access.get(index.ids[r])
-            if got is not None and got.count > 0:
-                at.append(i)
-                last.append(got.last_ns)
-                count.append(got.count)
-    out = np.full(len(rows), s.never_accessed, dtype=np.float64)
-    if at:
-        days = np.maximum(0.0, (now_ns - np.array(last, dtype=np.float64)) / DAY_NS)
-        boost = 1 + s.access_boost * np.log1p(np.array(count, dtype=np.float64))
-        out[at] = 0.5 ** (days / s.half_life_days) * boost
-    return out.astype(np.float32)
+            if got is not None:
+                last[i], count[i] = got.last_ns, got.count
+    return access_decays(last, count, now_ns, s).astype(np.float32)
 
 
 def rank(
@@ -333,7 +333,7 @@ def rank(
         return []
     m = final[rows]
     access = _access(mem, index, rows, now_ns, s)
-    score = s.w_match * m + s.w_salience * index.salience[rows] + s.w_access * access
+    score = composite(m, index.salience[rows], access, s)
     first = m >= s.match_ratio * float(m.max())
     order = np.lexsort((rows, -index.time_ns[rows], -score, ~first))[: req.k]
     out = []
@@ -366,8 +366,6 @@ def _item(
 
 
 def _day(ns: int) -> str:
-    from ocb.dates import today
-
     return today(ns).isoformat()
 
 

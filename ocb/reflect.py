@@ -41,6 +41,8 @@ from projections.memory import Fact
 from projections.memory import State as MemoryState
 from replay.timetravel import iso
 from workspace_sync import FileText, read_text
+from workspace_sync.facts import FACT_HEAD
+from workspace_sync.markdown import FENCE, HEADING
 from workspace_sync.retain import entity_tag
 from workspace_sync.text import terms
 
@@ -62,10 +64,7 @@ COMMENT = "<!-- reflect writes the Summary section; edit the other sections free
 
 _NEG = re.compile(r"\b(?:not|no|never|stopped|dislikes|hates)\b|n['\u2019]t\b", re.IGNORECASE)
 _EOL = re.compile(r"\r\n|\r|\n")
-_HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
-_FENCE = re.compile(r"^ {0,3}(```|~~~)")
 _BULLET = re.compile(r"^( ?[-*+]\s+)(.*)$")
-_HEAD = re.compile(r"^([A-Za-z])((?:\([^)]*\))*)(?=[\s:]|$)")
 _CPARAM = re.compile(r"((?:^|[(,])\s*c\s*=\s*)[^,)\s]+")
 _EVIDENCE = re.compile(r"^(?:\s{2,}|\t)\s*(?:[-*+]\s+)?(?:evidence|sources?)\s*:", re.IGNORECASE)
 _LINK = re.compile(r"[\w./\-]+\.md#L\d+(?:-L\d+)?")
@@ -276,7 +275,7 @@ def _rewrite_head(line: str, confidence: float) -> str:
     assert m is not None, "an opinion starts with a bullet"
     marker, body = m[1], m[2]
     c = f"{confidence:.2f}"
-    h = _HEAD.match(body)
+    h = FACT_HEAD.match(body)
     if h is None or h[1] != "O":
         return f"{marker}O(c={c}) {body}{eol}"
     params = h[2]
@@ -353,9 +352,9 @@ def _headings(lines: Sequence[str]) -> list[tuple[int, int, str]]:
     """(0-based line, level, text) of the headings outside fenced code."""
     out, fence = [], False
     for i, line in enumerate(lines):
-        if _FENCE.match(line):
+        if FENCE.match(line):
             fence = not fence
-        elif not fence and (h := _HEADING.match(line.rstrip("\r\n"))):
+        elif not fence and (h := HEADING.match(line.rstrip("\r\n"))):
             out.append((i, len(h[1]), h[2]))
     return out
 

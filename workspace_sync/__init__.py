@@ -2,7 +2,6 @@
 
 from workspace_sync.diff import PreviousFile, diff_file, diff_workspace, text_hash
 from workspace_sync.facts import (
-    ParsedFact,
     PreviousFacts,
     Problem,
     assign_ids,
@@ -16,7 +15,6 @@ from workspace_sync.scan import FileText, Skipped, read_text, scan_workspace
 
 __all__ = [
     "FileText",
-    "ParsedFact",
     "Piece",
     "PreviousFacts",
     "PreviousFile",

@@ -25,24 +25,24 @@ from collections.abc import Mapping, Sequence
 import msgspec
 
 from ocb_events.schema import FactKind, FactSpec, FactsRecorded
-from workspace_sync.markdown import split_lines
+from workspace_sync.markdown import FENCE, HEADING, split_lines
 from workspace_sync.scan import FileText
 from workspace_sync.text import terms
 
 KINDS: tuple[FactKind, ...] = ("W", "B", "O", "S")
-_HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
-_RETAIN = re.compile(r"retain\b", re.IGNORECASE)
+RETAIN = re.compile(r"retain\b", re.IGNORECASE)
+"""The text of a heading that opens a Retain section."""
 _HISTORY = re.compile(r"history\b", re.IGNORECASE)
 _BULLET = re.compile(r"^ ?[-*+]\s+(.*\S)\s*$")
 _CONT = re.compile(r"^(?:\s{2,}|\t)\s*(?:[-*+]\s+)?(.*\S)\s*$")
 _EVIDENCE = re.compile(r"^(?:evidence|sources?)\s*:\s*(.*)$", re.IGNORECASE)
-_HEAD = re.compile(r"^([A-Za-z])((?:\([^)]*\))*)(?=[\s:]|$)")
+FACT_HEAD = re.compile(r"^([A-Za-z])((?:\([^)]*\))*)(?=[\s:]|$)")
+"""The head of a bullet body: a kind letter and its parenthesised values."""
 _PARAM = re.compile(r"^\s*([a-z]+)\s*=\s*([^,\s]+)\s*$")
 _MENTION = re.compile(r"@\[([^\]]+)\]|@([^\W_][\w\-./]*[^\W_]|[^\W_])")
 _TRAIL = re.compile(r"\s*\(\s*([cs]\s*=\s*-?[0-9.]+(?:\s*,\s*[cs]\s*=\s*-?[0-9.]+)?)\s*\)\s*$")
 _LINK = re.compile(r"[\w./\-]+\.md#L\d+(?:-L\d+)?")
 _DAY = re.compile(r"(?:^|/)(\d{4})-(\d{2})-(\d{2})\.md$")
-_FENCE = re.compile(r"^ {0,3}(```|~~~)")
 _SIGNALS = frozenset(
     terms(
         "decided decision agreed must never always important critical deadline leaving "
@@ -65,37 +65,6 @@ class Problem(msgspec.Struct, frozen=True):
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: {self.message}"
-
-
-class ParsedFact(msgspec.Struct, frozen=True):
-    """A fact bullet before it has an id."""
-
-    kind: FactKind
-    content: str
-    entities: tuple[str, ...]
-    start_line: int
-    end_line: int
-    text_hash: str
-    salience: float
-    confidence: float = 0.0
-    day: str = ""
-    evidence: tuple[str, ...] = ()
-    explicit_salience: bool = False
-
-    def spec(self, fact_id: str) -> FactSpec:
-        return FactSpec(
-            id=fact_id,
-            kind=self.kind,
-            content=self.content,
-            entities=self.entities,
-            start_line=self.start_line,
-            end_line=self.end_line,
-            text_hash=self.text_hash,
-            salience=self.salience,
-            confidence=self.confidence,
-            day=self.day,
-            evidence=self.evidence,
-        )
 
 
 def estimate_salience(kind: str, content: str, entities: Sequence[str]) -> float:
@@ -163,7 +132,7 @@ def _params(raw: str) -> dict[str, float] | str:
 
 def _head(body: str, default: tuple[FactKind, str] | None) -> tuple[str, str, str] | str:
     """(kind, params, rest) of a bullet body, or a problem message."""
-    m = _HEAD.match(body)
+    m = FACT_HEAD.match(body)
     if m and m[1] in KINDS:
         return m[1], m[2], body[m.end() :]
     if default is not None:
@@ -182,7 +151,7 @@ def _content(rest: str) -> str:
 
 def parse_bullet(
     path: str, lines: Sequence[str], start: int, end: int, day: str, in_bank: bool
-) -> ParsedFact | Problem:
+) -> FactSpec | Problem:
     """The fact of the bullet on 0-based lines ``start..end`` (continuations included)."""
     default = page_default(path) if in_bank else None
     m = _BULLET.match(lines[start])
@@ -219,10 +188,10 @@ def parse_bullet(
         names.append(default[1])
     entities = tuple(sorted(names, key=lambda n: (n.lower(), n)))
     raw = "\n".join(lines[start : end + 1])
-    explicit = "s" in params
-    sal = params["s"] if explicit else estimate_salience(kind, content, entities)
+    sal = params["s"] if "s" in params else estimate_salience(kind, content, entities)
     conf = params.get("c", 0.5) if kind == "O" else params.get("c", 0.0)
-    return ParsedFact(
+    return FactSpec(
+        id="",
         kind=kind,  # type: ignore[arg-type]
         content=content,
         entities=entities,
@@ -233,7 +202,6 @@ def parse_bullet(
         confidence=round(conf, 6),
         day=day,
         evidence=tuple(dict.fromkeys(evidence)),
-        explicit_salience=explicit,
     )
 
 
@@ -244,15 +212,15 @@ def _readable(lines: Sequence[str], in_bank: bool) -> list[bool]:
     level = skip = 0  # heading levels of the open Retain / History section (0: none)
     fence = False
     for i, line in enumerate(lines):
-        if _FENCE.match(line):
+        if FENCE.match(line):
             fence = not fence
             continue
-        h = None if fence else _HEADING.match(line)
+        h = None if fence else HEADING.match(line)
         if h:
             n = len(h[1])
             level = 0 if level and n <= level else level
             skip = 0 if skip and n <= skip else skip
-            if _RETAIN.match(h[2]):
+            if RETAIN.match(h[2]):
                 level = n
             elif in_bank and _HISTORY.match(h[2]):
                 skip = n
@@ -279,8 +247,9 @@ def _bullet_spans(lines: Sequence[str], in_bank: bool) -> list[tuple[int, int]]:
     return spans
 
 
-def parse_facts(path: str, text: str) -> tuple[list[ParsedFact], list[Problem]]:
-    """Every fact of a workspace file, and the bullets that were skipped (with why).
+def parse_facts(path: str, text: str) -> tuple[list[FactSpec], list[Problem]]:
+    """Every fact of a workspace file (ids are "" until ``assign_ids``), and the bullets
+    that were skipped (with why).
 
     Example:
         >>> facts, _ = parse_facts("memory/2026-11-20.md", "## Retain\\n- W @Peter: likes tea\\n")
@@ -294,10 +263,10 @@ def parse_facts(path: str, text: str) -> tuple[list[ParsedFact], list[Problem]]:
     if day is None:
         problems.append(Problem(path, 1, "the file name is not a valid date (YYYY-MM-DD.md)"))
         day = ""
-    facts: list[ParsedFact] = []
+    facts: list[FactSpec] = []
     for start, end in _bullet_spans(lines, in_bank):
         got = parse_bullet(path, lines, start, end, "" if in_bank else day, in_bank)
-        (facts if isinstance(got, ParsedFact) else problems).append(got)  # type: ignore[arg-type]
+        (facts if isinstance(got, FactSpec) else problems).append(got)  # type: ignore[arg-type]
     return facts, problems
 
 
@@ -310,14 +279,14 @@ def _jaccard(a: str, b: str) -> float:
     return len(x & y) / len(x | y) if x | y else 0.0
 
 
-def _same(p: ParsedFact, f: FactSpec, by_text: bool) -> bool:
+def _same(p: FactSpec, f: FactSpec, by_text: bool) -> bool:
     if by_text:
         return p.text_hash == f.text_hash
     return p.kind == f.kind and _norm(p.content) == _norm(f.content)
 
 
 def assign_ids(
-    previous: Sequence[FactSpec], parsed: Sequence[ParsedFact], next_id: int
+    previous: Sequence[FactSpec], parsed: Sequence[FactSpec], next_id: int
 ) -> tuple[tuple[FactSpec, ...], int]:
     """Ids for the facts of a file: the same bullet (moved or not) keeps its id; an
     edited bullet (same kind and content with other values, or a similar content)
@@ -349,7 +318,7 @@ def assign_ids(
         fid = ids[i]
         if fid is None:
             fid, next_id = f"f{next_id}", next_id + 1
-        out.append(p.spec(fid))
+        out.append(msgspec.structs.replace(p, id=fid))
     return tuple(out), next_id
 
 

@@ -14,8 +14,10 @@ import re
 
 import msgspec
 
-_HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
-_FENCE = re.compile(r"^ {0,3}(```|~~~)")
+HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+"""A Markdown heading: its level marks and its text."""
+FENCE = re.compile(r"^ {0,3}(```|~~~)")
+"""The opening or closing line of a fenced code block."""
 _ITEM = re.compile(r"^\s{0,3}(?:[-*+]|\d+[.)])\s")
 
 TARGET_CHARS = 600
@@ -52,11 +54,11 @@ def _blocks(lines: list[str], markdown: bool) -> list[_Block]:
     fence: str | None = None
     for i, line in enumerate(lines):
         if markdown:
-            m = _FENCE.match(line)
+            m = FENCE.match(line)
             if m:
                 fence = None if fence == m.group(1) else (fence or m.group(1))
             elif fence is None:
-                h = _HEADING.match(line)
+                h = HEADING.match(line)
                 if h:
                     if start is not None:
                         blocks.append(_Block(start, i - 1))

@@ -11,11 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from workspace_sync.facts import mentions
-from workspace_sync.markdown import split_lines
+from workspace_sync.facts import RETAIN, mentions
+from workspace_sync.markdown import HEADING, split_lines
 
-_HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
-_RETAIN = re.compile(r"retain\b", re.IGNORECASE)
 _SIMPLE = re.compile(r"^[^\W_][\w\-./]*[^\W_]$|^[^\W_]$")
 
 
@@ -74,12 +72,12 @@ def _retain_end(lines: Sequence[str]) -> int | None:
     level = 0
     last = -1
     for i, line in enumerate(lines):
-        h = _HEADING.match(line)
+        h = HEADING.match(line)
         if h:
             n = len(h[1])
             if level and n <= level:
                 return last + 1
-            if not level and _RETAIN.match(h[2]):
+            if not level and RETAIN.match(h[2]):
                 level, last = n, i
             continue
         if level and line.strip():
