@@ -77,7 +77,11 @@ def write_checkpoints(brain: Path, every: int) -> int:
         end = min(start + every - 1, log.last_seq)
         fold(log.read(start, end, light=True), states)
         for name, state in states.items():
-            store.save(name, end, PROJECTIONS[name].snapshot(state), checkpoint_every=every)
+            chain = log.chain_of(end)
+            assert chain is not None
+            store.save(
+                name, end, PROJECTIONS[name].snapshot(state), chain=chain, checkpoint_every=every
+            )
             written += 1
     log.close()
     return written

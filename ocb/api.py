@@ -38,17 +38,21 @@ from ocb.traverse import Scorer
 from ocb_events.blobs import BlobStore
 from ocb_events.clock import Clock, system_clock
 from ocb_events.errors import (
+    BrainError,
     BrainExists,
     BrainNotFound,
     EmbedderMismatch,
     InputError,
+    LogTruncated,
     WorkspaceError,
 )
 from ocb_events.log import Durability, SegmentLog
 from ocb_events.schema import (
     ConfigChanged,
+    EdgesUpdated,
     Event,
     FactsRecorded,
+    OutcomeRecorded,
     QueryTraced,
     Record,
     Step,
@@ -116,11 +120,11 @@ class Brain(MemoryCommands):
         if as_of is not None and writer:
             writer = False  # a view of the past records nothing
         self.log = SegmentLog(self.path / "log", clock=clock, writer=writer, durability=durability)
-        if self.log.recovery is not None:
-            r = self.log.recovery
+        r = self.log.recovery
+        if r is not None and r.repaired:
             self.warn(
-                f"recovered the log: dropped a torn record tail of {r.dropped_bytes} bytes "
-                f"at {r.segment} offset {r.offset} (last seq {r.last_seq})"
+                f"recovered the log: dropped an unfinished batch of {r.dropped_bytes} bytes "
+                f"at {r.segment} offset {r.offset} (never acknowledged; last seq {r.last_seq})"
             )
         self.blobs = BlobStore(self.path / "blobs")
         self.snapshots = SnapshotStore(self.path / "snapshots")
@@ -133,12 +137,39 @@ class Brain(MemoryCommands):
         self._index_key = ""
         self._scorer: tuple[str, Scorer] | None = None
         self.as_of: int | None = None
-        if as_of is not None:
-            try:
+        try:
+            if self.log.writer:
+                self._sweep()
+            self._check_snapshots_within_log()
+            if as_of is not None:
                 self.as_of = resolve_point(self.log, as_of)
-            except BaseException:
-                self.log.close()
-                raise
+        except BaseException:
+            self.log.close()
+            raise
+
+    def _sweep(self) -> None:
+        """Remove temp files that a failed or killed write left in the brain."""
+        self.snapshots.sweep()
+        for pattern in ("blobs/*/*.tmp", "cache/*.tmp"):
+            for p in self.path.glob(pattern):
+                p.unlink(missing_ok=True)
+
+    def _check_snapshots_within_log(self) -> None:
+        """Snapshots are only ever written of acknowledged records: one past the log's
+        end means the log lost records.
+
+        Raises:
+            LogTruncated: naming the lost seqs.
+        """
+        held = self.snapshots.newest_seq()
+        if held > self.log.last_seq:
+            raise LogTruncated(self.log.last_seq, held, "its snapshots cover it")
+
+    def history_key(self, seq: int) -> str:
+        """A name for the exact history up to ``seq``: caches built from it carry it,
+        so a cache of another history (a repaired or restored log) is never used."""
+        chain = self.log.chain_of(seq)
+        return f"{seq}-{chain.hex()[:16] if chain is not None else 'legacy'}"
 
     @property
     def horizon(self) -> int:
@@ -183,7 +214,14 @@ class Brain(MemoryCommands):
             damaged.append(msg)
             self.warn(msg)
 
-        got = load_states(self.log, self.snapshots, missing, to_seq=self.horizon, warn=warn)
+        got = load_states(
+            self.log,
+            self.snapshots,
+            missing,
+            to_seq=self.horizon,
+            warn=warn,
+            discard=self.log.writer,
+        )
         self._states.update(got)
         for name in missing:
             if any(m.startswith(f"snapshot {name}-") for m in damaged):
@@ -255,7 +293,7 @@ class Brain(MemoryCommands):
         return out
 
     def _cached_index(self) -> tuple[SearchIndex, Embedder] | None:
-        prefix = f"search-{self.graph.nodes_seq}-"
+        prefix = f"search-{self.history_key(self.graph.nodes_seq)}-"
         for p in sorted((self.path / "cache").glob(prefix + "*.idx")):
             emb = self._embedder or builtin_embedder(p.name[len(prefix) : -4])
             if emb is None or p.name != f"{prefix}{emb.id}.idx":
@@ -269,7 +307,7 @@ class Brain(MemoryCommands):
 
     def search_index(self) -> SearchIndex:
         """The search index of the current nodes (from the cache, or built and cached)."""
-        key = str(self.graph.nodes_seq)
+        key = self.history_key(self.graph.nodes_seq)
         if self._index is not None and self._index_key == key:
             return self._index
         got = self._cached_index()
@@ -469,15 +507,28 @@ class Brain(MemoryCommands):
         fired_ids: Sequence[str] = (),
         rule: str | None = None,
         source: str = "human",
+        request_id: str = "",
+        again: bool = False,
         **overrides: Any,
     ) -> LearnReport:
         """Score a trace (by id, the last of a chat, or an explicit node path) and
         record the weight changes the learning rule decides.
 
+        Args:
+            request_id: an idempotency key: when an outcome was already recorded under
+                it, nothing is recorded and that outcome's report comes back
+                (``recorded`` False), so a retry after a failure counts once.
+            again: score a trace that this source already scored (refused otherwise,
+                so that a blind retry never counts an outcome twice).
+
         Raises:
-            InputError: no target given, unknown ids, a bad outcome, rule or source.
+            InputError: no target given, unknown ids, a bad outcome, rule or source, or
+                a trace this source already scored (without ``again``).
         """
         self.load("config", "graph", "traces")
+        done = self.state("traces").requests.get(request_id) if request_id else None
+        if done is not None:
+            return self._learn_report(done)
         values = self.state("config").values
         trav = resolve(Traversal, values)
         learn = resolve(Learning, values, rule=rule, **overrides)
@@ -488,6 +539,7 @@ class Brain(MemoryCommands):
             trace = self.trace(trace_id, chat_id)
             steps, trace_id = list(trace.steps), trace.trace_id
             damping, tau = trace.params.damping, trace.params.tau
+            self._check_not_scored(trace_id, source, again)
         else:
             raise InputError(
                 "nothing to learn from", "pass --trace ID, --chat-id ID or --fired-ids A,B,C"
@@ -505,10 +557,33 @@ class Brain(MemoryCommands):
             trace_id=trace_id,
             chat_id=chat_id,
             fired_ids=fired_ids,
+            request_id=request_id,
         )
         self.record(events, source, expected_seq=seq)
         deltas = list(events[1].deltas) if len(events) > 1 else []  # type: ignore[attr-defined]
         return LearnReport(seq + 1, trace_id, learn.rule, source, float(outcome), deltas)
+
+    def _check_not_scored(self, trace_id: str, source: str, again: bool) -> None:
+        prev = self.state("traces").scored.get(trace_id, {}).get(source)
+        if prev is not None and not again:
+            raise InputError(
+                f"trace {trace_id} was already scored by {source} (outcome at seq {prev})",
+                "pass --again to score it once more, or give every attempt a --request-id "
+                "so that a retry is recorded once",
+            )
+
+    def _learn_report(self, outcome_seq: int) -> LearnReport:
+        """The report of an outcome already in the log (``recorded`` False)."""
+        recs = list(self.log.read(outcome_seq, outcome_seq + 1))
+        out = recs[0].event
+        assert isinstance(out, OutcomeRecorded)
+        upd = recs[1].event if len(recs) > 1 else None
+        caused = isinstance(upd, EdgesUpdated) and upd.cause_seq == outcome_seq
+        deltas = list(upd.deltas) if isinstance(upd, EdgesUpdated) and caused else []
+        rule = upd.rule if isinstance(upd, EdgesUpdated) and caused else ""
+        return LearnReport(
+            outcome_seq, out.trace_id, rule, out.source, out.reward, deltas, recorded=False
+        )
 
     def inject(
         self,
@@ -587,10 +662,18 @@ class Brain(MemoryCommands):
 
     # ------------------------------------------------------------------ lifecycle
 
-    def save_snapshots(self, *, force: bool = False) -> list[tuple[str, int]]:
+    def save_snapshots(self, *, force: bool = False, strict: bool = False) -> list[tuple[str, int]]:
         """Snapshot the loaded projections that are due (``force``: all of them): when
         ``storage.snapshot_tail`` records piled up since their last snapshot, or a
-        ``storage.checkpoint_every`` boundary was crossed. Returns (name, seq) written."""
+        ``storage.checkpoint_every`` boundary was crossed. Returns (name, seq) written.
+
+        Snapshots are derived data written after the records they fold are safe in the
+        log: a failure to write one is a warning (the next command writes it), unless
+        ``strict`` (writing them is the command).
+
+        Raises:
+            BrainError: ``strict`` and a snapshot could not be written.
+        """
         if not self.log.writer:
             return []
         st = resolve(Storage, self.state("config").values)
@@ -604,9 +687,24 @@ class Brain(MemoryCommands):
             crossed = state.seq // every > last // every
             again = name in self._resnapshot
             due = force or again or crossed or state.seq - last >= tail
-            if state.seq > 0 and (state.seq > last or again) and due:
+            chain = self.log.chain_of(state.seq) if state.seq > 0 else None
+            if chain is not None and (state.seq > last or again) and due:
                 body = PROJECTIONS[name].snapshot(state)
-                self.snapshots.save(name, state.seq, body, checkpoint_every=every)
+                try:
+                    self.snapshots.save(name, state.seq, body, chain=chain, checkpoint_every=every)
+                except OSError as exc:
+                    reason = exc.strerror or str(exc)
+                    if strict:
+                        raise BrainError(
+                            f"could not write a snapshot of {name}: {reason}",
+                            "free disk space and retry; snapshots are derived data, the log is "
+                            "intact",
+                        ) from exc
+                    self.warn(
+                        f"could not write a snapshot of {name} ({reason}); the records are "
+                        "safe in the log and a later command writes it"
+                    )
+                    break
                 written.append((name, state.seq))
         return written
 

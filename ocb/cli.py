@@ -146,13 +146,22 @@ def learn(
     fired_ids: Annotated[str, typer.Option(help="Comma-separated node path to credit.")] = "",
     rule: Annotated[str | None, typer.Option(help="pg (default) or heuristic.")] = None,
     source: Annotated[str, typer.Option(help="human, self, harvester or teacher.")] = "human",
+    request_id: Annotated[
+        str, typer.Option(help="Idempotency key: a retry with the same key is recorded once.")
+    ] = "",
+    again: Annotated[
+        bool, typer.Option("--again", help="Score a trace this source already scored.")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Score a trace so the edges it used are strengthened or weakened.
 
+    A trace is scored once per source; a retry with the same --request-id records
+    nothing new and prints the outcome already recorded.
+
     \b
     Example:
-      ocb learn --brain /tmp/brain --trace t31 --outcome 1
+      ocb learn --brain /tmp/brain --trace t31 --outcome 1 --request-id run-7
       ocb learn --brain /tmp/brain --chat-id c1 --outcome -1 --rule heuristic
     """
     from ocb.api import Brain
@@ -161,7 +170,14 @@ def learn(
     ids = [i.strip() for i in fired_ids.split(",") if i.strip()]
     with Brain(brain, warn=_warn) as b:
         report = b.learn(
-            outcome, trace_id=trace, chat_id=chat_id, fired_ids=ids, rule=rule, source=source
+            outcome,
+            trace_id=trace,
+            chat_id=chat_id,
+            fired_ids=ids,
+            rule=rule,
+            source=source,
+            request_id=request_id,
+            again=again,
         )
     _out(report, as_json, learn_text, learn_json)
 

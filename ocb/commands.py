@@ -244,6 +244,7 @@ def decide_learn(
     trace_id: str = "",
     chat_id: str = "",
     fired_ids: Sequence[str] = (),
+    request_id: str = "",
 ) -> list[Event]:
     """The outcome and the weight changes it causes (cause_seq = the outcome's seq),
     with the new reward baselines of the nodes it passed through.
@@ -263,6 +264,7 @@ def decide_learn(
             trace_id=trace_id,
             chat_id=chat_id,
             fired_ids=tuple(fired_ids),
+            request_id=request_id,
         )
     ]
     d = decide_deltas(

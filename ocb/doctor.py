@@ -12,7 +12,7 @@ from ocb.api import Brain
 from ocb.indexing import unpack_matrix
 from ocb.settings import Memory, Traversal, resolve
 from ocb.traverse import tier_of
-from ocb_events.errors import OcbError
+from ocb_events.errors import LogError, OcbError
 from ocb_events.log import verify_log
 from projections.graph import CHUNK
 from projections.graph import State as GraphState
@@ -154,6 +154,17 @@ def _memory_checks(brain: Brain) -> list[Check]:
     return memory_checks(brain.state("memory"), s, brain.now())
 
 
+_LOG_DEPENDENT = (
+    "projections match rebuild",
+    "embedder consistency",
+    "orphan edges",
+    "weight bounds",
+    "tier distribution",
+    "injected nodes connected",
+    *MEMORY_CHECKS,
+)
+
+
 def run_doctor(path: str | Path, as_of: int | str | None = None) -> list[Check]:
     """Every check of the brain at ``path``; a damaged log fails its check and skips
     the checks that need it.
@@ -162,9 +173,16 @@ def run_doctor(path: str | Path, as_of: int | str | None = None) -> list[Check]:
         BrainNotFound: no brain at ``path``.
     """
     path = Path(path)
-    brain = Brain(path, writer=False, as_of=as_of)
+    log_check = _log_check(path)
     try:
-        checks = [_log_check(path)]
+        brain = Brain(path, writer=False, as_of=as_of)
+    except LogError as exc:
+        failed = (
+            log_check if log_check.status == FAIL else Check("log integrity", FAIL, exc.message)
+        )
+        return [failed] + [Check(n, SKIP, "the log is unreadable") for n in _LOG_DEPENDENT]
+    try:
+        checks = [log_check]
         if brain.log.recovery is not None:
             r = brain.log.recovery
             checks.append(
@@ -176,16 +194,7 @@ def run_doctor(path: str | Path, as_of: int | str | None = None) -> list[Check]:
                 )
             )
         if checks[0].status == FAIL:
-            names = [
-                "projections match rebuild",
-                "embedder consistency",
-                "orphan edges",
-                "weight bounds",
-                "tier distribution",
-                "injected nodes connected",
-                *MEMORY_CHECKS,
-            ]
-            return checks + [Check(n, SKIP, "the log is unreadable") for n in names]
+            return checks + [Check(n, SKIP, "the log is unreadable") for n in _LOG_DEPENDENT]
         g = brain.graph
         checks += [
             _rebuild_check(brain),

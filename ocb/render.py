@@ -93,12 +93,14 @@ def learn_json(r: LearnReport) -> dict[str, Any]:
         "source": r.source,
         "reward": r.reward,
         "deltas": [{"source": d.source, "target": d.target, "delta": d.delta} for d in r.deltas],
+        "recorded": r.recorded,
     }
 
 
 def learn_text(r: LearnReport) -> str:
+    verb = "recorded" if r.recorded else "already recorded (nothing new)"
     lines = [
-        f"outcome {r.reward:+g} ({r.source}, {r.rule}) recorded at seq {r.outcome_seq}"
+        f"outcome {r.reward:+g} ({r.source}, {r.rule}) {verb} at seq {r.outcome_seq}"
         + (f" for trace {r.trace_id}" if r.trace_id else "")
         + f": {len(r.deltas)} weight change(s)"
     ]

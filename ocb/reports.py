@@ -48,6 +48,8 @@ class LearnReport(msgspec.Struct):
     source: str
     reward: float
     deltas: list[EdgeDelta]
+    recorded: bool = True
+    """False when a retry named a request id already recorded: nothing new was written."""
 
 
 class InjectReport(msgspec.Struct):

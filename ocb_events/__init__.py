@@ -15,15 +15,17 @@ from ocb_events.errors import (
     LogConflict,
     LogCorrupt,
     LogError,
+    LogTruncated,
     LogWriteFailed,
     OcbError,
     UnknownEventType,
     WorkspaceError,
 )
-from ocb_events.log import Recovery, SegmentLog, verify_log
+from ocb_events.log import SegmentLog, verify_log
 from ocb_events.memory import MemoryLog
 from ocb_events.protocol import EventLog
 from ocb_events.schema import AnyEvent, Event, Record
+from ocb_events.segments import Recovery
 
 __all__ = [
     "AnalyticsError",
@@ -42,6 +44,7 @@ __all__ = [
     "LogConflict",
     "LogCorrupt",
     "LogError",
+    "LogTruncated",
     "LogWriteFailed",
     "MemoryLog",
     "OcbError",

@@ -6,7 +6,8 @@ that describes the condition. The CLI prints ``error: <message>`` and
 
     OcbError
     ├── LogError
-    │   ├── LogCorrupt           a bad record in the middle of a segment
+    │   ├── LogCorrupt           a damaged record (checksum, framing, hash chain)
+    │   ├── LogTruncated         records the log is known to have held are gone
     │   ├── LogConflict          append with a stale expected_seq
     │   ├── LogWriteFailed       the disk refused an append (the log is rolled back)
     │   ├── UnknownEventType     a tag this version cannot decode
@@ -44,19 +45,42 @@ class LogError(OcbError):
     """A problem with the event log on disk."""
 
 
+REPAIR_HINT = (
+    "restore the log from a backup, or run `ocb verify --repair` to keep every intact "
+    "record and mark the lost ones"
+)
+
+
 class LogCorrupt(LogError):
-    """A record that fails its checksum or framing, with valid records after it."""
+    """A damaged record: a complete frame that fails its checksum, framing that does not
+    hold with valid records after it, or a hash chain that does not link."""
 
     def __init__(self, segment: str, offset: int, seq: int, reason: str) -> None:
         super().__init__(
             f"log corrupt at seq {seq} (segment {segment}, offset {offset}): {reason}",
-            "the log was damaged outside OpenClawBrain; restore the segment from a backup "
-            "(records before this seq are intact)",
+            "the log was damaged outside OpenClawBrain (records before this seq are "
+            "intact); " + REPAIR_HINT,
         )
         self.segment = segment
         self.offset = offset
         self.seq = seq
         self.reason = reason
+
+
+class LogTruncated(LogError):
+    """The log holds fewer records than it is known to have held (its TAIL checkpoint,
+    the seals of its segments or the brain's snapshots say so): records were lost to a
+    truncated or deleted segment, and nothing may start a new history over them."""
+
+    def __init__(self, present: int, held: int, evidence: str) -> None:
+        super().__init__(
+            f"the log ends at seq {present} but held records up to seq {held} ({evidence}): "
+            f"records {present + 1}..{held} are lost",
+            REPAIR_HINT,
+        )
+        self.present = present
+        self.held = held
+        self.evidence = evidence
 
 
 class LogConflict(LogError):

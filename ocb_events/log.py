@@ -1,39 +1,43 @@
-"""The segment log: append-only files of framed records (the only log I/O).
+"""The segment log: append-only files of framed, hash-chained records (the only log I/O).
 
-NOTE: the frame layout is the storage format; change it only with a new magic.
+NOTE: the frame layout is the storage format (``ocb_events.frames``); change it only
+with a new magic.
 
 Layout of a log directory::
 
     00000000000000000001.seg   segments, named by the seq of their first record
-    TAIL                       a checkpoint of the end of the log (a hint, never trusted blindly)
+    TAIL                       what the log held at its last commit (``ocb_events.marks``)
+    SEALS                      the full segments, as last verified
     LOCK                       the writer lock (fcntl), holding the writer's pid
 
-A segment is ``MAGIC`` + ``<Q first_seq`` followed by frames::
+Opening checks that the log still holds what it is known to have held, before any
+command may read or append:
 
-    <I crc32> <I length|MORE> <Q seq> <q ts>  payload[length]
+* every full segment whose (size, mtime, inode) differs from its seal is verified
+  end to end (frames, checksums, seqs, hash chain) and sealed again;
+* the bytes of the last segment before the TAIL's end offset must give the TAIL's crc,
+  so damage anywhere in acknowledged records is found (``LogCorrupt`` naming the
+  first damaged seq and its offset);
+* records the TAIL or the seals name must still be there (``LogTruncated``);
+* after the TAIL's end, a frame cut short by the end of the file, or a batch whose
+  last frame is missing, is a torn tail: a writer truncates it back to the end of the
+  last complete batch (reported in ``recovery``); a reader leaves it and ignores it.
+  A complete frame whose checksum fails is corruption, never a torn write.
 
-The crc covers everything after it: the length word, seq, ts and payload. The top
-bit of the length word (``MORE``) says that the frame is not the last of its batch: an
-append is atomic, so a batch whose last frame is missing is discarded as a whole. A
-batch never spans two segments.
-
-On open, a writer scans from the TAIL checkpoint to the end of the last segment: a
-frame that is incomplete or fails its checksum with no valid frame after it is a torn
-tail, and it is truncated back to the end of the last complete batch (reported in
-``recovery``); a bad frame followed by valid frames is corruption and raises
-``LogCorrupt`` naming the seq and offset, leaving the file untouched.
+A writer opening a log written in the old ``OCBSEG02`` format rewrites it in the
+current one first (``ocb_events.rewrite``): the records keep their bytes and gain
+their chain.
 """
 
 from __future__ import annotations
 
-import fcntl
 import mmap
 import os
 import struct
 import threading
 import zlib
 from array import array
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal, overload
@@ -42,195 +46,52 @@ import msgspec
 
 from ocb_events.clock import Clock, system_clock
 from ocb_events.codec import decode_for_fold, decode_record, encode_record
-from ocb_events.errors import BrainLocked, LogConflict, LogCorrupt, LogError, LogWriteFailed
+from ocb_events.errors import LogConflict, LogCorrupt, LogError, LogTruncated, LogWriteFailed
+from ocb_events.frames import (
+    CURRENT,
+    LENGTH_MASK,
+    MORE,
+    REDACTED,
+    ZERO_CHAIN,
+    Format,
+    encode_frame,
+    map_file,
+    read_header,
+    scan,
+    scan_offsets,
+    segment_header,
+)
+from ocb_events.marks import Seal, Tail, TailWriter, read_seals, read_tail, write_seals
+from ocb_events.rewrite import migrate_legacy, needs_migration, redact_records, sweep_temp
 from ocb_events.schema import Event, FoldRecord, Record
+from ocb_events.segments import (
+    Recovery,
+    Segment,
+    acquire_lock,
+    fsync_dir,
+    list_segments,
+    locate_damage,
+    segment_name,
+    verify_segment,
+)
 
-MAGIC = b"OCBSEG02"
-_SEG_HEADER = struct.Struct("<8sQ")
-_FRAME = struct.Struct("<IIQq")  # crc32, length word, seq, ts
-_BODY = struct.Struct("<IQq")  # length word, seq, ts: the start of what the crc covers
-_TAIL = struct.Struct("<QQQqI")
-_MAX_FRAME = 1 << 30
-_MORE = 1 << 31
-SEGMENT_BYTES = 64 * 1024 * 1024
+SEGMENT_BYTES = 16 * 1024 * 1024
+"""A new segment starts past this size; it also bounds the crc check of every open."""
 
 Durability = Literal["batch", "none"]
 _Decode = Callable[..., Record | FoldRecord]
+_HEAD = struct.Struct("<IIQq")  # crc, word, seq, ts: the same in every format
+_REDACTED_SKIP = 16
 
 
-class Recovery(msgspec.Struct, frozen=True):
-    """A torn tail found on open, at ``offset``: truncated by a writer (``repaired``),
-    left in place and ignored by a reader."""
-
-    segment: str
-    offset: int
-    dropped_bytes: int
-    last_seq: int
-    repaired: bool = True
-
-
-def _scan_offsets(path: Path, first_seq: int) -> array[int]:
-    """The offset of every valid frame of a segment, in seq order, found by hopping from
-    header to header (no objects per frame); the scan stops at the first frame whose
-    seq breaks the sequence or whose length runs past the end."""
-    out: array[int] = array("Q")
-    buf, size = _map(path)
-    try:
-        off, expected = _SEG_HEADER.size, first_seq
-        unpack, head, mask, add = _BODY.unpack_from, _FRAME.size, ~_MORE, out.append
-        while size - off >= head:
-            word, seq, _ts = unpack(buf, off + 4)
-            end = off + head + (word & mask)
-            if seq != expected or end > size:
-                break
-            add(off)
-            off = end
-            expected += 1
-    finally:
-        if isinstance(buf, mmap.mmap):
-            buf.close()
-    return out
-
-
-class FrameInfo(msgspec.Struct, frozen=True):
-    """The header of one valid frame, as found by a scan."""
-
-    offset: int
-    seq: int
-    ts: int
-    length: int
-    more: bool
-
-    @property
-    def end(self) -> int:
-        return self.offset + _FRAME.size + self.length
-
-
-def _segment_name(first_seq: int) -> str:
-    return f"{first_seq:020d}.seg"
-
-
-def _frame_crc(buf: bytes | memoryview | mmap.mmap, off: int, end: int) -> int:
-    """The crc of the frame at ``off``: over its bytes after the crc field."""
-    with memoryview(buf)[off + 4 : end] as body:
-        return zlib.crc32(body)
-
-
-def encode_frame(rec: Record, *, more: bool = False) -> bytes:
-    """The framed bytes of one record; ``more`` when later frames complete its batch."""
-    payload = encode_record(rec)
-    body = _BODY.pack(len(payload) | (_MORE if more else 0), rec.seq, rec.ts) + payload
-    return struct.pack("<I", zlib.crc32(body)) + body
-
-
-def _frame_ok(buf: bytes | mmap.mmap, off: int, size: int) -> FrameInfo | None:
-    """The frame at ``off`` if its header fits, its payload fits and its crc holds."""
-    if size - off < _FRAME.size:
-        return None
-    crc, word, seq, ts = _FRAME.unpack_from(buf, off)
-    length = word & ~_MORE
-    end = off + _FRAME.size + length
-    if length > _MAX_FRAME or end > size or _frame_crc(buf, off, end) != crc:
-        return None
-    return FrameInfo(off, seq, ts, length, bool(word & _MORE))
-
-
-def _valid_frame_after(buf: bytes | mmap.mmap, start: int, size: int, seq: int) -> bool:
-    """Whether a valid frame with a seq just after ``seq`` exists past ``start``.
-
-    Looks for the packed seq values of the next few records and checks the frame
-    each would belong to: finding one means the damage is in the middle of the log.
-    """
-    for k in range(1, 33):
-        needle = struct.pack("<Q", seq + k)
-        pos = buf.find(needle, start)
-        while pos >= 0:
-            head = pos - 8
-            if head >= start and _frame_ok(buf, head, size) is not None:
-                return True
-            pos = buf.find(needle, pos + 1)
-    return False
-
-
-class _Scan(msgspec.Struct):
-    end: int
-    last_seq: int
-    last_ts: int
-    torn_at: int | None = None
-
-
-def _scan(
-    buf: bytes | mmap.mmap, start: int, size: int, first_expected: int, name: str, last_ts: int
-) -> _Scan:
-    """Walk frames from ``start`` (a batch boundary); stop at a torn tail (ending the
-    scan at the last complete batch) or raise on corruption."""
-    off, expected = start, first_expected
-    done = _Scan(start, first_expected - 1, last_ts)
-    while off < size:
-        info = _frame_ok(buf, off, size)
-        if info is None or info.seq != expected:
-            if _valid_frame_after(buf, off + 1, size, expected - 1):
-                reason = (
-                    "checksum or framing mismatch"
-                    if info is None
-                    else (f"seq {info.seq} where {expected} was expected")
-                )
-                raise LogCorrupt(name, off, expected, reason)
-            break
-        expected += 1
-        off = info.end
-        if not info.more:
-            done = _Scan(off, info.seq, info.ts)
-    if done.end < size:
-        done.torn_at = done.end
-    return done
-
-
-class _Segment:
-    __slots__ = ("first_seq", "path")
-
-    def __init__(self, first_seq: int, path: Path) -> None:
-        self.first_seq = first_seq
-        self.path = path
-
-
-def _list_segments(directory: Path) -> list[_Segment]:
-    segs = []
-    for p in directory.glob("*.seg"):
-        stem = p.name[:-4]
-        if len(stem) == 20 and stem.isdigit():
-            segs.append(_Segment(int(stem), p))
-    segs.sort(key=lambda s: s.first_seq)
-    return segs
-
-
-def _map(path: Path) -> tuple[mmap.mmap | bytes, int]:
-    with open(path, "rb") as fh:
-        size = os.fstat(fh.fileno()).st_size
-        if size == 0:
-            return b"", 0
-        return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ), size
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _acquire_lock(directory: Path) -> int:
-    fd = os.open(directory / "LOCK", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        raw = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-        os.close(fd)
-        raise BrainLocked(directory.parent, int(raw) if raw.isdigit() else None) from None
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-    return fd
+def frame_records(recs: Sequence[Record], prev: bytes) -> tuple[list[bytes], bytes]:
+    """The frames of one batch of records (``MORE`` on all but the last) chained from
+    ``prev``, and the chain after the last."""
+    frames, chain, last = [], prev, len(recs) - 1
+    for i, r in enumerate(recs):
+        frame, chain = encode_frame(r.seq, r.ts, encode_record(r), chain, more=i < last)
+        frames.append(frame)
+    return frames, chain
 
 
 class SegmentLog:
@@ -247,7 +108,8 @@ class SegmentLog:
 
     Raises:
         BrainLocked: another writer holds the lock.
-        LogCorrupt: a damaged record with valid records after it.
+        LogCorrupt: a damaged record (the seq and offset are named).
+        LogTruncated: records the log is known to have held are gone.
     """
 
     def __init__(
@@ -271,88 +133,193 @@ class SegmentLog:
         self._fd: int | None = None
         self._lock_fd: int | None = None
         self._index: dict[int, array[int]] = {}
-        self._tail_fd: int | None = None
+        self._tail = TailWriter(self.directory)
+        self._segments: list[Segment] = []
+        self._seals: dict[int, Seal] = {}
+        self._last_seq = self._last_ts = self._end = self._prefix_crc = 0
+        self._chain = ZERO_CHAIN
         if writer:
             self.directory.mkdir(parents=True, exist_ok=True)
-            self._lock_fd = _acquire_lock(self.directory)
+            self._lock_fd = acquire_lock(self.directory)
         try:
-            self._open_tail()
+            self._open()
         except BaseException:
             self.close()
             raise
 
     # ------------------------------------------------------------------ opening
 
-    def _open_tail(self) -> None:
-        self._segments = _list_segments(self.directory) if self.directory.exists() else []
-        self._last_seq, self._last_ts, self._end = 0, 0, 0
+    def _open(self) -> None:
+        self._segments, self._seals, self._index = [], {}, {}
+        self._last_seq = self._last_ts = self._end = self._prefix_crc = 0
+        self._chain = ZERO_CHAIN
+        if not self.directory.exists():
+            return
+        # TAIL first: a rollover after this read adds a segment, never removes one
+        tail = read_tail(self.directory)
+        segs = list_segments(self.directory)
+        if self.writer:
+            sweep_temp(self.directory)
+            if needs_migration(segs, read_seals(self.directory)):
+                self.recovery = migrate_legacy(self.directory, segs)
+                tail, segs = read_tail(self.directory), list_segments(self.directory)
+        self._seals = read_seals(self.directory)
+        self._segments = segs
+        self._drop_unwritten(tail)
+        resealed = self._check_sealed()
+        if self._segments:
+            self._recover_last(tail)
+        self._check_claims(tail)
+        if self.writer:
+            if resealed:
+                write_seals(self.directory, self._seals)
+            self._write_tail()
+
+    def _drop_unwritten(self, tail: Tail | None) -> None:
+        """Drop a last segment without a complete header: created but never written,
+        unless the TAIL says records were committed to it."""
         while self._segments:
             seg = self._segments[-1]
-            if self._recover_segment(seg):
-                break
-            # an empty or headerless last segment: created but never written
+            buf, size = map_file(seg.path)
+            try:
+                if read_header(buf, size, seg.name, seg.first_seq) is not None:
+                    return
+            finally:
+                if isinstance(buf, mmap.mmap):
+                    buf.close()
+            if tail is not None and tail.first_seq == seg.first_seq:
+                if tail.last_seq >= seg.first_seq:
+                    raise LogTruncated(
+                        seg.first_seq - 1, tail.last_seq, f"TAIL; {seg.name} lost its header"
+                    )
             if self.writer:
                 seg.path.unlink()
             self._segments.pop()
-        if self.writer:
-            self._write_tail()
 
-    def _read_tail_hint(self, seg: _Segment, size: int) -> tuple[int, int, int] | None:
-        try:
-            raw = (self.directory / "TAIL").read_bytes()
-        except OSError:
-            return None
-        if len(raw) != _TAIL.size:
-            return None
-        first, offset, last_seq, last_ts, crc = _TAIL.unpack(raw)
-        if zlib.crc32(raw[:-4]) != crc or first != seg.first_seq or offset > size:
-            return None
-        if offset < _SEG_HEADER.size:
-            return None
-        return offset, last_seq, last_ts
+    def _check_sealed(self) -> bool:
+        """Verify every full segment that changed since it was sealed; True when a
+        seal was written or renewed."""
+        segs, changed = self._segments, False
+        if segs and segs[0].first_seq != 1:
+            raise LogCorrupt(segs[0].name, 0, 1, f"the log starts at seq {segs[0].first_seq}")
+        prev: Seal | None = None
+        for seg, nxt in zip(segs, segs[1:], strict=False):
+            seal = self._seals.get(seg.first_seq)
+            if seal is None or not seal.matches(seg.path.stat()):
+                seal, _ = verify_segment(seg, prev)
+                if seg.fmt is not None and seg.fmt.chained:
+                    self._seals[seg.first_seq] = seal
+                    changed = True
+            else:
+                seg.fmt = CURRENT
+            if seal.last_seq + 1 != nxt.first_seq:
+                raise LogCorrupt(seg.name, seal.size, seal.last_seq + 1, "record missing")
+            prev = seal
+        return changed
 
-    def _recover_segment(self, seg: _Segment) -> bool:
-        """Find the end of the last segment; False when it holds no header."""
-        buf, size = _map(seg.path)
+    def _recover_last(self, tail: Tail | None) -> None:
+        """Find the end of the last segment, checking what the TAIL says of it."""
+        seg = self._segments[-1]
+        prev = self._seals.get(self._segments[-2].first_seq) if len(self._segments) > 1 else None
+        buf, size = map_file(seg.path)
         try:
-            if size < _SEG_HEADER.size:
-                return False
-            magic, first = _SEG_HEADER.unpack_from(buf, 0)
-            if magic != MAGIC or first != seg.first_seq:
-                raise LogCorrupt(seg.path.name, 0, seg.first_seq, "bad segment header")
-            hint = self._read_tail_hint(seg, size)
-            start, last_seq, last_ts = hint or (_SEG_HEADER.size, seg.first_seq - 1, 0)
-            if last_ts == 0 and len(self._segments) > 1:
-                last_ts = self._segment_last_ts(self._segments[-2])
-            scan = _scan(buf, start, size, last_seq + 1, seg.path.name, last_ts)
+            head = read_header(buf, size, seg.name, seg.first_seq)
+            assert head is not None  # headerless last segments were dropped
+            fmt, chain = head
+            seg.fmt = fmt
+            if fmt.chained and prev is not None and chain != prev.chain:
+                raise LogCorrupt(seg.name, 0, seg.first_seq, "hash chain broken between segments")
+            start, expected = fmt.header_size, seg.first_seq
+            last_ts = prev.last_ts if prev is not None else self._prev_last_ts()
+            prefix: int | None = None
+            if tail is not None and tail.first_seq == seg.first_seq and fmt.chained:
+                self._check_tail(buf, size, seg, fmt, tail, chain, last_ts)
+                with memoryview(buf)[: tail.offset] as head_bytes:
+                    prefix = zlib.crc32(head_bytes)
+                start, expected, last_ts = tail.offset, tail.last_seq + 1, tail.last_ts
+                chain = tail.chain
+            got = scan(
+                buf, start, size, first_expected=expected, name=seg.name, last_ts=last_ts,
+                chain=chain, fmt=fmt,
+            )  # fmt: skip
+            if self.writer:
+                with memoryview(buf)[start : got.end] as rest:
+                    base = prefix if prefix is not None else zlib.crc32(bytes(buf[:start]))
+                    self._prefix_crc = zlib.crc32(rest, base)
         finally:
             if isinstance(buf, mmap.mmap):
                 buf.close()
-        if scan.torn_at is not None:
+        if got.torn_at is not None:
+            dropped = size - got.torn_at
             if self.writer:
-                self._truncate(seg, scan.torn_at, size, scan.last_seq)
+                self._truncate(seg, got.torn_at)
+                self.recovery = Recovery(seg.name, got.torn_at, dropped, got.last_seq)
             else:
-                dropped = size - scan.torn_at
-                self.recovery = Recovery(seg.path.name, scan.torn_at, dropped, scan.last_seq, False)
-        self._last_seq, self._last_ts, self._end = scan.last_seq, scan.last_ts, scan.end
-        return True
+                self.recovery = Recovery(seg.name, got.torn_at, dropped, got.last_seq, False)
+        self._last_seq, self._last_ts, self._end, self._chain = (
+            got.last_seq,
+            got.last_ts,
+            got.end,
+            got.chain,
+        )
 
-    def _segment_last_ts(self, seg: _Segment) -> int:
+    def _check_tail(
+        self,
+        buf: bytes | mmap.mmap,
+        size: int,
+        seg: Segment,
+        fmt: Format,
+        tail: Tail,
+        chain: bytes,
+        last_ts: int,
+    ) -> None:
+        """The segment must still hold, unchanged, the bytes the TAIL covers.
+
+        Raises:
+            LogTruncated: the segment is shorter than the TAIL's end.
+            LogCorrupt: those bytes changed (naming the first damaged record).
+        """
+        if tail.offset > size or tail.offset < fmt.header_size:
+            got = scan(
+                buf, fmt.header_size, size, first_expected=seg.first_seq, name=seg.name,
+                last_ts=last_ts, chain=chain, fmt=fmt,
+            )  # fmt: skip
+            raise LogTruncated(
+                got.last_seq,
+                tail.last_seq,
+                f"TAIL; {seg.name} holds {size} bytes, it had {tail.offset}",
+            )
+        with memoryview(buf)[: tail.offset] as covered:
+            if zlib.crc32(covered) != tail.prefix_crc:
+                locate_damage(buf, seg, fmt, tail.offset, chain)
+
+    def _prev_last_ts(self) -> int:
+        if len(self._segments) < 2:
+            return 0
+        seg = self._segments[-2]
         offsets = self._offsets(seg)
         if not offsets:
             return 0
         with open(seg.path, "rb") as fh:
-            head = os.pread(fh.fileno(), _FRAME.size, offsets[-1])
-        return int(_FRAME.unpack(head)[3])
+            return int(_HEAD.unpack(os.pread(fh.fileno(), _HEAD.size, offsets[-1]))[3])
 
-    def _truncate(self, seg: _Segment, offset: int, size: int, last_seq: int) -> None:
+    def _check_claims(self, tail: Tail | None) -> None:
+        held, why = 0, ""
+        if tail is not None and tail.last_seq > held:
+            held, why = tail.last_seq, "its TAIL checkpoint says so"
+        for seal in self._seals.values():
+            if seal.last_seq > held:
+                held, why = seal.last_seq, f"the seal of {segment_name(seal.first_seq)} says so"
+        if held > self._last_seq:
+            raise LogTruncated(self._last_seq, held, why)
+
+    def _truncate(self, seg: Segment, offset: int) -> None:
         fd = os.open(seg.path, os.O_WRONLY)
         try:
             os.ftruncate(fd, offset)
             os.fsync(fd)
         finally:
             os.close(fd)
-        self.recovery = Recovery(seg.path.name, offset, size - offset, last_seq)
 
     # ------------------------------------------------------------------ reading
 
@@ -403,13 +370,34 @@ class SegmentLog:
                 return
             yield from self._read_segment(seg, from_seq, limit, decode)
 
-    def _offsets(self, seg: _Segment) -> array[int]:
+    def _fmt(self, seg: Segment) -> Format:
+        if seg.fmt is None:
+            buf, size = map_file(seg.path)
+            try:
+                head = read_header(buf, size, seg.name, seg.first_seq)
+            finally:
+                if isinstance(buf, mmap.mmap):
+                    buf.close()
+            if head is None:
+                raise LogCorrupt(seg.name, 0, seg.first_seq, "segment has no header")
+            seg.fmt = head[0]
+        return seg.fmt
+
+    def _offsets(self, seg: Segment) -> array[int]:
         """Offset of every frame of a segment by ``seq - first_seq`` (built once)."""
         got = self._index.get(seg.first_seq)
         if got is None:
-            got = _scan_offsets(seg.path, seg.first_seq)
+            got = scan_offsets(seg.path, seg.first_seq, self._fmt(seg))
             self._index[seg.first_seq] = got
         return got
+
+    def _frame_head(self, seq: int) -> tuple[Segment, bytes]:
+        if not 1 <= seq <= self._last_seq:
+            raise LogError(f"no record {seq} (the log holds 1..{self._last_seq})")
+        seg = next(s for s in reversed(self._segments) if s.first_seq <= seq)
+        off = self._offsets(seg)[seq - seg.first_seq]
+        with open(seg.path, "rb") as fh:
+            return seg, os.pread(fh.fileno(), self._fmt(seg).frame_size, off)
 
     def ts_of(self, seq: int) -> int:
         """The ts of record ``seq`` (read from its frame header, no decoding).
@@ -417,40 +405,54 @@ class SegmentLog:
         Raises:
             LogError: ``seq`` is outside 1..last_seq.
         """
-        if not 1 <= seq <= self._last_seq:
-            raise LogError(f"no record {seq} (the log holds 1..{self._last_seq})")
-        seg = next(s for s in reversed(self._segments) if s.first_seq <= seq)
-        off = self._offsets(seg)[seq - seg.first_seq]
-        with open(seg.path, "rb") as fh:
-            head = os.pread(fh.fileno(), _FRAME.size, off)
-        return int(_FRAME.unpack(head)[3])
+        _, head = self._frame_head(seq)
+        return int(_HEAD.unpack_from(head)[3])
+
+    def chain_of(self, seq: int) -> bytes | None:
+        """The hash chain of the history up to record ``seq`` (all zeros for 0); None
+        for a record of the old format, which carries no chain.
+
+        Raises:
+            LogError: ``seq`` is outside 0..last_seq.
+        """
+        if seq == 0:
+            return ZERO_CHAIN
+        if seq == self._last_seq and self._chain:
+            return self._chain
+        seg, head = self._frame_head(seq)
+        fmt = self._fmt(seg)
+        return bytes(fmt.frame.unpack(head)[4]) if fmt.chained else None
 
     def _read_segment(
-        self, seg: _Segment, from_seq: int, limit: int, decode: _Decode
+        self, seg: Segment, from_seq: int, limit: int, decode: _Decode
     ) -> Iterator[Record | FoldRecord]:
-        off, expected = _SEG_HEADER.size, seg.first_seq
+        fmt = self._fmt(seg)
+        off, expected = fmt.header_size, seg.first_seq
         if from_seq > seg.first_seq:
             offsets = self._offsets(seg)
             k = from_seq - seg.first_seq
             if k < len(offsets):
                 off, expected = offsets[k], from_seq
-        buf, size = _map(seg.path)
-        name = seg.path.name
+        buf, size = map_file(seg.path)
+        name = seg.name
         view = memoryview(buf)
-        unpack, crc32 = _FRAME.unpack_from, zlib.crc32
+        unpack, crc32, head = _HEAD.unpack_from, zlib.crc32, fmt.frame_size
+        mask = LENGTH_MASK if fmt.chained else ~MORE
+        redacted = REDACTED if fmt.chained else 0
         try:
             while off < size and expected <= limit:
-                if size - off < _FRAME.size:
+                if size - off < head:
                     break
                 crc, word, seq, ts = unpack(buf, off)
-                end = off + _FRAME.size + (word & ~_MORE)
+                end = off + head + (word & mask)
                 if seq != expected or end > size:
                     raise LogCorrupt(name, off, expected, "framing mismatch")
                 if seq >= from_seq:
                     with view[off + 4 : end] as body:
                         if crc32(body) != crc:
                             raise LogCorrupt(name, off, seq, "checksum mismatch")
-                    with view[off + _FRAME.size : end] as payload:
+                    start = off + head + (_REDACTED_SKIP if word & redacted else 0)
+                    with view[start:end] as payload:
                         rec = decode(payload, segment=name, offset=off)
                     yield rec
                 off = end
@@ -487,16 +489,16 @@ class SegmentLog:
                 Record(seq=first + i, ts=ts, actor=actor, event=ev)  # type: ignore[arg-type]
                 for i, ev in enumerate(events)
             ]
-            last = len(recs) - 1
-            frames = [encode_frame(r, more=i < last) for i, r in enumerate(recs)]
-            start = self._write(b"".join(frames), first)
+            frames, chain = frame_records(recs, self._chain)
+            data = b"".join(frames)
+            start = self._write(data, first)
+            self._prefix_crc = zlib.crc32(data, self._prefix_crc)
             offsets = self._index.get(self._segments[-1].first_seq)
             if offsets is not None:
                 for frame in frames:
                     offsets.append(start)
                     start += len(frame)
-            self._last_seq = recs[-1].seq
-            self._last_ts = ts
+            self._last_seq, self._last_ts, self._chain = recs[-1].seq, ts, chain
             if self._group_depth == 0:
                 self._commit()
             return recs
@@ -528,33 +530,69 @@ class SegmentLog:
             self._commit()
             os.close(self._fd)
             self._fd = None
-        path = self.directory / _segment_name(first_seq)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
-        os.write(fd, _SEG_HEADER.pack(MAGIC, first_seq))
-        os.fsync(fd)
-        _fsync_dir(self.directory)
-        self._segments.append(_Segment(first_seq, path))
+        path = self.directory / segment_name(first_seq)
+        header = segment_header(first_seq, self._chain)
+        try:
+            if self._segments:
+                self._seal_last()
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+            try:
+                if os.write(fd, header) != len(header):
+                    raise OSError(28, "short write of a segment header")
+                os.fsync(fd)
+            except BaseException:
+                os.close(fd)
+                path.unlink(missing_ok=True)
+                raise
+            fsync_dir(self.directory)
+        except OSError as exc:
+            raise LogWriteFailed(path, exc.strerror or str(exc)) from exc
+        self._segments.append(Segment(first_seq, path, CURRENT))
         self._fd = fd
-        self._end = _SEG_HEADER.size
+        self._end = len(header)
+        self._prefix_crc = zlib.crc32(header)
+        self._write_tail()
+
+    def _seal_last(self) -> None:
+        """Record the last segment as full and verified (it is never written again)."""
+        seg = self._segments[-1]
+        st = seg.path.stat()
+        self._seals[seg.first_seq] = Seal(
+            seg.first_seq,
+            self._last_seq,
+            self._last_ts,
+            self._chain,
+            st.st_size,
+            st.st_mtime_ns,
+            st.st_ino,
+        )
+        write_seals(self.directory, self._seals)
 
     def _commit(self) -> None:
         if not self._dirty or self._fd is None:
             return
         if self.durability == "batch":
-            os.fsync(self._fd)
+            try:
+                os.fsync(self._fd)
+            except OSError as exc:
+                raise LogWriteFailed(
+                    self._segments[-1].path, f"fsync failed: {exc.strerror or exc}"
+                ) from exc
         self._dirty = False
         self._write_tail()
 
     def _write_tail(self) -> None:
-        """Overwrite the TAIL hint in place: a torn hint fails its crc and is ignored."""
+        """Rewrite the TAIL checkpoint; a failure leaves it stale, which is safe."""
         if not self._segments:
             return
-        body = _TAIL.pack(self._segments[-1].first_seq, self._end, self._last_seq, self._last_ts, 0)
-        data = body[:-4] + struct.pack("<I", zlib.crc32(body[:-4]))
-        if self._tail_fd is None:
-            self._tail_fd = os.open(self.directory / "TAIL", os.O_WRONLY | os.O_CREAT, 0o644)
-            os.ftruncate(self._tail_fd, _TAIL.size)
-        os.pwrite(self._tail_fd, data, 0)
+        seg = self._segments[-1]
+        tail = Tail(
+            seg.first_seq, self._end, self._last_seq, self._last_ts, self._chain, self._prefix_crc
+        )
+        try:
+            self._tail.write(tail)
+        except OSError:
+            pass  # a stale TAIL only makes the next open scan further
 
     @contextmanager
     def group(self) -> Iterator[None]:
@@ -568,19 +606,43 @@ class SegmentLog:
                 if self._group_depth == 0:
                     self._commit()
 
+    # ------------------------------------------------------------------ rewriting
+
+    def redact(self, payloads: Mapping[int, bytes]) -> None:
+        """Replace the payloads of records (by seq) with redacted records, keeping
+        seqs, framing, checksums and the hash chain; every changed segment is
+        rewritten and renamed into place, and the log reopened.
+
+        Raises:
+            LogError: the log is not a writer or a seq is out of range.
+        """
+        if not self.writer:
+            raise LogWriteFailed(self.directory, "the log was opened read-only")
+        with self._mutex:
+            bad = [s for s in payloads if not 1 <= s <= self._last_seq]
+            if bad:
+                raise LogError(f"no record {bad[0]} (the log holds 1..{self._last_seq})")
+            self._commit()
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+            redact_records(self.directory, self._segments, payloads)
+            self._open()
+
     def close(self) -> None:
         """Commit pending appends, close the segment and release the lock."""
         with self._mutex:
-            if self._fd is not None:
-                self._commit()
-                os.close(self._fd)
-                self._fd = None
-            if self._tail_fd is not None:
-                os.close(self._tail_fd)
-                self._tail_fd = None
-            if self._lock_fd is not None:
-                os.close(self._lock_fd)
-                self._lock_fd = None
+            try:
+                if self._fd is not None:
+                    self._commit()
+            finally:
+                if self._fd is not None:
+                    os.close(self._fd)
+                    self._fd = None
+                self._tail.close()
+                if self._lock_fd is not None:
+                    os.close(self._lock_fd)
+                    self._lock_fd = None
 
     def __enter__(self) -> SegmentLog:
         return self
@@ -596,44 +658,68 @@ class SegmentReport(msgspec.Struct, frozen=True):
     records: int
     first_seq: int
     last_seq: int
+    chained: bool = True
 
 
 def verify_log(directory: Path) -> list[SegmentReport]:
-    """Check framing, checksums, decoding and seq continuity of every segment.
+    """Check framing, checksums, decoding, seq continuity and the hash chain of every
+    segment, and that the log holds everything its TAIL and seals name.
 
     Raises:
         LogCorrupt: naming the first bad seq and its offset.
+        LogTruncated: records the log held are gone.
         UnknownEventType: a record this version cannot decode.
     """
+    directory = Path(directory)
     reports: list[SegmentReport] = []
-    expected = 1
-    segs = _list_segments(Path(directory))
+    tail = read_tail(directory)
+    segs = list_segments(directory)
+    expected, prev = 1, None
     for i, seg in enumerate(segs):
         if seg.first_seq != expected:
-            raise LogCorrupt(seg.path.name, 0, expected, f"segment starts at seq {seg.first_seq}")
-        buf, size = _map(seg.path)
-        try:
-            if size < _SEG_HEADER.size:
-                if i == len(segs) - 1:
-                    break
-                raise LogCorrupt(seg.path.name, 0, expected, "segment has no header")
-            scan = _scan(buf, _SEG_HEADER.size, size, expected, seg.path.name, 0)
-            if scan.torn_at is not None and i < len(segs) - 1:
-                raise LogCorrupt(seg.path.name, scan.torn_at, scan.last_seq + 1, "truncated record")
-            off = _SEG_HEADER.size
-            while off < scan.end:
-                length = _FRAME.unpack_from(buf, off)[1] & ~_MORE
-                payload = memoryview(buf)[off + _FRAME.size : off + _FRAME.size + length]
-                try:
-                    decode_record(payload, segment=seg.path.name, offset=off)
-                finally:
-                    payload.release()
-                off += _FRAME.size + length
-        finally:
-            if isinstance(buf, mmap.mmap):
-                buf.close()
+            raise LogCorrupt(seg.name, 0, expected, f"segment starts at seq {seg.first_seq}")
+        last = i == len(segs) - 1
+        if last and seg.path.stat().st_size < CURRENT.header_size:
+            buf, size = map_file(seg.path)
+            try:
+                unwritten = read_header(buf, size, seg.name, seg.first_seq) is None
+            finally:
+                if isinstance(buf, mmap.mmap):
+                    buf.close()
+            if unwritten:
+                break  # created but never written
+        seal, end = verify_segment(seg, prev, last=last)
+        _decode_all(seg, end)
+        assert seg.fmt is not None
         reports.append(
-            SegmentReport(seg.path.name, scan.last_seq - expected + 1, expected, scan.last_seq)
+            SegmentReport(
+                seg.name, seal.last_seq - expected + 1, expected, seal.last_seq, seg.fmt.chained
+            )
         )
-        expected = scan.last_seq + 1
+        expected, prev = seal.last_seq + 1, seal
+    held, why = (tail.last_seq, "its TAIL checkpoint says so") if tail else (0, "")
+    for seal in read_seals(directory).values():
+        if seal.last_seq > held:
+            held, why = seal.last_seq, f"the seal of {segment_name(seal.first_seq)} says so"
+    if held > expected - 1:
+        raise LogTruncated(expected - 1, held, why)
     return reports
+
+
+def _decode_all(seg: Segment, end: int) -> None:
+    fmt = seg.fmt
+    assert fmt is not None
+    buf, _ = map_file(seg.path)
+    try:
+        off = fmt.header_size
+        mask = LENGTH_MASK if fmt.chained else ~MORE
+        while off < end:
+            word = _HEAD.unpack_from(buf, off)[1]
+            stop = off + fmt.frame_size + (word & mask)
+            skip = _REDACTED_SKIP if fmt.chained and word & REDACTED else 0
+            with memoryview(buf)[off + fmt.frame_size + skip : stop] as payload:
+                decode_record(payload, segment=seg.name, offset=off)
+            off = stop
+    finally:
+        if isinstance(buf, mmap.mmap):
+            buf.close()

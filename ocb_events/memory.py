@@ -7,7 +7,9 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Literal, overload
 
 from ocb_events.clock import Clock, system_clock
+from ocb_events.codec import encode_record
 from ocb_events.errors import LogConflict, LogError
+from ocb_events.frames import ZERO_CHAIN, digest, link
 from ocb_events.schema import Event, FoldRecord, Record
 
 
@@ -17,6 +19,7 @@ class MemoryLog:
     def __init__(self, *, clock: Clock = system_clock) -> None:
         self._clock = clock
         self._records: list[Record] = []
+        self._chains: list[bytes] = [ZERO_CHAIN]
 
     @property
     def last_seq(self) -> int:
@@ -38,6 +41,10 @@ class MemoryLog:
             for i, ev in enumerate(events)
         ]
         self._records.extend(recs)
+        chain = self._chains[-1]
+        for r in recs:
+            chain = link(chain, r.seq, r.ts, digest(encode_record(r)))
+            self._chains.append(chain)
         return recs
 
     @overload
@@ -61,6 +68,11 @@ class MemoryLog:
         if not 1 <= seq <= self.last_seq:
             raise LogError(f"no record {seq} (the log holds 1..{self.last_seq})")
         return self._records[seq - 1].ts
+
+    def chain_of(self, seq: int) -> bytes | None:
+        if not 0 <= seq <= self.last_seq:
+            raise LogError(f"no record {seq} (the log holds 1..{self.last_seq})")
+        return self._chains[seq]
 
     def group(self) -> AbstractContextManager[None]:
         return nullcontext()

@@ -58,6 +58,16 @@ class EventLog(Protocol):
         """
         ...
 
+    def chain_of(self, seq: int) -> bytes | None:
+        """The hash chain of the history up to record ``seq``: 16 bytes that name the
+        exact sequence of records 1..seq (all zeros for 0); None when the record is of
+        a format without a chain.
+
+        Raises:
+            LogError: ``seq`` is outside 0..last_seq.
+        """
+        ...
+
     def group(self) -> AbstractContextManager[None]:
         """Group commit: appends inside the block share one durability barrier."""
         ...

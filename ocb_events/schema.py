@@ -413,6 +413,8 @@ class OutcomeRecorded(Event, tag="outcome_recorded"):
     trace_id: str = ""
     chat_id: str = ""
     fired_ids: tuple[str, ...] = ()
+    request_id: str = ""
+    """The caller's idempotency key: a second outcome with the same key is not recorded."""
 
 
 # --------------------------------------------------------------------------- typed memory
@@ -513,6 +515,50 @@ class KgFactSet(Event, tag="kg_fact_set"):
     source: str = ""
 
 
+# --------------------------------------------------------------------------- the log itself
+
+
+class SeqRange(_Part):
+    """Seqs ``first`` to ``last``, inclusive."""
+
+    first: int
+    last: int
+
+
+class RecordLost(Event, tag="record_lost"):
+    """A tombstone that ``ocb verify --repair`` put in place of a record that was
+    damaged or lost (its seq and, when its frame still said so, its ts are kept; its
+    content is gone). Folded by nothing."""
+
+    reason: str
+    segment: str = ""
+    offset: int = 0
+
+
+class LogRepaired(Event, tag="log_repaired"):
+    """``ocb verify --repair`` replaced damaged or lost records with tombstones
+    (``lost``) and dropped ``torn_bytes`` of an unfinished batch; the hash chain was
+    recomputed from ``rebased_from`` (0: unchanged). Folded by nothing."""
+
+    lost: tuple[SeqRange, ...] = ()
+    torn_bytes: int = 0
+    rebased_from: int = 0
+    reason: str = ""
+
+
+class ContentForgotten(Event, tag="content_forgotten"):
+    """``ocb forget`` erased content from the records ``seqs`` (their payloads now hold a
+    redaction marker; seqs, framing, checksums and the hash chain are intact). ``what``
+    names what was asked for (never the content itself), ``fields`` counts the text
+    fields rewritten, ``blobs`` the vector blobs re-embedded. Folded by nothing."""
+
+    what: str
+    seqs: tuple[int, ...] = ()
+    fields: int = 0
+    blobs: int = 0
+    reason: str = ""
+
+
 AnyEvent = (
     WorkspaceAttached
     | FileIndexed
@@ -538,6 +584,9 @@ AnyEvent = (
     | RecallTraced
     | ReflectRan
     | KgFactSet
+    | RecordLost
+    | LogRepaired
+    | ContentForgotten
 )
 
 EVENT_TYPES: tuple[type[Event], ...] = get_args(AnyEvent)
@@ -577,6 +626,9 @@ FoldEvent = (
     | RecallTraced
     | ReflectRan
     | KgFactSet
+    | RecordLost
+    | LogRepaired
+    | ContentForgotten
 )
 
 

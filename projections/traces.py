@@ -1,5 +1,6 @@
 """The trace projection: where each query trace is in the log, the last trace of
-every chat, and how many outcomes each trace received.
+every chat, how many outcomes each trace received, which source last scored it, and
+the outcome each idempotency key recorded.
 
 NOTE: ``State`` is mutable; ``evolve`` consumes its input.
 """
@@ -25,6 +26,10 @@ class State(msgspec.Struct, kw_only=True):
     by_id: dict[str, TraceRef] = msgspec.field(default_factory=dict)
     last_by_chat: dict[str, str] = msgspec.field(default_factory=dict)
     outcomes: dict[str, int] = msgspec.field(default_factory=dict)
+    scored: dict[str, dict[str, int]] = msgspec.field(default_factory=dict)
+    """By trace id and reward source, the seq of the last outcome."""
+    requests: dict[str, int] = msgspec.field(default_factory=dict)
+    """The seq of the outcome recorded under each request id."""
 
 
 def initial() -> State:
@@ -39,8 +44,12 @@ def evolve(state: State, rec: Record | FoldRecord) -> State:
             state.by_id[tid] = TraceRef(rec.seq, chat)
             if chat:
                 state.last_by_chat[chat] = tid
-        case OutcomeRecorded(trace_id=tid) if tid:
-            state.outcomes[tid] = state.outcomes.get(tid, 0) + 1
+        case OutcomeRecorded(trace_id=tid, source=source, request_id=rid):
+            if tid:
+                state.outcomes[tid] = state.outcomes.get(tid, 0) + 1
+                state.scored.setdefault(tid, {})[source] = rec.seq
+            if rid:
+                state.requests[rid] = rec.seq
         case _:
             pass
     state.seq = rec.seq

@@ -1,12 +1,16 @@
 """Snapshots: projection checkpoints tied to the seq they cover.
 
-A snapshot file is ``MAGIC``, ``<Q seq``, ``<Q length``, ``<I crc32`` and the sha256
-of the body, then the body (the projection's canonical bytes). It is written to a temp
-file, fsynced and renamed. Loading checks the crc32; ``verify`` also checks the sha256
-(the snapshot's content hash) and that the body equals a rebuild at its seq. A snapshot
-that fails a check, or that this version cannot decode, is never trusted: it is
-reported and skipped, and the projection is rebuilt from an older snapshot or from the
-log (and snapshotted again).
+A snapshot file is ``MAGIC``, ``<Q seq``, ``<Q length``, ``<I crc32``, the sha256 of
+the body and the log's hash chain at ``seq``, then the body (the projection's
+canonical bytes). It is written to a temp file, fsynced and renamed (the temp file is
+removed if that fails, and swept when a writer opens the brain). Loading checks the
+crc32 and that the chain is the log's chain at that seq, so a snapshot of another
+history (a log repaired or restored from a backup since) is never loaded; ``verify``
+also checks the sha256 (the snapshot's content hash) and that the body equals a
+rebuild at its seq. A snapshot that fails a check, or that this version cannot decode,
+is never trusted: it is reported and skipped (a writer deletes one of another
+history), and the projection is rebuilt from an older snapshot or from the log (and
+snapshotted again).
 
 Retention: the newest snapshot of each projection, plus one checkpoint per interval
 of ``checkpoint_every`` seqs (the earliest snapshot in each interval), so that time
@@ -29,11 +33,12 @@ import msgspec
 from ocb_events.protocol import EventLog
 from replay.rebuild import PROJECTIONS, fold
 
-MAGIC = b"OCBSNAP3"
-_HEAD = struct.Struct("<8sQQI32s")
+MAGIC = b"OCBSNAP4"
+_HEAD = struct.Struct("<8sQQI32s16s")
 CHECKPOINT_EVERY = 10_000
 
 Warn = Callable[[str], None]
+ChainOf = Callable[[int], bytes | None]
 
 
 class SnapshotInfo(msgspec.Struct, frozen=True):
@@ -60,22 +65,62 @@ class SnapshotStore:
         return sorted(out, key=lambda s: -s.seq)
 
     def save(
-        self, name: str, seq: int, body: bytes, *, checkpoint_every: int = CHECKPOINT_EVERY
+        self,
+        name: str,
+        seq: int,
+        body: bytes,
+        *,
+        chain: bytes,
+        checkpoint_every: int = CHECKPOINT_EVERY,
     ) -> Path:
-        """Write a snapshot of ``name`` at ``seq``, then keep only the newest snapshot
-        and one checkpoint per interval of ``checkpoint_every`` seqs."""
+        """Write a snapshot of ``name`` at ``seq`` of the history whose chain there is
+        ``chain``, then keep only the newest snapshot and one checkpoint per interval of
+        ``checkpoint_every`` seqs.
+
+        Raises:
+            OSError: the disk refused the write (no temp file is left behind).
+        """
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self.directory / f"{name}-{seq:020d}.snap"
         tmp = path.with_suffix(".tmp")
         digest = hashlib.sha256(body).digest()
-        with open(tmp, "wb") as fh:
-            fh.write(_HEAD.pack(MAGIC, seq, len(body), zlib.crc32(body), digest))
-            fh.write(body)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        try:
+            with open(tmp, "wb") as fh:
+                fh.write(_HEAD.pack(MAGIC, seq, len(body), zlib.crc32(body), digest, chain))
+                fh.write(body)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         self._retain(name, max(1, checkpoint_every))
         return path
+
+    def newest_seq(self) -> int:
+        """The highest seq any snapshot covers (0 when there is none)."""
+        best = 0
+        for p in self.directory.glob("*-*.snap"):
+            tail = p.name[-25:-5]
+            if tail.isdigit():
+                best = max(best, int(tail))
+        return best
+
+    def sweep(self) -> None:
+        """Remove temp files a failed or killed write left behind."""
+        for p in self.directory.glob("*.tmp"):
+            p.unlink(missing_ok=True)
+
+    def chain(self, info: SnapshotInfo) -> bytes | None:
+        """The hash chain a snapshot was taken at, or None when it is unreadable."""
+        try:
+            with open(info.path, "rb") as fh:
+                head = fh.read(_HEAD.size)
+        except OSError:
+            return None
+        if len(head) < _HEAD.size or head[:8] != MAGIC:
+            return None
+        return bytes(_HEAD.unpack(head)[5])
 
     def _retain(self, name: str, every: int) -> None:
         snaps = self.list(name)  # newest first
@@ -107,17 +152,29 @@ class SnapshotStore:
             return None
         if len(raw) < _HEAD.size:
             return None
-        magic, seq, length, crc, _digest = _HEAD.unpack_from(raw, 0)
+        magic, seq, length, crc, _digest, _chain = _HEAD.unpack_from(raw, 0)
         body = raw[_HEAD.size :]
         if magic != MAGIC or seq != info.seq or len(body) != length or zlib.crc32(body) != crc:
             return None
         return body
 
-    def load(self, name: str, max_seq: int, warn: Warn | None = None) -> Any | None:
-        """The newest intact snapshot state of ``name`` at or before ``max_seq``."""
+    def load(
+        self,
+        name: str,
+        max_seq: int,
+        warn: Warn | None = None,
+        *,
+        chain_of: ChainOf | None = None,
+        discard: bool = False,
+    ) -> Any | None:
+        """The newest intact snapshot state of ``name`` at or before ``max_seq`` whose
+        chain is ``chain_of(seq)``; with ``discard``, snapshots of another history are
+        deleted."""
         module = PROJECTIONS[name]
         for info in self.list(name):
             if info.seq > max_seq:
+                continue
+            if chain_of is not None and not self._same_history(info, chain_of, warn, discard):
                 continue
             body = self.read(info)
             state = None
@@ -133,6 +190,22 @@ class SnapshotStore:
             return state
         return None
 
+    def _same_history(
+        self, info: SnapshotInfo, chain_of: ChainOf, warn: Warn | None, discard: bool
+    ) -> bool:
+        want = chain_of(info.seq)
+        got = self.chain(info)
+        if want is not None and got is not None and got != want:
+            if warn is not None:
+                warn(
+                    f"snapshot {info.path.name} belongs to another history (the log was "
+                    "repaired or restored since); ignored and rebuilt"
+                )
+            if discard:
+                info.path.unlink(missing_ok=True)
+            return False
+        return want is not None  # a log without a chain cannot vouch for a snapshot
+
 
 def load_states(
     log: EventLog,
@@ -141,12 +214,14 @@ def load_states(
     *,
     to_seq: int | None = None,
     warn: Warn | None = None,
+    discard: bool = False,
 ) -> dict[str, Any]:
-    """Projections at ``to_seq`` (default: the end), from snapshots plus the tail."""
+    """Projections at ``to_seq`` (default: the end), from snapshots of this very history
+    plus the tail (``discard``: delete snapshots of another history)."""
     end = log.last_seq if to_seq is None else min(to_seq, log.last_seq)
     states: dict[str, Any] = {}
     for name in names:
-        state = store.load(name, end, warn)
+        state = store.load(name, end, warn, chain_of=log.chain_of, discard=discard)
         states[name] = state if state is not None else PROJECTIONS[name].initial()
     start = min((s.seq for s in states.values()), default=end) + 1
     if start <= end:

@@ -26,6 +26,7 @@ from ocb_events.schema import (
     ChunkSpan,
     ChunkText,
     ConfigChanged,
+    ContentForgotten,
     EdgeDeltas,
     EdgeRef,
     EdgeRelevanceSet,
@@ -43,6 +44,7 @@ from ocb_events.schema import (
     FileRemoved,
     KgFactSet,
     LearnParams,
+    LogRepaired,
     MaintenanceRan,
     NodeInjected,
     NodesEmbedded,
@@ -55,10 +57,12 @@ from ocb_events.schema import (
     RecallHit,
     RecallTraced,
     Record,
+    RecordLost,
     ReflectChange,
     ReflectRan,
     RouteModelTrained,
     SeedHit,
+    SeqRange,
     Setting,
     Step,
     TeacherLabeled,
@@ -373,6 +377,7 @@ def outcome_recorded() -> st.SearchStrategy[OutcomeRecorded]:
         trace_id=texts,
         chat_id=texts,
         fired_ids=id_tuples,
+        request_id=texts,
     )
 
 
@@ -446,6 +451,26 @@ def kg_fact_set() -> st.SearchStrategy[KgFactSet]:
     return st.builds(KgFactSet, subject=ids, predicate=ids, value=texts, source=texts)
 
 
+def record_lost() -> st.SearchStrategy[RecordLost]:
+    return st.builds(RecordLost, reason=texts, segment=texts, offset=counts)
+
+
+def log_repaired() -> st.SearchStrategy[LogRepaired]:
+    ranges = _tuples(st.builds(SeqRange, first=seqs, last=seqs))
+    return st.builds(LogRepaired, lost=ranges, torn_bytes=counts, rebased_from=counts, reason=texts)
+
+
+def content_forgotten() -> st.SearchStrategy[ContentForgotten]:
+    return st.builds(
+        ContentForgotten,
+        what=texts,
+        seqs=_tuples(seqs),
+        fields=counts,
+        blobs=counts,
+        reason=texts,
+    )
+
+
 EVENT_BUILDERS: dict[type[Event], Callable[[], st.SearchStrategy[Any]]] = {
     WorkspaceAttached: workspace_attached,
     FileIndexed: file_indexed,
@@ -471,6 +496,9 @@ EVENT_BUILDERS: dict[type[Event], Callable[[], st.SearchStrategy[Any]]] = {
     RecallTraced: recall_traced,
     ReflectRan: reflect_ran,
     KgFactSet: kg_fact_set,
+    RecordLost: record_lost,
+    LogRepaired: log_repaired,
+    ContentForgotten: content_forgotten,
 }
 """Every event type of ``ocb_events.schema.EVENT_TYPES`` with its builder."""
 

@@ -91,7 +91,16 @@ def test_init_query_learn_inject_doctor_outputs(cli_brain: Path, workspace: Path
     assert learned["outcome_seq"] == 46 and learned["trace_id"] == "t44" and learned["deltas"]
     check("cli/learn.json", json.dumps(learned, indent=1) + "\n")
     code, out, _ = ocb(
-        "learn", "--brain", cli_brain, "--chat-id", "c1", "--outcome", "-0.5", "--rule", "heuristic"
+        "learn",
+        "--brain",
+        cli_brain,
+        "--chat-id",
+        "c1",
+        "--outcome",
+        "-0.5",
+        "--rule",
+        "heuristic",
+        "--again",
     )
     check("cli/learn.txt", out)
     code, out, _ = ocb(

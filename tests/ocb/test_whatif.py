@@ -124,10 +124,10 @@ def run_op(b: Brain, op: tuple[Any, ...], clock: TickClock, last: dict[str, Any]
         _, reward, rule, source, eta = op
         extra = {} if eta is None else {"eta": eta}
         if kind == "trace":
-            b.learn(reward, trace_id=answer.trace_id, rule=rule, source=source, **extra)
+            b.learn(reward, trace_id=answer.trace_id, rule=rule, source=source, again=True, **extra)
         elif kind == "chat" and last.get("chats"):
             chat = sorted(last["chats"])[0]
-            b.learn(reward, chat_id=chat, rule=rule, source=source)
+            b.learn(reward, chat_id=chat, rule=rule, source=source, again=True)
         elif kind == "fired" and len(answer.fired) > 1:
             b.learn(reward, fired_ids=answer.fired[:3], rule=rule, source=source)
 

@@ -21,7 +21,8 @@ from hypothesis.stateful import (
 
 from ocb_events.clock import TickClock
 from ocb_events.errors import LogConflict
-from ocb_events.log import MAGIC, SegmentLog, encode_frame, verify_log
+from ocb_events.frames import MAGIC
+from ocb_events.log import SegmentLog, frame_records, verify_log
 from ocb_events.protocol import EventLog
 from ocb_events.schema import ConfigChanged, Event, Record
 from tests.ocb_events.support import (
@@ -313,9 +314,11 @@ class LogMachine(RuleBasedStateMachine):
         (a prefix of that batch's frames, maybe followed by junk) stay on disk."""
         log = self.log
         assert isinstance(log, SegmentLog)
+        chain = log.chain_of(log.last_seq)
+        assert chain is not None
         log.close()
         directory = log.directory
-        torn = self._torn_bytes(data)
+        torn = self._torn_bytes(data, chain)
         segs = seg_files(directory)
         header_torn = False
         if segs and segs[-1].stat().st_size < log.segment_bytes:
@@ -324,8 +327,8 @@ class LogMachine(RuleBasedStateMachine):
         else:  # the writer was starting a new segment
             first = len(self.model) + 1
             target = directory / f"{first:020d}.seg"
-            full = MAGIC + first.to_bytes(8, "little")
-            header = full[: data.draw(st.just(len(full)) | st.sampled_from([0, 5, 15]))]
+            full = MAGIC + first.to_bytes(8, "little") + chain
+            header = full[: data.draw(st.just(len(full)) | st.sampled_from([0, 5, 15, 30]))]
             end = len(header)
             header_torn = len(header) < len(full)
             if header_torn:
@@ -342,13 +345,15 @@ class LogMachine(RuleBasedStateMachine):
         assert (reports[-1].last_seq if reports else 0) == len(self.model)
         self._remember_tail()
 
-    def _torn_bytes(self, data: st.DataObject) -> bytes:
+    def _torn_bytes(self, data: st.DataObject, chain: bytes) -> bytes:
+        """What a killed writer leaves: a prefix of the batch it was writing, or (a
+        file extended without its data) zeros where the next batch would start."""
         batch = data.draw(st.lists(any_event, min_size=1, max_size=3))
         recs = self._expect(batch, "lost")
-        frames = b"".join(encode_frame(r, more=i < len(recs) - 1) for i, r in enumerate(recs))
-        cut = data.draw(st.integers(0, len(frames) - 1))
-        junk = data.draw(st.binary(max_size=24))
-        return frames[:cut] + junk or b"\x00"
+        frames = b"".join(frame_records(recs, chain)[0])
+        if data.draw(st.booleans()):
+            return b"\x00" * data.draw(st.integers(1, 64))
+        return frames[: data.draw(st.integers(1, len(frames) - 1))]
 
     def _check_recovery(self, target: Path, end: int, torn: bytes, header_torn: bool) -> None:
         assert isinstance(self.log, SegmentLog)
@@ -393,13 +398,15 @@ def test_crash_rule_reaches_a_new_segment(tmp_path: Path) -> None:
         assert last.stat().st_size >= maker.segment_bytes
         first = len(recs) + 1
         lost = Record(seq=first, ts=1, actor="lost", event=ConfigChanged(key="x", value=1))
-        frame = encode_frame(lost)
+        chain = log.chain_of(log.last_seq)
+        assert chain is not None
+        frame = frame_records([lost], chain)[0][0]
         target = log.directory / f"{first:020d}.seg"
         cut = random.Random(7).randrange(1, len(frame))
-        target.write_bytes(MAGIC + first.to_bytes(8, "little") + frame[:cut])
+        target.write_bytes(MAGIC + first.to_bytes(8, "little") + chain + frame[:cut])
         log = maker.reopen(log)
         assert log.recovery is not None
-        assert (log.recovery.segment, log.recovery.offset) == (target.name, 16)
+        assert (log.recovery.segment, log.recovery.offset) == (target.name, 32)
         assert list(log.read()) == recs
         assert log.append(config_events(1), actor="t")[0].seq == first
         assert [r.seq for r in maker.reopen(log).read()] == list(range(1, first + 1))

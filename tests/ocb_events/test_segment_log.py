@@ -16,19 +16,20 @@ import pytest
 
 import ocb_events.log as log_module
 from ocb_events.clock import TickClock
-from ocb_events.errors import BrainLocked, LogCorrupt, LogWriteFailed
+from ocb_events.errors import BrainLocked, LogCorrupt, LogTruncated, LogWriteFailed
+from ocb_events.frames import ZERO_CHAIN
 from ocb_events.log import (
     SEGMENT_BYTES,
     Recovery,
     SegmentLog,
-    encode_frame,
+    frame_records,
     verify_log,
 )
 from ocb_events.schema import ConfigChanged, Event, NodeInjected, Record
 from tests.ocb_events.support import config_events, seg_files, snapshot
 
-HEADER = 16  # MAGIC + first seq
-FRAME_HEADER = 24  # length word, crc, seq, ts
+HEADER = 32  # MAGIC + first seq + the chain before it
+FRAME_HEADER = 40  # crc, length word, seq, ts, chain
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -97,7 +98,7 @@ def _frame_offsets(built: Built) -> dict[int, tuple[str, int, int]]:
         first = max(f for f in firsts if f <= rec.seq)
         name = f"{first:020d}.seg"
         off = by_segment.get(name, HEADER)
-        length = len(encode_frame(rec))
+        length = len(frame_records([rec], ZERO_CHAIN)[0][0])
         out[rec.seq] = (name, off, length)
         by_segment[name] = off + length
     return out
@@ -119,8 +120,10 @@ def _tail_for(built: Built, variant: str) -> bytes | None:
 
 
 @pytest.mark.parametrize("layout", ["same_segment", "new_segment"])
-@pytest.mark.parametrize("tail", ["current", "stale", "missing"])
+@pytest.mark.parametrize("tail", ["stale", "missing"])
 def test_torn_last_batch_disappears_at_every_offset(tmp_path: Path, layout: str, tail: str) -> None:
+    """A writer killed while it wrote its last batch: the TAIL still names the end
+    before that batch (or is gone), so the partial batch was never acknowledged."""
     directory = tmp_path / "log"
     built = _build(directory, BATCHES, last_in_new_segment=layout == "new_segment")
     name, start, end = built.batches[-1]
@@ -150,12 +153,47 @@ def test_torn_last_batch_disappears_at_every_offset(tmp_path: Path, layout: str,
         assert verify_log(directory)[-1].last_seq == len(kept) + 1
 
 
+@pytest.mark.parametrize("layout", ["same_segment", "new_segment"])
+def test_a_truncated_acknowledged_batch_is_lost_records_not_a_torn_tail(
+    tmp_path: Path, layout: str
+) -> None:
+    """The TAIL names the last batch as committed: a segment cut short of it (or
+    deleted) lost acknowledged records, and nothing may open the log and start a new
+    history over them."""
+    directory = tmp_path / "log"
+    built = _build(directory, BATCHES, last_in_new_segment=layout == "new_segment")
+    name, start, end = built.batches[-1]
+    pristine = snapshot(directory)
+    held = built.records[-1].seq
+    cuts = [start, start + 1, end - 1]
+    if layout == "new_segment":
+        cuts += [0, HEADER - 1]
+    for k in [*cuts, None]:
+        files = dict(pristine)
+        if k is None:
+            del files[name]  # the last segment deleted
+        else:
+            files[name] = pristine[name][:k]
+        _restore(directory, files, built.tails[-1])
+        for writer in (False, True):
+            with pytest.raises(LogTruncated) as info:
+                SegmentLog(directory, writer=writer)
+            present = 0 if k is None and layout == "same_segment" else held - len(LAST_BATCH)
+            assert (info.value.held, info.value.present) == (held, present)
+            assert "verify --repair" in info.value.hint
+        with pytest.raises(LogTruncated):
+            verify_log(directory)
+        assert snapshot(directory) == {n: b for n, b in files.items()}, "nothing is changed"
+        assert (directory / "TAIL").read_bytes() == built.tails[-1]
+
+
 def test_reader_never_truncates_a_torn_tail(tmp_path: Path) -> None:
     directory = tmp_path / "log"
     built = _build(directory, BATCHES)
     name, start, end = built.batches[-1]
     torn = snapshot(directory)[name][: end - 5]
     (directory / name).write_bytes(torn)
+    (directory / "TAIL").write_bytes(built.tails[-2])  # killed before its commit
     files = sorted(p.name for p in directory.iterdir())
     with SegmentLog(directory, writer=False) as reader:
         assert reader.recovery == Recovery(name, start, end - 5 - start, 3, repaired=False)
@@ -273,7 +311,7 @@ def test_a_bad_segment_header_is_corruption(tmp_path: Path) -> None:
 
 def test_a_missing_middle_segment_is_corruption(tmp_path: Path) -> None:
     directory = tmp_path / "log"
-    built = _build(directory, [config_events(2, f"b{i}-") for i in range(12)], segment_bytes=400)
+    _build(directory, [config_events(2, f"b{i}-") for i in range(12)], segment_bytes=400)
     segs = seg_files(directory)
     assert len(segs) >= 3
     missing_first = int(segs[1].name[:-4])
@@ -281,11 +319,10 @@ def test_a_missing_middle_segment_is_corruption(tmp_path: Path) -> None:
     with pytest.raises(LogCorrupt) as info:
         verify_log(directory)
     assert info.value.seq == missing_first
-    with SegmentLog(directory, writer=False) as reader:
+    for writer in (False, True):
         with pytest.raises(LogCorrupt) as info:
-            list(reader.read())
+            SegmentLog(directory, writer=writer)
         assert info.value.seq == missing_first
-        assert list(reader.read(1, missing_first - 1)) == built.records[: missing_first - 1]
 
 
 def test_a_truncated_older_segment_is_corruption(tmp_path: Path) -> None:
@@ -301,12 +338,10 @@ def test_a_truncated_older_segment_is_corruption(tmp_path: Path) -> None:
     with pytest.raises(LogCorrupt) as info:
         verify_log(directory)
     assert info.value.seq == lost
-    with SegmentLog(directory) as log:
-        assert log.recovery is None
+    for writer in (False, True):
         with pytest.raises(LogCorrupt) as info:
-            list(log.read())
+            SegmentLog(directory, writer=writer)
         assert info.value.seq == lost
-        assert list(log.read(1, lost - 1)) == built.records[: lost - 1]
 
 
 # ------------------------------------------------------------------ locking

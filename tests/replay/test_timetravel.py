@@ -48,7 +48,10 @@ def test_as_of_n_equals_the_fold_of_the_first_n_events_with_or_without_snapshots
         bare = SnapshotStore(Path(tmp) / "none")
         for at in sorted(set(data.draw(st.lists(st.integers(1, len(evs)), max_size=4)))):
             for name, state in load_states(log, bare, NAMES, to_seq=at).items():
-                store.save(name, at, PROJECTIONS[name].snapshot(state), checkpoint_every=3)
+                chain = log.chain_of(at)
+                assert chain is not None
+                body = PROJECTIONS[name].snapshot(state)
+                store.save(name, at, body, chain=chain, checkpoint_every=3)
         n = data.draw(st.integers(1, len(evs)))
         expected = fold_first(log, n)
         assert snaps(load_states(log, store, NAMES, to_seq=n)) == expected

@@ -1,0 +1,165 @@
+"""Segment files of a log directory: listing, locking, and verifying a segment end to
+end (framing, checksums, seqs, hash chain)."""
+
+from __future__ import annotations
+
+import fcntl
+import mmap
+import os
+from pathlib import Path
+
+import msgspec
+
+from ocb_events.errors import BrainLocked, LogCorrupt
+from ocb_events.frames import (
+    MAX_FRAME,
+    Format,
+    content_digest,
+    crc_ok,
+    frame_header,
+    link,
+    map_file,
+    read_header,
+    scan,
+)
+from ocb_events.marks import Seal
+
+
+class Recovery(msgspec.Struct, frozen=True):
+    """A torn tail found on open, at ``offset``: truncated by a writer (``repaired``),
+    left in place and ignored by a reader."""
+
+    segment: str
+    offset: int
+    dropped_bytes: int
+    last_seq: int
+    repaired: bool = True
+
+
+class Segment:
+    """One segment file: its first seq, path and (once read) format."""
+
+    __slots__ = ("first_seq", "fmt", "path")
+
+    def __init__(self, first_seq: int, path: Path, fmt: Format | None = None) -> None:
+        self.first_seq = first_seq
+        self.path = path
+        self.fmt = fmt
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+
+def segment_name(first_seq: int) -> str:
+    return f"{first_seq:020d}.seg"
+
+
+def list_segments(directory: Path) -> list[Segment]:
+    """The segment files of a log directory, by first seq."""
+    segs = []
+    for p in directory.glob("*.seg"):
+        stem = p.name[:-4]
+        if len(stem) == 20 and stem.isdigit():
+            segs.append(Segment(int(stem), p))
+    segs.sort(key=lambda s: s.first_seq)
+    return segs
+
+
+def fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def acquire_lock(directory: Path) -> int:
+    """Take the writer lock of a log directory (its fd); raises BrainLocked."""
+    fd = os.open(directory / "LOCK", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raw = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        os.close(fd)
+        raise BrainLocked(directory.parent, int(raw) if raw.isdigit() else None) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
+
+def verify_segment(seg: Segment, prev: Seal | None, *, last: bool = False) -> tuple[Seal, int]:
+    """Verify a whole segment: header, framing, checksums, seqs and hash chain, and its
+    link to the segment before it (``prev``). Returns its seal and the end of its last
+    complete batch.
+
+    Raises:
+        LogCorrupt: naming the first damaged record (a torn region counts only in the
+            last segment, where it is left for the writer's recovery).
+    """
+    st = seg.path.stat()
+    buf, size = map_file(seg.path)
+    try:
+        head = read_header(buf, size, seg.name, seg.first_seq)
+        if head is None:
+            raise LogCorrupt(seg.name, 0, seg.first_seq, "segment has no header")
+        fmt, prev_chain = head
+        seg.fmt = fmt
+        if fmt.chained and prev is not None and prev.chain and prev_chain != prev.chain:
+            raise LogCorrupt(seg.name, 0, seg.first_seq, "hash chain broken between segments")
+        last_ts = prev.last_ts if prev is not None else 0
+        got = scan(
+            buf, fmt.header_size, size, first_expected=seg.first_seq, name=seg.name,
+            last_ts=last_ts, chain=prev_chain, fmt=fmt,
+        )  # fmt: skip
+        if got.torn_at is not None and not last:
+            raise LogCorrupt(seg.name, got.torn_at, got.last_seq + 1, "truncated record")
+        if fmt.chained:
+            check_chain(buf, seg, fmt, fmt.header_size, got.end, prev_chain)
+    finally:
+        if isinstance(buf, mmap.mmap):
+            buf.close()
+    seal = Seal(
+        seg.first_seq, got.last_seq, got.last_ts, got.chain, st.st_size, st.st_mtime_ns, st.st_ino
+    )
+    return seal, got.end
+
+
+def check_chain(
+    buf: bytes | mmap.mmap, seg: Segment, fmt: Format, start: int, end: int, chain: bytes
+) -> None:
+    """Recompute the chain of every frame in ``[start, end)`` from ``chain``.
+
+    Raises:
+        LogCorrupt: at the first frame whose stored chain does not link.
+    """
+    off = start
+    while off < end:
+        info = frame_header(buf, off, end, fmt)
+        assert info is not None
+        chain = link(chain, info.seq, info.ts, content_digest(buf, info))
+        if chain != info.chain:
+            raise LogCorrupt(seg.name, off, info.seq, "hash chain broken")
+        off = info.end
+
+
+def locate_damage(
+    buf: bytes | mmap.mmap, seg: Segment, fmt: Format, end: int, chain: bytes
+) -> None:
+    """Find why the bytes before ``end`` changed and raise naming the record.
+
+    Raises:
+        LogCorrupt: always.
+    """
+    off, expected = fmt.header_size, seg.first_seq
+    while off < end:
+        info = frame_header(buf, off, end, fmt)
+        if info is None or info.seq != expected or info.length > MAX_FRAME or info.end > end:
+            raise LogCorrupt(seg.name, off, expected, "framing mismatch")
+        if not crc_ok(buf, info):
+            raise LogCorrupt(seg.name, off, expected, "checksum mismatch")
+        chain = link(chain, info.seq, info.ts, content_digest(buf, info))
+        if chain != info.chain:
+            raise LogCorrupt(seg.name, off, info.seq, "hash chain broken")
+        off, expected = info.end, expected + 1
+    raise LogCorrupt(seg.name, 0, seg.first_seq, "segment changed since its last commit")
