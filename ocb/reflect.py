@@ -386,6 +386,14 @@ def _sentence(content: str) -> str:
     return s if s.endswith((".", "!", "?")) else s + "."
 
 
+def _rank(f: Fact) -> tuple[float, int, int, str, int]:
+    """Most salient first, then newest (its day, then when it was first recorded), then
+    in file and line order. Nothing here may move when reflect applies its own edits:
+    moving an opinion's confidence revises that fact, so ranking by the last revision
+    would reorder the summary on the next run, and reflect would never settle."""
+    return (-f.salience, -f.time_ns, -f.created_seq, f.path, f.start_line)
+
+
 def _pages(
     mem: MemoryState,
     texts: Mapping[str, str | None],
@@ -407,7 +415,7 @@ def _pages(
             inside = f.path == path and page.start <= f.start_line - 1 < page.end
             if f.kind != "S" and not f.retired_seq and not inside:
                 cands.append(f)
-        cands.sort(key=lambda f: (-f.salience, -f.time_ns, -f.revised_seq, f.path, f.start_line))
+        cands.sort(key=_rank)
         page.facts = cands[:TOP_FACTS]
         if not page.facts:
             continue

@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from ocb.api import Brain
@@ -382,3 +384,77 @@ def test_cli_reflect_bad_since_is_one_error_and_one_hint(tmp_path: Path) -> None
         "hint: give a span like 30d, 2w or 12h, or a date YYYY-MM-DD\n"
     )
     assert tree(ws) == files and tree(brain / "log") == segs
+
+
+# --------------------------------------------------------------------------- fixed point
+
+
+def test_a_second_run_on_the_example_workspace_writes_and_records_nothing(
+    tmp_path: Path, workspace: Path
+) -> None:
+    b, _ = Brain.init(tmp_path / "brain", workspace, clock=TickClock(start_ns=NOW))
+    with b:
+        first = reflect(b, "2026-01-01")
+        assert first.seq > 0 and len(first.written) > 10
+        seq, files = b.log.last_seq, tree(workspace)
+        again = reflect(b, "2026-01-01")
+        assert (again.seq, again.changes, again.written) == (0, [], [])
+        assert b.log.last_seq == seq and tree(workspace) == files
+
+
+def test_facts_of_equal_rank_keep_their_order_when_reflect_revises_one(tmp_path: Path) -> None:
+    # Both opinions rank the same (salience, undated page); moving the second one's
+    # confidence revises it, which must not put it first on the next run.
+    opinions = (
+        "# Opinions\n\n"
+        "- O @Peter: likes short meetings\n"
+        "- O @Peter: likes green tea more than coffee\n"
+    )
+    ws = make_ws(tmp_path, BASE[:2], opinions)
+    with open_brain(tmp_path, ws) as b:
+        first = reflect(b, "7d")
+        assert [c.subject for c in first.changes] == ["Peter", "f2"]
+        assert first.changes[0].sources[1:3] == ("bank/opinions.md#L3", "bank/opinions.md#L4-L5")
+        seq, files = b.log.last_seq, tree(ws)
+        assert reflect(b, "7d").seq == 0
+        assert b.log.last_seq == seq and tree(ws) == files
+
+
+WORDS = ["green tea", "billing service", "search rollout", "coffee"]
+VERBS = ["drinks", "owns", "prefers", "no longer likes"]
+bullets = st.tuples(
+    st.sampled_from(["B", "W"]),
+    st.sampled_from(["", "(s=0.9)", "(s=0.6)"]),
+    st.sampled_from(VERBS),
+    st.sampled_from(WORDS),
+)
+where = st.sampled_from(["memory/2026-11-19.md", "memory/2026-11-20.md", "bank/world.md"])
+
+
+def page(lines: Sequence[str], title: str = "# Notes\n\n## Retain\n") -> str:
+    return title + "".join(line + "\n" for line in lines)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    st.lists(st.tuples(bullets, where), min_size=1, max_size=9),
+    st.lists(bullets, max_size=4),
+)
+def test_a_second_run_changes_no_byte_and_records_nothing(
+    tmp_path_factory: pytest.TempPathFactory,
+    facts: list[tuple[tuple[str, str, str, str], str]],
+    opinions: list[tuple[str, str, str, str]],
+) -> None:
+    files: dict[str, list[str]] = {}
+    for (kind, params, verb, what), path in facts:
+        files.setdefault(path, []).append(f"- {kind}{params} @Peter: {verb} the {what}")
+    ops = [f"- O{p} @Peter: {v} the {w}" for _, p, v, w in opinions]
+    tmp = tmp_path_factory.mktemp("fixed")
+    pages = {p: page(lines) for p, lines in files.items()}
+    ws = make_ws(tmp, BASE[:1], page(ops, "# Opinions\n\n"), pages)
+    with open_brain(tmp, ws) as b:
+        reflect(b, "7d")
+        seq, before = b.log.last_seq, tree(ws)
+        again = reflect(b, "7d")
+        assert (again.seq, again.changes, again.written) == (0, [], [])
+        assert tree(ws) == before and b.log.last_seq == seq
