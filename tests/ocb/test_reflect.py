@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -458,3 +460,63 @@ def test_a_second_run_changes_no_byte_and_records_nothing(
         again = reflect(b, "7d")
         assert (again.seq, again.changes, again.written) == (0, [], [])
         assert tree(ws) == before and b.log.last_seq == seq
+
+
+# --------------------------------------------------------------------------- writes
+
+
+def test_existing_bank_files_keep_their_mode(tmp_path: Path) -> None:
+    page = "# Peter\n\n## Notes\nfree text\n"
+    ws = make_ws(tmp_path, pages={"bank/entities/Peter.md": page})
+    os.chmod(ws / "bank/entities/Peter.md", 0o644)
+    os.chmod(ws / "bank/opinions.md", 0o664)
+    with open_brain(tmp_path, ws) as b:
+        assert reflect(b, "7d").written == ["bank/entities/Peter.md", "bank/opinions.md"]
+    assert stat.S_IMODE((ws / "bank/entities/Peter.md").stat().st_mode) == 0o644
+    assert stat.S_IMODE((ws / "bank/opinions.md").stat().st_mode) == 0o664
+    assert "## Summary\n- S @Peter: " in (ws / "bank/entities/Peter.md").read_text()
+
+
+def test_a_symlinked_page_stays_a_link_and_its_target_gets_the_summary(tmp_path: Path) -> None:
+    ws = make_ws(tmp_path, pages={"bank/people/peter.md": "# Peter\n\n## Notes\nfree text\n"})
+    (ws / "bank/entities").mkdir()
+    os.symlink("../people/peter.md", ws / "bank/entities/Peter.md")
+    with open_brain(tmp_path, ws) as b:
+        assert reflect(b, "7d").written == ["bank/entities/Peter.md", "bank/opinions.md"]
+        assert os.readlink(ws / "bank/entities/Peter.md") == "../people/peter.md"
+        text = (ws / "bank/people/peter.md").read_text()
+        assert text.startswith("# Peter\n\n## Summary\n- S @Peter: Owns the billing service.")
+        assert text.endswith("\n\n## Notes\nfree text\n")
+        seq, files = b.log.last_seq, tree(ws)
+        assert reflect(b, "7d").seq == 0  # the links to both names follow its edit
+        assert b.log.last_seq == seq and tree(ws) == files
+
+
+def test_a_page_linked_out_of_the_workspace_is_left_alone(tmp_path: Path) -> None:
+    outside = tmp_path / "peter.md"
+    outside.write_text("# Peter\n")
+    ws = make_ws(tmp_path)
+    (ws / "bank/entities").mkdir()
+    os.symlink(outside, ws / "bank/entities/Peter.md")
+    warnings: list[str] = []
+    b, _ = Brain.init(tmp_path / "brain", ws, clock=TickClock(start_ns=NOW), warn=warnings.append)
+    with b:
+        assert reflect(b, "7d").written == ["bank/opinions.md"]
+    assert outside.read_text() == "# Peter\n"
+    assert os.readlink(ws / "bank/entities/Peter.md") == str(outside)
+    assert "skipped bank/entities/Peter.md: symlink points outside the workspace" in warnings
+
+
+def test_two_pages_of_one_file_are_refused_before_anything_is_written(tmp_path: Path) -> None:
+    retain = [*BASE, "- W(s=0.9) @Pete: sits next to the window"]
+    ws = make_ws(tmp_path, retain, pages={"bank/entities/Peter.md": "# Peter\n"})
+    os.symlink("Peter.md", ws / "bank/entities/Pete.md")
+    with open_brain(tmp_path, ws) as b:
+        seq, files = b.log.last_seq, tree(ws)
+        with pytest.raises(WorkspaceError) as err:
+            reflect(b, "7d")
+        assert err.value.message == (
+            "reflect will not write bank/entities/Peter.md: it is the same file as"
+            " bank/entities/Pete.md"
+        )
+        assert b.log.last_seq == seq and tree(ws) == files
