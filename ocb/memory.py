@@ -4,8 +4,6 @@ resets its facts' access decay). ``Brain.retain`` and ``Brain.recall`` call thes
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,7 +18,14 @@ from ocb.settings import Memory, resolve
 from ocb_events.errors import InputError, WorkspaceError
 from projections.memory import Fact
 from projections.memory import State as MemoryState
-from workspace_sync import Skipped, format_bullet, insert_retained, read_text
+from workspace_sync import (
+    Skipped,
+    format_bullet,
+    insert_retained,
+    read_text,
+    writable_target,
+    write_workspace_file,
+)
 
 if TYPE_CHECKING:
     from ocb.api import Brain
@@ -73,20 +78,6 @@ def _duplicate(mem: MemoryState, kind: str, content: str, entities: list[str]) -
     return None
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def retain(
     brain: Brain,
     content: str,
@@ -125,7 +116,7 @@ def retain(
         )
     day = today(brain.clock()).isoformat()
     rel = f"memory/{day}.md"
-    path = Path(root) / rel
+    path = writable_target(Path(root), rel)  # a refusal comes before anything is read
     if kind == "O" and confidence is None:
         confidence = 0.5
     if salience is None and estimate is not None:
@@ -137,7 +128,7 @@ def retain(
         raise WorkspaceError(f"cannot read {rel}: {old.reason}", "fix or move that file")
     before = old.text if old is not None else None
     text, line = insert_retained(before, bullet, day)
-    write_text_atomic(path, text)
+    write_workspace_file(Path(root), rel, text)
     brain.sync(root, cause="retain")
     mem = brain.state("memory")
     ff = mem.files.get(rel)

@@ -19,7 +19,7 @@ come out. The links it writes already point to where the facts will be after its
 edits, so deciding again right after applying a decision gives nothing.
 
 NOTE: reflect must never write outside ``bank/``. ``reflect`` checks every path
-before it writes anything.
+before it writes anything (``ocb.bank.write_pages``).
 """
 
 from __future__ import annotations
@@ -33,14 +33,13 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from ocb.bank import ENTITIES, OPINIONS, FileWrite, aliases, bank_texts, write_pages
 from ocb.dates import since_window
-from ocb.memory import write_text_atomic
 from ocb_events.errors import InputError, WorkspaceError
 from ocb_events.schema import ReflectChange, ReflectRan
 from projections.memory import Fact
 from projections.memory import State as MemoryState
 from replay.timetravel import iso
-from workspace_sync import FileText, read_text
 from workspace_sync.facts import FACT_HEAD
 from workspace_sync.markdown import FENCE, HEADING
 from workspace_sync.retain import entity_tag
@@ -54,8 +53,6 @@ Summarize = Callable[[str, Sequence[Fact]], str]
 Judge = Callable[[str, str], int]
 """``judge(opinion text, fact text)``: +1 supports, -1 contradicts, 0 neither."""
 
-OPINIONS = "bank/opinions.md"
-ENTITIES = "bank/entities/"
 TOP_FACTS = 5
 STEP = 0.05  # confidence moved per piece of evidence, times its salience
 CAP, STRONG_CAP, STRONG = 0.10, 0.25, 0.8
@@ -89,14 +86,6 @@ class ReflectItem(msgspec.Struct, frozen=True):
     supporting: tuple[str, ...] = ()
     contradicting: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
-
-
-class FileWrite(msgspec.Struct, frozen=True):
-    """A bank file's new text, and the text it was decided on (None: a new file)."""
-
-    path: str
-    before: str | None
-    text: str
 
 
 class ReflectPlan(msgspec.Struct, frozen=True):
@@ -386,6 +375,14 @@ def _sentence(content: str) -> str:
     return s if s.endswith((".", "!", "?")) else s + "."
 
 
+def _rank(f: Fact) -> tuple[float, int, int, str, int]:
+    """Most salient first, then newest (its day, then when it was first recorded), then
+    in file and line order. Nothing here may move when reflect applies its own edits:
+    moving an opinion's confidence revises that fact, so ranking by the last revision
+    would reorder the summary on the next run, and reflect would never settle."""
+    return (-f.salience, -f.time_ns, -f.created_seq, f.path, f.start_line)
+
+
 def _pages(
     mem: MemoryState,
     texts: Mapping[str, str | None],
@@ -407,7 +404,7 @@ def _pages(
             inside = f.path == path and page.start <= f.start_line - 1 < page.end
             if f.kind != "S" and not f.retired_seq and not inside:
                 cands.append(f)
-        cands.sort(key=lambda f: (-f.salience, -f.time_ns, -f.revised_seq, f.path, f.start_line))
+        cands.sort(key=_rank)
         page.facts = cands[:TOP_FACTS]
         if not page.facts:
             continue
@@ -455,6 +452,7 @@ def decide_reflect(
     *,
     summarize: Summarize | None = None,
     judge: Judge | None = None,
+    aliases: Mapping[str, Sequence[str]] | None = None,
 ) -> ReflectPlan:
     """Decide a reflect run without touching disk.
 
@@ -467,6 +465,8 @@ def decide_reflect(
         since_ns: the window start; facts recalled since then are priority.
         summarize: replaces the default extractive summary text.
         judge: replaces the default negation judge.
+        aliases: path -> the other paths of the same file (a symlink and its target
+            are both read), so the links to them follow the planned edits too.
 
     Returns:
         The plan; its event is None (and it writes nothing) when nothing changes.
@@ -485,6 +485,9 @@ def decide_reflect(
     for mv in moves:
         if mv.evidence_line < 0:
             shifts.setdefault(OPINIONS, []).append((mv.fact.end_line, mv.fact.end_line - 1, 1))
+    for path in sorted(shifts):
+        for other in (aliases or {}).get(path, ()):
+            shifts[other] = shifts[path]
     writes, items = [], []
     if moves:
         text = files_text[OPINIONS]
@@ -509,38 +512,6 @@ def decide_reflect(
 
 
 # --------------------------------------------------------------------------- the command
-
-
-def bank_texts(root: Path) -> dict[str, str | None]:
-    """The texts of ``bank/opinions.md`` and ``bank/entities/*.md`` under ``root``
-    (None for a page that exists but cannot be read as UTF-8 text)."""
-    bank = root / "bank"
-    out: dict[str, str | None] = {}
-    pages = sorted((bank / "entities").glob("*.md")) if (bank / "entities").is_dir() else []
-    for p in [bank / "opinions.md", *pages]:
-        if p.exists() or p.is_symlink():
-            rel = p.relative_to(root).as_posix()
-            got = read_text(root, rel)
-            out[rel] = got.text if isinstance(got, FileText) else None
-    return out
-
-
-def _check_writes(root: Path, writes: Sequence[FileWrite]) -> None:
-    """Every write stays under bank/ and its file still holds what was decided on."""
-    bank = (root / "bank").resolve()
-    current = bank_texts(root)
-    for w in writes:
-        full = root / w.path
-        if not w.path.startswith("bank/") or not full.resolve().is_relative_to(bank):
-            raise WorkspaceError(
-                f"reflect will not write {w.path}: it is outside bank/",
-                "make bank/ and bank/entities/ plain directories of the workspace",
-            )
-        if current.get(w.path) != w.before:
-            raise WorkspaceError(
-                f"{w.path} changed while reflect ran; nothing was written",
-                "run ocb reflect again",
-            )
 
 
 def reflect(
@@ -581,12 +552,13 @@ def reflect(
     brain.sync(root)  # decide on the facts as the files are now
     seq = brain.log.last_seq
     mem, texts = brain.state("memory"), bank_texts(root)
-    plan = decide_reflect(mem, texts, now, window.start_ns, summarize=summarize, judge=judge)
+    same = aliases(root, sorted({*mem.files, *texts}))
+    plan = decide_reflect(
+        mem, texts, now, window.start_ns, summarize=summarize, judge=judge, aliases=same
+    )
     recorded = 0
     if plan.event is not None:
-        _check_writes(root, plan.writes)
-        for w in plan.writes:
-            write_text_atomic(root / w.path, w.text)
+        write_pages(root, plan.writes)
         recorded = brain.record([plan.event], "reflect", expected_seq=seq)[0].seq
         brain.sync(root, cause="reflect")
     written = [w.path for w in plan.writes]

@@ -1,4 +1,5 @@
-"""From a Markdown workspace to file events: scanning, chunking and diffing."""
+"""From a Markdown workspace to file events: scanning, chunking and diffing; and the
+one safe way to write a workspace file."""
 
 from workspace_sync.diff import PreviousFile, diff_file, diff_workspace, text_hash
 from workspace_sync.facts import (
@@ -12,6 +13,7 @@ from workspace_sync.facts import (
 from workspace_sync.markdown import TARGET_CHARS, Piece, chunk_text, split_lines
 from workspace_sync.retain import format_bullet, insert_retained
 from workspace_sync.scan import FileText, Skipped, read_text, scan_workspace
+from workspace_sync.writes import sweep_temp_files, writable_target, write_workspace_file
 
 __all__ = [
     "FileText",
@@ -33,5 +35,8 @@ __all__ = [
     "read_text",
     "scan_workspace",
     "split_lines",
+    "sweep_temp_files",
     "text_hash",
+    "writable_target",
+    "write_workspace_file",
 ]

@@ -4,6 +4,8 @@ with one error line and one hint, leaving the brain and the workspace as they we
 from __future__ import annotations
 
 import json
+import os
+import re
 from pathlib import Path
 
 import pytest
@@ -123,5 +125,28 @@ def test_bad_input_is_one_error_and_a_hint(
     assert len(lines) == 2 and lines[0].startswith("error: ") and error in lines[0]
     assert lines[1].startswith(f"hint: {hint}")
     assert {p: p.read_bytes() for p in sorted(ws.rglob("*.md"))} == files
+    with Brain(brain, writer=False) as b:
+        assert b.log.last_seq == seq
+
+
+def test_retain_into_a_directory_linked_out_of_the_workspace_is_one_error(
+    cli_mem: tuple[Path, Path], tmp_path: Path
+) -> None:
+    brain, ws = cli_mem
+    outside = tmp_path / "elsewhere"
+    (ws / "memory").rename(outside)
+    os.symlink(outside, ws / "memory")
+    files = {p: p.read_bytes() for p in sorted(outside.rglob("*"))}
+    with Brain(brain, writer=False) as b:
+        seq = b.log.last_seq
+    code, out, err = ocb("retain", "the standup moved to ten", "--brain", str(brain))
+    assert (code, out) == (1, "")
+    assert re.fullmatch(
+        r"error: will not write memory/\d{4}-\d\d-\d\d\.md: memory is a symlinked directory;"
+        r" nothing was written\n"
+        r"hint: make memory a plain directory of the workspace\n",
+        err,
+    ), err
+    assert {p: p.read_bytes() for p in sorted(outside.rglob("*"))} == files
     with Brain(brain, writer=False) as b:
         assert b.log.last_seq == seq

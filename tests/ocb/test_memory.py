@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import os
 import shutil
+import stat
 from pathlib import Path
 
 import pytest
@@ -376,3 +378,56 @@ def test_retain_takes_an_estimated_salience_and_writes_it(mb: Brain, ws: Path) -
     assert mb.state("memory").facts[report.fact_id].salience == 0.42
     with pytest.raises(InputError, match="estimated salience 7 is outside"):
         mb.retain("another fact", estimate=lambda *_: 7.0)
+
+
+# --------------------------------------------------------------------------- writes
+
+
+TODAY = "memory/2026-11-22.md"
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o664])
+def test_retain_keeps_the_mode_of_an_existing_daily_log(mb: Brain, ws: Path, mode: int) -> None:
+    (ws / TODAY).write_text("# 2026-11-22\n\nStandup.\n")
+    os.chmod(ws / TODAY, mode)
+    mb.retain("the standup moved to ten", kind="W")
+    assert stat.S_IMODE((ws / TODAY).stat().st_mode) == mode
+    assert (ws / TODAY).read_text().endswith("## Retain\n- W: the standup moved to ten\n")
+
+
+def test_retain_creates_todays_log_with_the_umask_mode(mb: Brain, ws: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        mb.retain("the standup moved to ten", kind="W")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((ws / TODAY).stat().st_mode) == 0o644  # not a temp file's 0600
+
+
+def test_retain_writes_through_a_symlinked_daily_log(mb: Brain, ws: Path) -> None:
+    (ws / "journal").mkdir()
+    (ws / "journal/today.md").write_text("# 2026-11-22\n")
+    os.symlink("../journal/today.md", ws / TODAY)
+    report = mb.retain("the standup moved to ten", kind="W")
+    assert os.readlink(ws / TODAY) == "../journal/today.md"
+    assert (ws / "journal/today.md").read_text() == (
+        "# 2026-11-22\n\n## Retain\n- W: the standup moved to ten\n"
+    )
+    assert (report.created, report.source) == (True, f"{TODAY}#L4")
+
+
+def test_retain_into_a_log_linked_out_of_the_workspace_is_refused(
+    mb: Brain, ws: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "elsewhere.md"
+    outside.write_text("# elsewhere\n")
+    os.symlink(outside, ws / TODAY)
+    seq = mb.log.last_seq
+    with pytest.raises(WorkspaceError) as err:
+        mb.retain("the standup moved to ten", kind="W")
+    assert err.value.message == (
+        f"will not write {TODAY}: it is a symlink to {outside}, outside the workspace;"
+        " nothing was written"
+    )
+    assert outside.read_text() == "# elsewhere\n" and os.readlink(ws / TODAY) == str(outside)
+    assert mb.log.last_seq == seq

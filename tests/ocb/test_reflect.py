@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from ocb.api import Brain
@@ -382,3 +386,137 @@ def test_cli_reflect_bad_since_is_one_error_and_one_hint(tmp_path: Path) -> None
         "hint: give a span like 30d, 2w or 12h, or a date YYYY-MM-DD\n"
     )
     assert tree(ws) == files and tree(brain / "log") == segs
+
+
+# --------------------------------------------------------------------------- fixed point
+
+
+def test_a_second_run_on_the_example_workspace_writes_and_records_nothing(
+    tmp_path: Path, workspace: Path
+) -> None:
+    b, _ = Brain.init(tmp_path / "brain", workspace, clock=TickClock(start_ns=NOW))
+    with b:
+        first = reflect(b, "2026-01-01")
+        assert first.seq > 0 and len(first.written) > 10
+        seq, files = b.log.last_seq, tree(workspace)
+        again = reflect(b, "2026-01-01")
+        assert (again.seq, again.changes, again.written) == (0, [], [])
+        assert b.log.last_seq == seq and tree(workspace) == files
+
+
+def test_facts_of_equal_rank_keep_their_order_when_reflect_revises_one(tmp_path: Path) -> None:
+    # Both opinions rank the same (salience, undated page); moving the second one's
+    # confidence revises it, which must not put it first on the next run.
+    opinions = (
+        "# Opinions\n\n"
+        "- O @Peter: likes short meetings\n"
+        "- O @Peter: likes green tea more than coffee\n"
+    )
+    ws = make_ws(tmp_path, BASE[:2], opinions)
+    with open_brain(tmp_path, ws) as b:
+        first = reflect(b, "7d")
+        assert [c.subject for c in first.changes] == ["Peter", "f2"]
+        assert first.changes[0].sources[1:3] == ("bank/opinions.md#L3", "bank/opinions.md#L4-L5")
+        seq, files = b.log.last_seq, tree(ws)
+        assert reflect(b, "7d").seq == 0
+        assert b.log.last_seq == seq and tree(ws) == files
+
+
+WORDS = ["green tea", "billing service", "search rollout", "coffee"]
+VERBS = ["drinks", "owns", "prefers", "no longer likes"]
+bullets = st.tuples(
+    st.sampled_from(["B", "W"]),
+    st.sampled_from(["", "(s=0.9)", "(s=0.6)"]),
+    st.sampled_from(VERBS),
+    st.sampled_from(WORDS),
+)
+where = st.sampled_from(["memory/2026-11-19.md", "memory/2026-11-20.md", "bank/world.md"])
+
+
+def page(lines: Sequence[str], title: str = "# Notes\n\n## Retain\n") -> str:
+    return title + "".join(line + "\n" for line in lines)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    st.lists(st.tuples(bullets, where), min_size=1, max_size=9),
+    st.lists(bullets, max_size=4),
+)
+def test_a_second_run_changes_no_byte_and_records_nothing(
+    tmp_path_factory: pytest.TempPathFactory,
+    facts: list[tuple[tuple[str, str, str, str], str]],
+    opinions: list[tuple[str, str, str, str]],
+) -> None:
+    files: dict[str, list[str]] = {}
+    for (kind, params, verb, what), path in facts:
+        files.setdefault(path, []).append(f"- {kind}{params} @Peter: {verb} the {what}")
+    ops = [f"- O{p} @Peter: {v} the {w}" for _, p, v, w in opinions]
+    tmp = tmp_path_factory.mktemp("fixed")
+    pages = {p: page(lines) for p, lines in files.items()}
+    ws = make_ws(tmp, BASE[:1], page(ops, "# Opinions\n\n"), pages)
+    with open_brain(tmp, ws) as b:
+        reflect(b, "7d")
+        seq, before = b.log.last_seq, tree(ws)
+        again = reflect(b, "7d")
+        assert (again.seq, again.changes, again.written) == (0, [], [])
+        assert tree(ws) == before and b.log.last_seq == seq
+
+
+# --------------------------------------------------------------------------- writes
+
+
+def test_existing_bank_files_keep_their_mode(tmp_path: Path) -> None:
+    page = "# Peter\n\n## Notes\nfree text\n"
+    ws = make_ws(tmp_path, pages={"bank/entities/Peter.md": page})
+    os.chmod(ws / "bank/entities/Peter.md", 0o644)
+    os.chmod(ws / "bank/opinions.md", 0o664)
+    with open_brain(tmp_path, ws) as b:
+        assert reflect(b, "7d").written == ["bank/entities/Peter.md", "bank/opinions.md"]
+    assert stat.S_IMODE((ws / "bank/entities/Peter.md").stat().st_mode) == 0o644
+    assert stat.S_IMODE((ws / "bank/opinions.md").stat().st_mode) == 0o664
+    assert "## Summary\n- S @Peter: " in (ws / "bank/entities/Peter.md").read_text()
+
+
+def test_a_symlinked_page_stays_a_link_and_its_target_gets_the_summary(tmp_path: Path) -> None:
+    ws = make_ws(tmp_path, pages={"bank/people/peter.md": "# Peter\n\n## Notes\nfree text\n"})
+    (ws / "bank/entities").mkdir()
+    os.symlink("../people/peter.md", ws / "bank/entities/Peter.md")
+    with open_brain(tmp_path, ws) as b:
+        assert reflect(b, "7d").written == ["bank/entities/Peter.md", "bank/opinions.md"]
+        assert os.readlink(ws / "bank/entities/Peter.md") == "../people/peter.md"
+        text = (ws / "bank/people/peter.md").read_text()
+        assert text.startswith("# Peter\n\n## Summary\n- S @Peter: Owns the billing service.")
+        assert text.endswith("\n\n## Notes\nfree text\n")
+        seq, files = b.log.last_seq, tree(ws)
+        assert reflect(b, "7d").seq == 0  # the links to both names follow its edit
+        assert b.log.last_seq == seq and tree(ws) == files
+
+
+def test_a_page_linked_out_of_the_workspace_is_left_alone(tmp_path: Path) -> None:
+    outside = tmp_path / "peter.md"
+    outside.write_text("# Peter\n")
+    ws = make_ws(tmp_path)
+    (ws / "bank/entities").mkdir()
+    os.symlink(outside, ws / "bank/entities/Peter.md")
+    warnings: list[str] = []
+    b, _ = Brain.init(tmp_path / "brain", ws, clock=TickClock(start_ns=NOW), warn=warnings.append)
+    with b:
+        assert reflect(b, "7d").written == ["bank/opinions.md"]
+    assert outside.read_text() == "# Peter\n"
+    assert os.readlink(ws / "bank/entities/Peter.md") == str(outside)
+    assert "skipped bank/entities/Peter.md: symlink points outside the workspace" in warnings
+
+
+def test_two_pages_of_one_file_are_refused_before_anything_is_written(tmp_path: Path) -> None:
+    retain = [*BASE, "- W(s=0.9) @Pete: sits next to the window"]
+    ws = make_ws(tmp_path, retain, pages={"bank/entities/Peter.md": "# Peter\n"})
+    os.symlink("Peter.md", ws / "bank/entities/Pete.md")
+    with open_brain(tmp_path, ws) as b:
+        seq, files = b.log.last_seq, tree(ws)
+        with pytest.raises(WorkspaceError) as err:
+            reflect(b, "7d")
+        assert err.value.message == (
+            "reflect will not write bank/entities/Peter.md: it is the same file as"
+            " bank/entities/Pete.md"
+        )
+        assert b.log.last_seq == seq and tree(ws) == files
