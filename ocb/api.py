@@ -20,6 +20,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from ocb.blob_repair import BlobReport, regenerate
 from ocb.commands import (
     assemble_context,
     decide_inject,
@@ -38,6 +39,7 @@ from ocb.traverse import Scorer
 from ocb_events.blobs import BlobStore
 from ocb_events.clock import Clock, system_clock
 from ocb_events.errors import (
+    BlobMissing,
     BrainExists,
     BrainNotFound,
     EmbedderMismatch,
@@ -310,10 +312,37 @@ class Brain(MemoryCommands):
         scanned = _scan(Path(workspace), has_files=False)
         brain = cls(path, create=True, **kw)
         try:
-            return brain, brain.sync(workspace, progress=progress, scanned=scanned)
+            regenerated = brain._restore_lost_vectors()
+            report = brain.sync(workspace, progress=progress, scanned=scanned)
+            return brain, msgspec.structs.replace(report, blobs_regenerated=regenerated)
         except BaseException:
             brain.close()
             raise
+
+    def _restore_lost_vectors(self) -> int:
+        """Before a re-run of init syncs: regenerate lost blobs when a vector in force
+        lost its blob (warning about any that cannot be), and say how many were."""
+        if self.log.last_seq == 0:
+            return 0
+        rows = self.state("vectors").rows
+        if all(self.blobs.exists(b) for b in sorted({r.blob for r in rows.values()})):
+            return 0
+        report = self.regenerate_blobs()
+        for b in report.unrepaired:
+            self.warn(f"blob {b.blob[:12]} ({b.kind}, seq {b.seq}) {b.detail}")
+        return report.regenerated
+
+    def regenerate_blobs(self) -> BlobReport:
+        """Write back the lost vector blobs named by the log (up to the brain's horizon)
+        by embedding again the texts they were built from (``ocb.blob_repair``).
+        Nothing is recorded."""
+
+        def embedder_for(embedder_id: str) -> Embedder | None:
+            if self._embedder is not None and self._embedder.id == embedder_id:
+                return self._embedder
+            return builtin_embedder(embedder_id)
+
+        return regenerate(self.log, self.blobs, embedder_for, to_seq=self.horizon)
 
     def sync(
         self,
@@ -557,7 +586,7 @@ class Brain(MemoryCommands):
         if self._scorer is None or self._scorer[0] != model.blob:
             try:
                 self._scorer = (model.blob, load_scorer(self.blobs.get(model.blob)))
-            except ValueError as exc:
+            except (ValueError, BlobMissing) as exc:
                 self.warn(f"route model {model.blob[:12]} unusable ({exc}); routing with edge+sim")
                 return None
         return self._scorer[1]
