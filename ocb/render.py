@@ -221,6 +221,11 @@ def train_json(r: TrainReport) -> dict[str, Any]:
 
 def train_text(r: TrainReport) -> str:
     weights = ", ".join(f"{f} {w:+.3f}" for f, w in zip(r.features, r.weights, strict=True))
+    if not r.recorded:
+        return (
+            f"route model unchanged: {r.examples} labelled decisions train the model "
+            f"recorded at seq {r.seq}; nothing recorded ({weights})"
+        )
     return (
         f"route model trained on {r.examples} labelled decisions "
         f"(training accuracy {r.accuracy:.1%}), recorded at seq {r.seq}: {weights}"
