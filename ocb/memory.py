@@ -248,11 +248,15 @@ def recall(
         window = window.intersect(since_window(since, now))
     if between:
         window = window.intersect(between_window(*between))
-    rest, phrase_window, phrase = date_in_query(query, now, s.around_days)
-    if phrase_window is not None:
-        window = window.intersect(phrase_window)
+    date = date_in_query(query, now, s.around_days)
+    rest, focus = date.rest, None
+    if date.window is not None:
+        window = window.intersect(date.window)
+    if date.only_date:  # "what happened around Nov 5": the window's facts, nearest first
+        rest, focus = "", date.day_ns
     req = RecallRequest(
         query=rest,
+        focus_ns=focus,
         k=k,
         window=window,
         kinds=tuple(check_kind(x) for x in kinds or []),
@@ -276,6 +280,6 @@ def recall(
         trace.context_chars,
         dropped,
         window,
-        phrase,
+        date.phrase,
         (s.w_match, s.w_salience, s.w_access),
     )
