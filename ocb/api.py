@@ -78,6 +78,31 @@ def _scan(root: Path, *, has_files: bool) -> tuple[list[FileText], list[Skipped]
     return files, skipped
 
 
+def _check_brain_path(path: Path, *, create: bool) -> None:
+    """A brain directory can be (or be made) at ``path``; ``create`` makes it.
+
+    Raises:
+        InputError: ``path``, or a directory above it, is a file; or it cannot be made.
+        BrainNotFound: nothing is there and ``create`` is False.
+    """
+    for up in (path, *path.parents):
+        if up.is_dir():
+            break
+        if up.exists() or up.is_symlink():
+            what = "a file" if up.is_file() else "not a directory"
+            where = f"is {what}" if up == path else f"is under {up}, which is {what}"
+            raise InputError(f"brain path {path} {where}", "pass a directory path for --brain")
+    if not create:
+        raise BrainNotFound(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(
+            f"cannot create brain directory {path}: {exc.strerror or exc}",
+            "pass a directory you can write for --brain",
+        ) from None
+
+
 class Brain(MemoryCommands):
     """A brain directory: its log, blobs, snapshots and caches.
 
@@ -110,10 +135,8 @@ class Brain(MemoryCommands):
     ) -> None:
         self.path = Path(path)
         self.clock = clock
-        if not (self.path / "log").is_dir() and not create:
-            raise BrainNotFound(self.path)
-        if create and self.path.exists() and not self.path.is_dir():
-            raise InputError(f"brain path {self.path} is a file", "pass a directory for --brain")
+        if not (self.path / "log").is_dir():
+            _check_brain_path(self.path, create=create)
         self.warn: Warn = warn or (lambda _msg: None)
         if as_of is not None and writer:
             writer = False  # a view of the past records nothing
@@ -603,8 +626,20 @@ class Brain(MemoryCommands):
     def events(
         self, *, since: int = 0, types: Sequence[str] = (), limit: int | None = None
     ) -> Iterator[Record]:
-        """Records after seq ``since``, optionally only of the given tags, at most ``limit``."""
-        wanted = set(types)
+        """Records after seq ``since``, optionally only of the given tags, at most ``limit``.
+
+        Raises:
+            InputError: a negative ``since`` or a ``limit`` below 1.
+        """
+        if since < 0:
+            raise InputError(f"--since must be a seq of 0 or more, got {since}", "pass --since 0")
+        if limit is not None and limit < 1:
+            raise InputError(
+                f"--limit must be at least 1, got {limit}", "pass --limit 20, or leave it out"
+            )
+        return self._events(since, set(types), limit)
+
+    def _events(self, since: int, wanted: set[str], limit: int | None) -> Iterator[Record]:
         n = 0
         for rec in self.log.read(since + 1, self.horizon):
             if wanted and tag_of(rec.event) not in wanted:
