@@ -155,8 +155,8 @@ def decide_decay(v: View) -> OpPlan:
         return OpPlan(
             "decay",
             params,
-            f"nothing to decay: {days:.4f} day(s) since the last decay take off under "
-            f"{MIN_DECAY:.1%} (x{factor:.6f}); the time carries over",
+            f"nothing to decay: {days:.4f} day(s) since the last decay would take off "
+            f"{1 - factor:.3%} (under {MIN_DECAY:.1%}); the time carries over",
         )
     deltas: list[EdgeDelta] = []
     changes: list[Change] = []
