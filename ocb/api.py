@@ -20,6 +20,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from ocb.blob_repair import BlobReport, regenerate
 from ocb.commands import (
     assemble_context,
     decide_inject,
@@ -38,6 +39,7 @@ from ocb.traverse import Scorer
 from ocb_events.blobs import BlobStore
 from ocb_events.clock import Clock, system_clock
 from ocb_events.errors import (
+    BlobMissing,
     BrainError,
     BrainExists,
     BrainNotFound,
@@ -80,6 +82,31 @@ def _scan(root: Path, *, has_files: bool) -> tuple[list[FileText], list[Skipped]
     return files, skipped
 
 
+def _check_brain_path(path: Path, *, create: bool) -> None:
+    """A brain directory can be (or be made) at ``path``; ``create`` makes it.
+
+    Raises:
+        InputError: ``path``, or a directory above it, is a file; or it cannot be made.
+        BrainNotFound: nothing is there and ``create`` is False.
+    """
+    for up in (path, *path.parents):
+        if up.is_dir():
+            break
+        if up.exists() or up.is_symlink():
+            what = "a file" if up.is_file() else "not a directory"
+            where = f"is {what}" if up == path else f"is under {up}, which is {what}"
+            raise InputError(f"brain path {path} {where}", "pass a directory path for --brain")
+    if not create:
+        raise BrainNotFound(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(
+            f"cannot create brain directory {path}: {exc.strerror or exc}",
+            "pass a directory you can write for --brain",
+        ) from None
+
+
 class Brain(MemoryCommands):
     """A brain directory: its log, blobs, snapshots and caches.
 
@@ -112,10 +139,8 @@ class Brain(MemoryCommands):
     ) -> None:
         self.path = Path(path)
         self.clock = clock
-        if not (self.path / "log").is_dir() and not create:
-            raise BrainNotFound(self.path)
-        if create and self.path.exists() and not self.path.is_dir():
-            raise InputError(f"brain path {self.path} is a file", "pass a directory for --brain")
+        if not (self.path / "log").is_dir():
+            _check_brain_path(self.path, create=create)
         self.warn: Warn = warn or (lambda _msg: None)
         if as_of is not None and writer:
             writer = False  # a view of the past records nothing
@@ -348,10 +373,37 @@ class Brain(MemoryCommands):
         scanned = _scan(Path(workspace), has_files=False)
         brain = cls(path, create=True, **kw)
         try:
-            return brain, brain.sync(workspace, progress=progress, scanned=scanned)
+            regenerated = brain._restore_lost_vectors()
+            report = brain.sync(workspace, progress=progress, scanned=scanned)
+            return brain, msgspec.structs.replace(report, blobs_regenerated=regenerated)
         except BaseException:
             brain.close()
             raise
+
+    def _restore_lost_vectors(self) -> int:
+        """Before a re-run of init syncs: regenerate lost blobs when a vector in force
+        lost its blob (warning about any that cannot be), and say how many were."""
+        if self.log.last_seq == 0:
+            return 0
+        rows = self.state("vectors").rows
+        if all(self.blobs.exists(b) for b in sorted({r.blob for r in rows.values()})):
+            return 0
+        report = self.regenerate_blobs()
+        for b in report.unrepaired:
+            self.warn(f"blob {b.blob[:12]} ({b.kind}, seq {b.seq}) {b.detail}")
+        return report.regenerated
+
+    def regenerate_blobs(self) -> BlobReport:
+        """Write back the lost vector blobs named by the log (up to the brain's horizon)
+        by embedding again the texts they were built from (``ocb.blob_repair``).
+        Nothing is recorded."""
+
+        def embedder_for(embedder_id: str) -> Embedder | None:
+            if self._embedder is not None and self._embedder.id == embedder_id:
+                return self._embedder
+            return builtin_embedder(embedder_id)
+
+        return regenerate(self.log, self.blobs, embedder_for, to_seq=self.horizon)
 
     def sync(
         self,
@@ -632,7 +684,7 @@ class Brain(MemoryCommands):
         if self._scorer is None or self._scorer[0] != model.blob:
             try:
                 self._scorer = (model.blob, load_scorer(self.blobs.get(model.blob)))
-            except ValueError as exc:
+            except (ValueError, BlobMissing) as exc:
                 self.warn(f"route model {model.blob[:12]} unusable ({exc}); routing with edge+sim")
                 return None
         return self._scorer[1]
@@ -649,8 +701,20 @@ class Brain(MemoryCommands):
     def events(
         self, *, since: int = 0, types: Sequence[str] = (), limit: int | None = None
     ) -> Iterator[Record]:
-        """Records after seq ``since``, optionally only of the given tags, at most ``limit``."""
-        wanted = set(types)
+        """Records after seq ``since``, optionally only of the given tags, at most ``limit``.
+
+        Raises:
+            InputError: a negative ``since`` or a ``limit`` below 1.
+        """
+        if since < 0:
+            raise InputError(f"--since must be a seq of 0 or more, got {since}", "pass --since 0")
+        if limit is not None and limit < 1:
+            raise InputError(
+                f"--limit must be at least 1, got {limit}", "pass --limit 20, or leave it out"
+            )
+        return self._events(since, set(types), limit)
+
+    def _events(self, since: int, wanted: set[str], limit: int | None) -> Iterator[Record]:
         n = 0
         for rec in self.log.read(since + 1, self.horizon):
             if wanted and tag_of(rec.event) not in wanted:

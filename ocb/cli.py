@@ -216,20 +216,34 @@ def inject(
 
 @app.command()
 @handled
-def doctor(brain: BrainOpt, as_of: AsOfOpt = None, as_json: JsonOpt = False) -> None:
-    """Check the brain's health: log, projections, vectors, edges, tiers.
+def doctor(
+    brain: BrainOpt,
+    repair: Annotated[
+        bool, typer.Option("--repair", help="First regenerate lost vector blobs.")
+    ] = False,
+    as_of: AsOfOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check the brain's health: log, projections, vectors, blobs, edges, tiers.
 
     \b
     Example:
       ocb doctor --brain /tmp/brain
+      ocb doctor --brain /tmp/brain --repair
       ocb doctor --brain /tmp/brain --as-of 1200
     """
-    from ocb.doctor import FAIL, run_doctor
+    from ocb.doctor import FAIL, repair_blobs, run_doctor
     from ocb.doctor import as_json as doctor_json
-    from ocb.render import doctor_text
+    from ocb.render import doctor_text, repair_text
 
+    if repair and as_of is not None:
+        raise InputError("--repair mends the brain as it is now", "drop --as-of")
+    fixed = repair_blobs(brain) if repair else None
     checks = run_doctor(brain, as_of=as_of)
-    _out(checks, as_json, doctor_text, doctor_json)
+    if as_json:
+        _out(checks, True, doctor_text, lambda c: doctor_json(c, fixed))
+    else:
+        typer.echo(("" if fixed is None else repair_text(fixed) + "\n") + doctor_text(checks))
     if any(c.status == FAIL for c in checks):
         raise typer.Exit(1)
 

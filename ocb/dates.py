@@ -10,6 +10,7 @@ import re
 import msgspec
 
 from ocb_events.errors import InputError
+from workspace_sync.text import terms
 
 DAY_NS = 86_400 * 10**9
 _SPAN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(h|d|w|m|y)\s*$", re.IGNORECASE)
@@ -42,6 +43,15 @@ _PHRASE = re.compile(
     re.IGNORECASE,
 )
 _RELATIVE = re.compile(r"\b(yesterday|today|last week|this week|last month)\b", re.IGNORECASE)
+_FILLER = frozenset(
+    terms(
+        "happen happened happening occur occurred go going went gone event events thing "
+        "things anything something everything new news update updates day days date "
+        "tell show list remind remember recall"
+    )
+)
+"""Words of a question that ask about a time without naming a subject ("what
+happened", "anything new"): beside a date phrase, they leave nothing to match."""
 
 
 class Window(msgspec.Struct, frozen=True):
@@ -127,12 +137,29 @@ def _year_near(month: int, day: int, ref: dt.date) -> dt.date | None:
     return best
 
 
-def date_in_query(query: str, now_ns: int, around_days: int) -> tuple[str, Window | None, str]:
+class DatePhrase(msgspec.Struct, frozen=True):
+    """What a question says about time: the question without its date phrase, the
+    window the phrase means (None: it names no time), the phrase as read, and the day
+    it centres on (midnight UTC in ns) when it names one ("around Nov 5", "Nov 5")."""
+
+    rest: str
+    window: Window | None = None
+    phrase: str = ""
+    day_ns: int | None = None
+
+    @property
+    def only_date(self) -> bool:
+        """The question asks only about a time: besides its date phrase it holds stop
+        words and words like "happened" or "anything" (``_FILLER``)."""
+        return self.window is not None and all(t in _FILLER for t in terms(self.rest))
+
+
+def date_in_query(query: str, now_ns: int, around_days: int) -> DatePhrase:
     """A date phrase of a question as a window, and the question without it.
 
     "around Nov 27" is Nov 27 +- ``around_days``; "on 2026-11-27" (or a bare date) that
     day; "since Nov 20" from then on; a month and day without a year is the one nearest
-    to today. Returns (rest of the question, window or None, the phrase read).
+    to today.
     """
     ref = today(now_ns)
     m = _PHRASE.search(query)
@@ -149,15 +176,7 @@ def date_in_query(query: str, now_ns: int, around_days: int) -> tuple[str, Windo
             d = _on(int(year), month, day) if year else _year_near(month, day, ref)
         if d is not None:
             rest = (query[: m.start()] + " " + query[m.end() :]).strip()
-            if word in ("around", "about", "near"):
-                w = Window(
-                    day_start(d) - around_days * DAY_NS, day_start(d) + (around_days + 1) * DAY_NS
-                )
-            elif word == "since":
-                w = Window(day_start(d))
-            else:
-                w = Window(day_start(d), day_start(d) + DAY_NS)
-            return rest, w, m[0].strip()
+            return _dated(rest, m[0].strip(), word, day_start(d), around_days)
     r = _RELATIVE.search(query)
     if r:
         phrase = r[1].lower()
@@ -166,8 +185,20 @@ def date_in_query(query: str, now_ns: int, around_days: int) -> tuple[str, Windo
         )
         end = day_start(ref) if phrase == "yesterday" else day_start(ref) + DAY_NS
         rest = (query[: r.start()] + " " + query[r.end() :]).strip()
-        return rest, Window(day_start(ref) - start * DAY_NS, end), r[0]
-    return query, None, ""
+        return DatePhrase(rest, Window(day_start(ref) - start * DAY_NS, end), r[0])
+    return DatePhrase(query)
+
+
+def _dated(rest: str, phrase: str, word: str, day_ns: int, around_days: int) -> DatePhrase:
+    """The window of a phrase naming a day: +- ``around_days`` around it, from it on
+    ("since", which centres on no day), or that day."""
+    if word in ("around", "about", "near"):
+        w = Window(day_ns - around_days * DAY_NS, day_ns + (around_days + 1) * DAY_NS)
+    elif word == "since":
+        return DatePhrase(rest, Window(day_ns), phrase)
+    else:
+        w = Window(day_ns, day_ns + DAY_NS)
+    return DatePhrase(rest, w, phrase, day_ns)
 
 
 def _on(year: int, month: int, day: int) -> dt.date | None:

@@ -55,7 +55,12 @@ def run_demo(workspace: Path, brain_dir: Path | None, say: Callable[[str], None]
             say(f"  {stale} {verdict} for this question")
         say(f"\n$ ocb doctor --brain {brain_dir}")
         say(doctor_text(run_doctor(brain_dir)))
-        say(f"\n$ ocb events --brain {brain_dir} --since 0    # the whole history, as JSON lines")
+        if tmp is None:
+            say(f"\nthe brain stays in {brain_dir}; its whole history, as JSON lines:")
+            say(f"$ ocb events --brain {brain_dir} --since 0")
+        else:
+            say("\nthe demo brain lived in a temporary directory and is now removed;")
+            say(f"keep one to explore with: ocb demo --workspace {workspace} --brain DIR")
     finally:
         if tmp is not None:
             tmp.cleanup()

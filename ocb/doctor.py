@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 
 from ocb.api import Brain
+from ocb.blob_repair import ROUTE_MODEL, BlobReport, find_lost
 from ocb.indexing import unpack_matrix
 from ocb.settings import Memory, Traversal, resolve
 from ocb.traverse import tier_of
@@ -94,6 +95,42 @@ def _embedder_check(brain: Brain) -> Check:
     )
 
 
+def _blob_check(brain: Brain) -> Check:
+    """Every blob the log names is present and matches its hash. Lost vector blobs fail
+    (``ocb doctor --repair`` regenerates them); a lost route model warns (the learned
+    route mode falls back to edge+sim; ``ocb train-route`` fixes it)."""
+    report = find_lost(brain.log, brain.blobs, to_seq=brain.horizon)
+    if not report.lost:
+        return Check("blobs", PASS, f"{report.named} blob(s) named by the log, all intact")
+    vectors = [b for b in report.lost if b.kind != ROUTE_MODEL]
+    models = [b for b in report.lost if b.kind == ROUTE_MODEL]
+    parts = []
+    if vectors:
+        b = vectors[0]
+        parts.append(
+            f"{len(vectors)} vector blob(s) lost (e.g. {b.blob[:12]} of seq {b.seq} {b.detail}); "
+            "fix: ocb doctor --repair re-embeds them"
+        )
+    if models:
+        b = models[0]
+        parts.append(
+            f"{len(models)} route model blob(s) lost (e.g. {b.blob[:12]} of seq {b.seq}): "
+            "the learned route mode routes with edge+sim; fix: ocb train-route"
+        )
+    return Check("blobs", FAIL if vectors else WARN, "; ".join(parts))
+
+
+def repair_blobs(path: str | Path) -> BlobReport:
+    """Regenerate the lost vector blobs of the brain at ``path`` (see
+    ``ocb.blob_repair``); nothing is recorded, so no write lock is taken.
+
+    Raises:
+        BrainNotFound: no brain at ``path``.
+    """
+    with Brain(path, writer=False) as brain:
+        return brain.regenerate_blobs()
+
+
 def _orphan_check(g: GraphState) -> Check:
     bad = [(s, t) for s, ts in g.out.items() for t in ts if s not in g.nodes or t not in g.nodes]
     if bad:
@@ -157,6 +194,7 @@ def _memory_checks(brain: Brain) -> list[Check]:
 _LOG_DEPENDENT = (
     "projections match rebuild",
     "embedder consistency",
+    "blobs",
     "orphan edges",
     "weight bounds",
     "tier distribution",
@@ -199,6 +237,7 @@ def run_doctor(path: str | Path, as_of: int | str | None = None) -> list[Check]:
         checks += [
             _rebuild_check(brain),
             _embedder_check(brain),
+            _blob_check(brain),
             _orphan_check(g),
             _bounds_check(g),
         ]
@@ -208,9 +247,15 @@ def run_doctor(path: str | Path, as_of: int | str | None = None) -> list[Check]:
         brain.close()
 
 
-def as_json(checks: list[Check]) -> dict[str, Any]:
-    """The stable JSON form of a doctor run."""
-    return {
-        "ok": all(c.status != FAIL for c in checks),
-        "checks": [{"name": c.name, "status": c.status, "detail": c.detail} for c in checks],
-    }
+def as_json(checks: list[Check], repair: BlobReport | None = None) -> dict[str, Any]:
+    """The stable JSON form of a doctor run (with ``repair`` after ``--repair``)."""
+    out: dict[str, Any] = {}
+    if repair is not None:
+        out["repair"] = {
+            "named": repair.named,
+            "regenerated": repair.regenerated,
+            "lost": [msgspec.structs.asdict(b) for b in repair.lost],
+        }
+    out["ok"] = all(c.status != FAIL for c in checks)
+    out["checks"] = [{"name": c.name, "status": c.status, "detail": c.detail} for c in checks]
+    return out

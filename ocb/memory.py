@@ -54,6 +54,18 @@ def check_fraction(name: str, value: float | None) -> None:
         raise InputError(f"{name} {value:g} is outside [0, 1]", f"give a {name} from 0 to 1")
 
 
+def entity_names(names: list[str] | None) -> list[str]:
+    """Entity names as given (without a leading ``@``).
+
+    Raises:
+        InputError: an empty name (``--entity ""`` or a bare ``@``).
+    """
+    out = [raw.strip().lstrip("@").strip() for raw in names or []]
+    if not all(out):
+        raise InputError("an --entity is empty", "name the entity, e.g. --entity Alice")
+    return out
+
+
 class RetainReport(msgspec.Struct):
     """What retain did: the fact (new, or the duplicate it matched) and where it is."""
 
@@ -102,7 +114,7 @@ def retain(
     content = " ".join(content.split())
     if not content:
         raise InputError("nothing to retain", 'give the fact, e.g. ocb retain "Alice owns billing"')
-    names = [e.strip().lstrip("@") for e in entities or [] if e.strip().lstrip("@")]
+    names = entity_names(entities)
     brain.load("config", "graph", "vectors", "memory")
     mem = brain.state("memory")
     dup = _duplicate(mem, kind, content, names)
@@ -179,11 +191,11 @@ def check_entities(mem: MemoryState, names: list[str]) -> tuple[str, ...]:
     """Entity names as given, each known to the memory.
 
     Raises:
-        InputError: an entity no current fact mentions (with close names).
+        InputError: an empty name, or an entity no current fact mentions (with close
+            names).
     """
     out = []
-    for raw in names:
-        name = raw.strip().lstrip("@")
+    for name in entity_names(names):
         if name.lower() not in mem.entities:
             known = sorted(e.name for e in mem.entities.values())
             raise unknown(
@@ -239,11 +251,15 @@ def recall(
         window = window.intersect(since_window(since, now))
     if between:
         window = window.intersect(between_window(*between))
-    rest, phrase_window, phrase = date_in_query(query, now, s.around_days)
-    if phrase_window is not None:
-        window = window.intersect(phrase_window)
+    date = date_in_query(query, now, s.around_days)
+    rest, focus = date.rest, None
+    if date.window is not None:
+        window = window.intersect(date.window)
+    if date.only_date:  # "what happened around Nov 5": the window's facts, nearest first
+        rest, focus = "", date.day_ns
     req = RecallRequest(
         query=rest,
+        focus_ns=focus,
         k=k,
         window=window,
         kinds=tuple(check_kind(x) for x in kinds or []),
@@ -267,6 +283,6 @@ def recall(
         trace.context_chars,
         dropped,
         window,
-        phrase,
+        date.phrase,
         (s.w_match, s.w_salience, s.w_access),
     )

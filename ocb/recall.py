@@ -39,7 +39,9 @@ MIN_COSINE = 0.3
 class RecallRequest(msgspec.Struct, frozen=True, kw_only=True):
     """What a recall asks for. ``window`` already holds --since/--between and a date
     phrase of the question; ``entities`` filter (facts mentioning any of them) and seed
-    associative recall."""
+    associative recall. ``focus_ns``: a question that is only a date phrase ("what
+    happened around Nov 5") has no text to match; its facts match by closeness to that
+    day instead, 1 / (1 + days away)."""
 
     query: str = ""
     k: int = 10
@@ -49,6 +51,7 @@ class RecallRequest(msgspec.Struct, frozen=True, kw_only=True):
     min_salience: float = 0.0
     depth: int = 0
     max_chars: int | None = None
+    focus_ns: int | None = None
 
 
 class RecallItem(msgspec.Struct, frozen=True, kw_only=True):
@@ -228,10 +231,13 @@ def _mask(index: FactIndex, mem: MemoryState, req: RecallRequest) -> npt.NDArray
 def _direct(
     index: FactIndex, qvec: F32 | None, req: RecallRequest, mask: npt.NDArray[np.bool_], s: Memory
 ) -> F32:
-    """Match of every row: hybrid for a question, 1 for every row the filters keep
-    when there is none."""
+    """Match of every row: hybrid for a question; when there is none, closeness to the
+    focus day, or 1, for every row the filters keep."""
     if qvec is None:
-        return mask.astype(np.float32)
+        if req.focus_ns is None:
+            return mask.astype(np.float32)
+        days = np.abs(index.time_ns - req.focus_ns) / DAY_NS
+        return np.where(mask, 1.0 / (1.0 + days), 0).astype(np.float32)
     hyb, lex, cos = index.search.hybrid(req.query, qvec, s.lexical_weight)
     related = (lex > 0) | (cos >= MIN_COSINE)
     return np.where(mask & related, hyb, 0).astype(np.float32)
@@ -408,6 +414,8 @@ def decide_recall(
     ]
     if req.window.end_ns is not None:
         options.append(Setting(key="end_ns", value=req.window.end_ns))
+    if req.focus_ns is not None:
+        options.append(Setting(key="focus_ns", value=req.focus_ns))
     options += [Setting(key="kind", value=k) for k in req.kinds]
     options += [Setting(key="entity", value=e) for e in req.entities]
     trace = RecallTraced(

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 if TYPE_CHECKING:
+    from ocb.blob_repair import BlobReport
     from ocb.commands import Hit
     from ocb.doctor import Check
     from ocb.health import Health
@@ -71,12 +72,15 @@ def answer_text(a: Answer) -> str:
 
 
 def sync_text(r: SyncReport) -> str:
-    return (
+    text = (
         f"indexed {r.files_indexed} new, {r.files_changed} changed, "
         f"{r.files_removed} removed file(s): "
         f"+{r.chunks_added} / -{r.chunks_removed} chunks, +{r.edges_created} edges "
         f"({r.events} events). brain: {r.nodes} nodes, {r.edges} edges."
     )
+    if r.blobs_regenerated:
+        text += f" regenerated {r.blobs_regenerated} lost vector blob(s)."
+    return text
 
 
 def sync_json(r: SyncReport) -> dict[str, Any]:
@@ -124,6 +128,15 @@ def inject_text(r: InjectReport) -> str:
 
 def doctor_text(checks: list[Check]) -> str:
     return "\n".join(f"{c.status.upper():4}  {c.name}: {c.detail}" for c in checks)
+
+
+def repair_text(r: BlobReport) -> str:
+    if not r.lost:
+        return f"repair: no lost blobs ({r.named} named by the log)"
+    lines = [f"repair: {r.regenerated} of {len(r.lost)} lost blob(s) regenerated"]
+    for b in r.lost:
+        lines.append(f"  {b.status:14} {b.blob[:12]} ({b.kind}, seq {b.seq}): {b.detail}")
+    return "\n".join(lines)
 
 
 def maintenance_json(r: MaintenanceReport) -> dict[str, Any]:
@@ -210,6 +223,11 @@ def train_json(r: TrainReport) -> dict[str, Any]:
 
 def train_text(r: TrainReport) -> str:
     weights = ", ".join(f"{f} {w:+.3f}" for f, w in zip(r.features, r.weights, strict=True))
+    if not r.recorded:
+        return (
+            f"route model unchanged: {r.examples} labelled decisions train the model "
+            f"recorded at seq {r.seq}; nothing recorded ({weights})"
+        )
     return (
         f"route model trained on {r.examples} labelled decisions "
         f"(training accuracy {r.accuracy:.1%}), recorded at seq {r.seq}: {weights}"

@@ -37,6 +37,7 @@ class SyncReport(msgspec.Struct):
     facts: int = 0
     fact_files: int = 0
     fact_problems: list[str] = msgspec.field(default_factory=list)
+    blobs_regenerated: int = 0
 
 
 class LearnReport(msgspec.Struct):

@@ -17,9 +17,11 @@ Rules (constitutional authority is the one that never moves):
   Decay only moves weights toward 0, inhibitory ones too, and never removes an edge,
   so dormant edges can still recover. STOP weights decay by the same factor (a STOP
   that outcomes raised must not outlast the routes it competes with); reward
-  baselines are statistics, not weights, and do not decay. When less than a
-  millionth would decay (seconds after the last run) nothing is recorded and the
-  time carries over to the next run.
+  baselines are statistics, not weights, and do not decay. When the factor would take
+  off less than ``MIN_DECAY`` (a thousandth: within about an hour of the last run at
+  the default 30-day half-life) nothing is recorded, not even the run, and the time
+  carries over to the next run: a decay of no visible size is not worth an update of
+  every edge.
 * prune: edges with ``|w| < prune_below`` are removed, except edges touching a
   constitutional node and edges touching an injected node (CORRECTION, TEACHING,
   DIRECTIVE): those are deliberate, a correction's veto is kept however weak, and an
@@ -46,7 +48,7 @@ from projections.graph import CHUNK, Edge
 from projections.graph import State as GraphState
 
 NS_PER_DAY = 86_400 * 10**9
-MIN_DECAY = 1e-6
+MIN_DECAY = 1e-3
 """Decay runs only when it takes at least this share off (1 - factor)."""
 CONSTITUTIONAL, CANONICAL = "constitutional", "canonical"
 
@@ -150,7 +152,12 @@ def decide_decay(v: View) -> OpPlan:
         setting("canonical_factor", slow),
     )
     if 1.0 - factor < MIN_DECAY:
-        return OpPlan("decay", params, f"nothing to decay: {days:.4f} day(s) since the last decay")
+        return OpPlan(
+            "decay",
+            params,
+            f"nothing to decay: {days:.4f} day(s) since the last decay would take off "
+            f"{1 - factor:.3%} (under {MIN_DECAY:.1%}); the time carries over",
+        )
     deltas: list[EdgeDelta] = []
     changes: list[Change] = []
     exempt = 0

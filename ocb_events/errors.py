@@ -164,7 +164,7 @@ class BlobMissing(BrainError):
     def __init__(self, digest: str, reason: str) -> None:
         super().__init__(
             f"blob {digest[:12]} {reason}",
-            "run `ocb doctor`; rebuild the brain from its workspace if vectors were lost",
+            "run `ocb doctor --repair` to regenerate lost vectors from the log",
         )
         self.digest = digest
 

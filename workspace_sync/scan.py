@@ -1,9 +1,12 @@
 """Walking a workspace for the files a brain indexes.
 
-Markdown (``.md``, ``.markdown``) and plain text (``.txt``) files are read; hidden
-files and directories, build and dependency directories, binary files and files that
-are not UTF-8 are skipped with a reason. Symlinked directories are never followed,
-and a symlinked file is read only when it resolves inside the workspace.
+Markdown (``.md``, ``.markdown``) and plain text (``.txt``) files are read. Build,
+dependency and cache directories (``SKIP_DIRS``), symlinked directories, binary files
+and files that are not UTF-8 are skipped and listed with a reason (a directory once,
+not each file inside it). Hidden files and directories (``.git``, ``.obsidian`` ...)
+are skipped without being listed, as tools keep their state there. Symlinked
+directories are never followed, and a symlinked file is read only when it resolves
+inside the workspace.
 """
 
 from __future__ import annotations
@@ -17,9 +20,18 @@ import msgspec
 from ocb_events.errors import WorkspaceError
 
 TEXT_SUFFIXES = frozenset({".md", ".markdown", ".txt"})
-SKIP_DIRS = frozenset(
-    {"node_modules", "build", "dist", "__pycache__", "venv", "target", "site-packages", "out"}
-)
+_BUILD, _DEPS = "build output directory", "dependency directory"
+SKIP_DIRS: dict[str, str] = {
+    "__pycache__": "cache directory",
+    "build": _BUILD,
+    "dist": _BUILD,
+    "node_modules": _DEPS,
+    "out": _BUILD,
+    "site-packages": _DEPS,
+    "target": _BUILD,
+    "venv": _DEPS,
+}
+"""Directories never walked, by name, with the reason listed in ``skipped``."""
 
 
 class FileText(msgspec.Struct, frozen=True):
@@ -85,14 +97,15 @@ def scan_workspace(root: Path) -> tuple[list[FileText], list[Skipped]]:
         base = Path(dirpath)
         keep = []
         for d in sorted(dirnames):
-            if d.startswith(".") or d in SKIP_DIRS:
+            if d.startswith("."):
                 continue
+            rel = (base / d).relative_to(root).as_posix()
             if (base / d).is_symlink():
-                skipped.append(
-                    Skipped((base / d).relative_to(root).as_posix(), "symlinked directory")
-                )
-                continue
-            keep.append(d)
+                skipped.append(Skipped(rel, "symlinked directory"))
+            elif d in SKIP_DIRS:
+                skipped.append(Skipped(rel, SKIP_DIRS[d]))
+            else:
+                keep.append(d)
         dirnames[:] = keep
         for name in sorted(filenames):
             if name.startswith(".") or Path(name).suffix.lower() not in TEXT_SUFFIXES:

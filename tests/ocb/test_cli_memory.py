@@ -110,6 +110,10 @@ def test_retain_writes_and_reports(cli_mem: tuple[Path, Path]) -> None:
         (["recall", "x", "--between", "2026-11-02", "nope"], "cannot read --between end", "write"),
         (["recall", "x", "--kind", "Q"], "unknown fact kind 'Q'", "use W (world)"),
         (["recall", "x", "--min-salience", "3"], "min salience 3 is outside", "give a"),
+        (["recall", "x", "--entity", ""], "an --entity is empty", "name the entity"),
+        (["recall", "x", "-e", "Peter", "-e", "@"], "an --entity is empty", "name the entity"),
+        (["retain", "x", "--entity", ""], "an --entity is empty", "name the entity"),
+        (["retain", "x", "-e", " @ "], "an --entity is empty", "name the entity"),
     ],
 )
 def test_bad_input_is_one_error_and_a_hint(

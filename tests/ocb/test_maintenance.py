@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
@@ -22,7 +22,7 @@ from ocb.maintenance import OPS, anchor, maintain, parse_ops
 from ocb.merge import split_pieces
 from ocb.render import answer_json, maintenance_json
 from ocb.settings import Indexing, Maintenance
-from ocb.upkeep import NS_PER_DAY, View, decay_factor, decide_decay
+from ocb.upkeep import NS_PER_DAY, View, decay_factor, decide_decay, decide_scale
 from ocb_events.clock import TickClock
 from ocb_events.errors import InputError
 from ocb_events.schema import (
@@ -214,6 +214,52 @@ def test_decay_never_grows_a_weight_nor_touches_constitutional_edges(
         assert abs(after) <= abs(w) and after * w >= 0
         if "constitutional" in (g.nodes[a].authority, g.nodes[b].authority):
             assert after == w
+
+
+def test_decay_of_no_visible_size_records_nothing_and_the_time_carries_over(built: Path) -> None:
+    clock = TickClock(start_ns=FIRST_TS + 60 * 10**9, step_ns=0)  # a minute after init
+    with Brain(built, clock=clock) as brain:
+        seq, before = brain.log.last_seq, weights(brain)
+        report = maintain(brain, ["decay"], clock=clock)
+        assert brain.log.last_seq == seq and report.ops[0].events == 0
+        assert report.ops[0].summary.startswith("nothing to decay: 0.0007 day(s)")
+        clock.advance(2 * 3600 * 10**9)  # two hours more: measured from init, not a minute ago
+        report = maintain(brain, ["decay"], clock=clock)
+        factor = report.ops[0].params["factor"]
+        assert report.ops[0].events == 2 and factor == decay_factor(7260 * 10**9, 30.0)
+        after = weights(brain)
+        assert all(after[k] == pytest.approx(w * factor) for k, w in before.items())
+
+
+@settings(max_examples=40)
+@given(
+    ws=st.lists(st.floats(-1, 1), min_size=20, max_size=20),
+    seconds=st.one_of(st.integers(0, 7200), st.integers(0, 400 * 86_400)),
+    budget=st.floats(0.1, 5),
+)
+def test_maintenance_never_records_an_update_that_changes_nothing(
+    ws: list[float], seconds: int, budget: float
+) -> None:
+    pairs = [(a, b) for a in NODES for b in NODES if a != b]
+    g = build(NODES, [(a, b, w) for (a, b), w in zip(pairs, ws, strict=True)])
+    view = View(
+        graph=g,
+        seq=g.seq,
+        now_ns=seconds * 10**9,
+        first_ts=0,
+        settings=Maintenance(budget=budget),
+        indexing=Indexing(),
+        embedder=HashEmbedder(8),
+        vectors=lambda ids: np.zeros((len(ids), 8), np.float32),
+        fired=[],
+    )
+    for plan in (decide_decay(view), decide_scale(view)):
+        for ev in plan.events:
+            assert isinstance(ev, EdgesUpdated)
+            for d in ev.deltas:
+                w = g.out[d.source][d.target].weight
+                assert max(-1.0, min(1.0, w + d.delta)) != w
+        assert plan.events or all(c.before == c.after for c in plan.changes)
 
 
 # --------------------------------------------------------------------------- prune, scale

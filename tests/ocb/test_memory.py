@@ -269,6 +269,23 @@ def test_time_filters(mb: Brain) -> None:
         mb.recall(between=("2026-11-21", "2026-11-01"))
 
 
+def test_a_question_that_is_only_a_date_recalls_the_facts_of_that_day(brain: Brain) -> None:
+    mem = brain.state("memory")
+    day = sorted((-mem.facts[i].salience, i) for i in mem.facts if mem.facts[i].day == "2026-11-05")
+    assert len(day) == 5
+    got = brain.recall("what happened around Nov 5", record=False)
+    assert got.date_phrase == "around Nov 5" and len(got.results) == 10
+    assert [r.id for r in got.results[:5]] == [i for _, i in day]  # the day first, by salience
+    assert {r.day for r in got.results[5:]} <= {"2026-11-03", "2026-11-06", "2026-11-07"}
+    for question in ("anything new on Nov 5?", "Nov 5", "what did happen on 2026-11-05"):
+        assert sorted(r.id for r in brain.recall(question, record=False).results) == sorted(
+            i for _, i in day
+        ), question
+    # a question with a subject still needs its words to match
+    pool = brain.recall("pool exhausted around Nov 5", record=False)
+    assert 0 < len(pool.results) < 5
+
+
 def test_min_salience_and_budget(mb: Brain) -> None:
     ans = mb.recall(min_salience=0.85, record=False)
     assert [r.text for r in ans.results] == ["the Friday deploy was rolled back"]

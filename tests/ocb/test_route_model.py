@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 
 from ocb.api import Brain
+from ocb.doctor import WARN, run_doctor
+from ocb.render import train_text
 from ocb.route_model import FEATURES, Examples, fit, load_scorer, train
 from ocb_events.errors import InputError
 from ocb_events.schema import RouteModelTrained
@@ -67,3 +69,30 @@ def test_a_trained_model_is_recorded_and_used_by_the_learned_mode(brain: Brain) 
     assert PROJECTIONS["graph"].snapshot(full["graph"]) == PROJECTIONS["graph"].snapshot(
         brain.graph
     )
+
+
+def test_a_model_identical_to_the_one_in_force_is_not_recorded_again(brain: Brain) -> None:
+    for i in range(8):
+        brain.learn(1.0 if i % 3 else -1.0, trace_id=brain.query(QUESTIONS[i % 4]).trace_id)
+    first = train(brain)
+    brain.query(QUESTIONS[0])  # a trace without an outcome teaches nothing new
+    seq = brain.log.last_seq
+    again = train(brain)
+    assert brain.log.last_seq == seq and (again.recorded, again.seq) == (False, first.seq)
+    assert again.weights == first.weights
+    assert train_text(again).startswith(
+        f"route model unchanged: {first.examples} labelled decisions train the model recorded "
+        f"at seq {first.seq}; nothing recorded"
+    )
+    model = brain.graph.route_model
+    assert model is not None
+    brain.blobs.path(model.blob).unlink()  # a lost model blob: routing falls back ...
+    warnings: list[str] = []
+    brain.warn = warnings.append
+    assert brain.route_scorer() is None and "is missing); routing with edge+sim" in warnings[0]
+    (blobs,) = [c for c in run_doctor(brain.path) if c.name == "blobs"]
+    assert blobs.status == WARN and "fix: ocb train-route" in blobs.detail
+    assert not train(brain).recorded and brain.blobs.get(model.blob, verify=True)  # ... back
+    assert brain.log.last_seq == seq
+    brain.learn(1.0, trace_id=brain.query(QUESTIONS[1]).trace_id)
+    assert train(brain).recorded

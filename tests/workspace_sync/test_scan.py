@@ -36,8 +36,27 @@ def test_reads_markdown_and_text_and_skips_the_rest(tmp_path: Path) -> None:
         "latin.md": "not UTF-8",
         "link-out.md": "symlink points outside the workspace",
         "linkdir": "symlinked directory",
+        "node_modules": "dependency directory",
     }
     assert files[0].markdown is False and files[2].markdown is True
+
+
+def test_build_and_dependency_directories_are_listed_once_each(tmp_path: Path) -> None:
+    for d in ("build", "out", "dist", "node_modules", "notes/build", "notes/out/deep", ".git"):
+        (tmp_path / d).mkdir(parents=True, exist_ok=True)
+        for name in ("a.md", "b.md", "c.txt"):
+            (tmp_path / d / name).write_text("# kept out\n")
+    (tmp_path / "notes" / "keep.md").write_text("# kept\n")
+    files, skipped = scan_workspace(tmp_path)
+    assert [f.path for f in files] == ["notes/keep.md"]
+    assert [(s.path, s.reason) for s in skipped] == [
+        ("build", "build output directory"),
+        ("dist", "build output directory"),
+        ("node_modules", "dependency directory"),
+        ("notes/build", "build output directory"),
+        ("notes/out", "build output directory"),
+        ("out", "build output directory"),
+    ]
 
 
 def test_missing_and_file_workspaces_are_user_errors(tmp_path: Path) -> None:
