@@ -6,7 +6,6 @@ them; recording and folding happen in the API.
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Mapping, Sequence
 from hashlib import sha256
@@ -17,6 +16,7 @@ import numpy as np
 from ocb.embed import Embedder
 from ocb.indexing import pack_matrix
 from ocb.learning import decide_deltas, group_by_source
+from ocb.names import unknown as unknown  # re-exported: callers import it from here
 from ocb.search import SearchIndex
 from ocb.settings import REWARD_SOURCES, Indexing, Learning, Traversal
 from ocb.traverse import Scorer, tier_of, traverse
@@ -37,18 +37,6 @@ from ocb_events.schema import (
 from projections.graph import CHUNK, State
 
 NODE_TYPES = ("CORRECTION", "TEACHING", "DIRECTIVE")
-
-
-def unknown(kind: str, name: str, known: Sequence[str], hint: str, where: str = "") -> InputError:
-    """An InputError for a name that names nothing (``where`` ends its message),
-    suggesting close matches, found with case ignored and given in their spelling."""
-    spelled: dict[str, str] = {}
-    for k in known:
-        spelled.setdefault(k.lower(), k)
-    close = difflib.get_close_matches(name.lower(), list(spelled), n=3, cutoff=0.6)
-    if close:
-        hint = "did you mean " + ", ".join(spelled[c] for c in close) + "?"
-    return InputError(f"unknown {kind} {name!r}{where}", hint)
 
 
 # --------------------------------------------------------------------------- query
