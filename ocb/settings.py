@@ -120,8 +120,10 @@ class Learning(msgspec.Struct, frozen=True):
 
 
 class Indexing(msgspec.Struct, frozen=True):
-    """How init connects chunks: sibling edges inside a file and a few cross-file
-    edges between similar chunks."""
+    """How sync chunks files and connects chunks: sibling edges inside a file and a few
+    cross-file edges between similar chunks. No chunk is longer than
+    ``max_chunk_chars`` (a longer line is cut at word boundaries into pieces of about
+    ``chunk_chars``)."""
 
     chunk_chars: Annotated[int, _m("target size of a chunk in characters", ge=1)] = 600
     sibling_weight: Annotated[float, _m("weight of the edges between neighbouring chunks")] = 0.3
@@ -134,6 +136,9 @@ class Indexing(msgspec.Struct, frozen=True):
     correction_weight: Annotated[
         float, _m("weight of a correction's edges to what it suppresses")
     ] = -1.0
+    max_chunk_chars: Annotated[
+        int, _m("hard cap on a chunk's size; longer lines are cut at word boundaries", ge=1)
+    ] = 2000
 
 
 class Maintenance(msgspec.Struct, frozen=True):
