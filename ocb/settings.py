@@ -388,7 +388,7 @@ def _coerce(s: Setting, value: object) -> Value:
         if word in _TRUE + _FALSE:
             return word in _TRUE
         raise InputError(f"{s.key} must be true or false, got {value!r}", "give true or false")
-    elif not isinstance(value, bool):
+    if not isinstance(value, bool):
         number = _number(s.kind, value)
         if number is not None:
             return number
@@ -429,10 +429,14 @@ def _check_text(s: Setting, value: str) -> None:
     short = s.min_length is not None and len(value) < s.min_length
     long = s.max_length is not None and len(value) > s.max_length
     if short or long:
+        words = " and ".join(
+            f"{word} {n}"
+            for word, n in (("at least", s.min_length), ("at most", s.max_length))
+            if n is not None
+        )
         raise InputError(
-            f"{s.key} must be {s.min_length or 0} to {s.max_length or 'any number of'} "
-            f"characters, got {len(value)}",
-            f"give a shorter or longer value, e.g. {s.default!r} (the default)",
+            f"{s.key} must be {words} characters long, got {len(value)}",
+            f"give {words} characters, e.g. {s.default!r} (the default)",
         )
     if s.pattern is not None and re.search(s.pattern, value) is None:
         raise InputError(

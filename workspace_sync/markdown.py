@@ -126,10 +126,16 @@ def _capped(lines: list[str], s: int, e: int, target: int, cap: int) -> list[Uni
         return [(s, e)]
     out: list[Unit] = []
     cur, used = -1, 0
+
+    def flush(end: int) -> None:
+        while not lines[end].strip():  # a run ends at text too
+            end -= 1
+        out.append((cur, end))
+
     for i in range(s, e + 1):
         n = len(lines[i]) + 1
         if cur >= 0 and (used + n > target or n - 1 > cap):
-            out.append((cur, i - 1))
+            flush(i - 1)
             cur = -1
         if n - 1 > cap:
             out.extend(Piece(t, i + 1, i + 1, "", c) for c, t in _slices(lines[i], target, cap))
@@ -140,7 +146,7 @@ def _capped(lines: list[str], s: int, e: int, target: int, cap: int) -> list[Uni
             cur, used = i, 0
         used += n
     if cur >= 0:
-        out.append((cur, e))
+        flush(e)
     return out
 
 
@@ -171,6 +177,8 @@ def _slices(line: str, target: int, cap: int) -> list[tuple[int, str]]:
 
 def _last_space(line: str, pos: int, end: int) -> int:
     """The last whitespace in ``line[pos + 1 : end + 1]``, or -1."""
+    if _SPACE.search(line, pos + 1, end + 1) is None:  # inside a long word: no scan
+        return -1
     for k in range(end, pos, -1):
         if line[k].isspace():
             return k

@@ -113,7 +113,9 @@ def test_a_new_section_is_known_everywhere_once_it_is_in_sections(with_secrets: 
     assert s.check("<hidden>") == "<hidden>"
     with pytest.raises(InputError, match="unknown secret action 'shout'"):
         registry()["secrets.action"].check("shout")
-    with pytest.raises(InputError, match=r"secrets.label must be 1 to 8 characters, got 9"):
+    with pytest.raises(
+        InputError, match=r"secrets.label must be at least 1 and at most 8 characters long, got 9"
+    ):
         registry()["secrets.label"].check("123456789")
     with pytest.raises(InputError, match="secrets.strict must be true or false"):
         registry()["secrets.strict"].check("maybe")
