@@ -34,7 +34,7 @@ from ocb.indexing import changed_on_disk, plan_sync, unpack_matrix
 from ocb.memory_api import MemoryCommands
 from ocb.reports import Answer, InjectReport, LearnReport, SyncReport
 from ocb.search import SearchIndex
-from ocb.settings import Indexing, Learning, Storage, Traversal, check_key, resolve
+from ocb.settings import Indexing, Learning, S, Storage, Traversal, check_key, resolve
 from ocb.traverse import Scorer
 from ocb_events.blobs import BlobStore
 from ocb_events.clock import Clock, system_clock
@@ -278,10 +278,18 @@ class Brain(MemoryCommands):
         fold(recs, self._states)
         return recs
 
+    def setting(self, section: type[S], **overrides: object) -> S:
+        """One section of the settings in force (``ocb.settings.SECTIONS``): defaults,
+        then recorded config, then non-None ``overrides``.
+
+        Raises:
+            InputError: an override that is unknown or invalid.
+        """
+        return resolve(section, self.state("config").values, **overrides)
+
     def settings(self) -> tuple[Traversal, Learning, Indexing]:
-        """The settings in force (defaults overridden by recorded config)."""
-        values = self.state("config").values
-        return resolve(Traversal, values), resolve(Learning, values), resolve(Indexing, values)
+        """The traversal, learning and indexing settings in force (see ``setting``)."""
+        return self.setting(Traversal), self.setting(Learning), self.setting(Indexing)
 
     # ------------------------------------------------------------------ embedder and index
 
@@ -492,7 +500,7 @@ class Brain(MemoryCommands):
             InputError: an empty query or a bad setting.
         """
         self.load("config", "graph")
-        trav = resolve(Traversal, self.state("config").values, **overrides)
+        trav = self.setting(Traversal, **overrides)
         scorer = self.route_scorer() if trav.mode == "learned" else None
         if trav.mode == "learned" and scorer is None:
             self.warn("no route model trained (ocb train-route); routing with edge+sim")
@@ -581,9 +589,8 @@ class Brain(MemoryCommands):
         done = self.state("traces").requests.get(request_id) if request_id else None
         if done is not None:
             return self._learn_report(done)
-        values = self.state("config").values
-        trav = resolve(Traversal, values)
-        learn = resolve(Learning, values, rule=rule, **overrides)
+        trav = self.setting(Traversal)
+        learn = self.setting(Learning, rule=rule, **overrides)
         if fired_ids:
             steps: list[Step] = steps_from_ids(self.graph, list(fired_ids), trav)
             damping, tau, trace_id = trav.damping, trav.tau, ""
@@ -690,12 +697,17 @@ class Brain(MemoryCommands):
         return self._scorer[1]
 
     def set_config(self, key: str, value: object) -> Record | None:
-        """Record a setting (validated); None when it already has that value."""
+        """Record a setting, validated completely first (nothing is recorded for an
+        unknown key or a bad value); None when it already has that value.
+
+        Raises:
+            InputError: an unknown key (naming the close matches) or a bad value.
+        """
         coerced = check_key(key, value)
         if self.state("config").values.get(key) == coerced:
             return None
         seq = self.log.last_seq
-        event = ConfigChanged(key=key, value=coerced)  # type: ignore[arg-type]
+        event = ConfigChanged(key=key, value=coerced)
         return self.record([event], "cli", expected_seq=seq)[0]
 
     def events(
@@ -740,7 +752,7 @@ class Brain(MemoryCommands):
         """
         if not self.log.writer:
             return []
-        st = resolve(Storage, self.state("config").values)
+        st = self.setting(Storage)
         tail = min(self.snapshot_every, st.snapshot_tail)
         every = st.checkpoint_every
         written = []

@@ -282,19 +282,29 @@ def events(
 @handled
 def config(
     brain: BrainOpt,
-    key: Annotated[str | None, typer.Argument(help="Setting, e.g. traversal.max_hops.")] = None,
+    key: Annotated[
+        str | None, typer.Argument(help="Setting to show or set, e.g. traversal.max_hops.")
+    ] = None,
     value: Annotated[str | None, typer.Argument(help="New value (records a config event).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Show the settings in force, or record a new value for one.
+    """List the settings in force, show one, or record one.
+
+    A new value is checked (known key, type, bounds, choices) before anything is
+    recorded; recorded settings are marked.
 
     \b
     Example:
+      ocb config --brain /tmp/brain
+      ocb config --brain /tmp/brain memory.hop_decay
       ocb config --brain /tmp/brain traversal.max_hops 4
     """
     from ocb.api import Brain
     from ocb.history import settings_json, settings_text
+    from ocb.settings import check_key
 
+    if key is not None and value is not None:
+        check_key(key, value)  # refuse before the brain is opened for writing
     with Brain(brain, writer=value is not None, warn=_warn) as b:
         if key is not None and value is not None:
             b.set_config(key, value)

@@ -6,7 +6,6 @@ them; recording and folding happen in the API.
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Mapping, Sequence
 from hashlib import sha256
@@ -17,9 +16,10 @@ import numpy as np
 from ocb.embed import Embedder
 from ocb.indexing import pack_matrix
 from ocb.learning import decide_deltas, group_by_source
+from ocb.names import unknown as unknown  # re-exported: callers import it from here
 from ocb.search import SearchIndex
 from ocb.settings import REWARD_SOURCES, Indexing, Learning, Traversal
-from ocb.traverse import Scorer, tier_of, traverse
+from ocb.traverse import SEPARATOR, Scorer, block_chars, context_block, tier_of, traverse
 from ocb_events.errors import InputError
 from ocb_events.schema import (
     Candidate,
@@ -37,18 +37,6 @@ from ocb_events.schema import (
 from projections.graph import CHUNK, State
 
 NODE_TYPES = ("CORRECTION", "TEACHING", "DIRECTIVE")
-
-
-def unknown(kind: str, name: str, known: Sequence[str], hint: str, where: str = "") -> InputError:
-    """An InputError for a name that names nothing (``where`` ends its message),
-    suggesting close matches, found with case ignored and given in their spelling."""
-    spelled: dict[str, str] = {}
-    for k in known:
-        spelled.setdefault(k.lower(), k)
-    close = difflib.get_close_matches(name.lower(), list(spelled), n=3, cutoff=0.6)
-    if close:
-        hint = "did you mean " + ", ".join(spelled[c] for c in close) + "?"
-    return InputError(f"unknown {kind} {name!r}{where}", hint)
 
 
 # --------------------------------------------------------------------------- query
@@ -126,12 +114,18 @@ def decide_query(
         graph, seeds, s, lambda v: float(cos[pos[v]]) if v in pos else 0.0, scorer=scorer
     )
     hits = [_hit(graph, n, walk.activation[n], True) for n in walk.ranked()]
+    # the next-best matches fill the results only as far as the context budget would
+    # hold them too, so the results never carry more text than a context may
+    room = s.max_context_chars - walk.context_len
     for i in ranked:
         if len(hits) >= top:
             break
         nid = index.ids[i]
         if nid not in walk.activation and nid not in walk.vetoed and nid in graph.nodes:
-            hits.append(_hit(graph, nid, float(hyb[i]) / best, False))
+            cost = block_chars(graph.nodes[nid]) + len(SEPARATOR)
+            if cost <= room:
+                room -= cost
+                hits.append(_hit(graph, nid, float(hyb[i]) / best, False))
     trace = QueryTraced(
         trace_id=trace_id,
         query=query,
@@ -157,12 +151,12 @@ def decide_query(
 
 def assemble_context(graph: State, fired: Sequence[str], hits: Sequence[Hit]) -> str:
     """Every fired node's text under its source, in the order of the results (the
-    fired nodes beyond ``top`` last, by firing order)."""
+    fired nodes beyond ``top`` last, by firing order). The traversal fired only what
+    fits, so this is never longer than ``traversal.max_context_chars``."""
     shown = [h.id for h in hits if h.fired]
     seen = set(shown)
     rest = [n for n in fired if n not in seen]
-    parts = [f"[{graph.nodes[n].source}]\n{graph.nodes[n].text}" for n in shown + rest]
-    return "\n\n".join(parts)
+    return SEPARATOR.join(context_block(graph.nodes[n]) for n in shown + rest)
 
 
 def _hit(graph: State, node_id: str, score: float, fired: bool) -> Hit:

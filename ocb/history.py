@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-import msgspec
-
 from ocb.api import Brain
-from ocb.commands import unknown
+from ocb.names import unknown
+from ocb.settings import in_force, lookup, registry
 from ocb_events.schema import EVENT_TYPES
 
 
@@ -30,27 +30,35 @@ def check_types(types: list[str]) -> list[str]:
 
 
 def settings_json(brain: Brain, key: str | None = None) -> dict[str, Any]:
-    """The settings in force by ``section.name``, and which of them were recorded."""
-    trav, learn, ix = brain.settings()
-    values = {
-        f"{section}.{k}": v
-        for section, obj in (("traversal", trav), ("learning", learn), ("indexing", ix))
-        for k, v in msgspec.structs.asdict(obj).items()
+    """Every setting in force (or only ``key``) by ``section.name``, which of them
+    were recorded, and what each one is: ``{"settings", "recorded", "keys"}``.
+
+    Raises:
+        InputError: an unknown key (naming the close matches).
+    """
+    known = registry()
+    keys = list(known) if key is None else [lookup(key).key]
+    recorded = brain.state("config").values
+    values = in_force(recorded)
+    return {
+        "settings": {k: values[k] for k in keys},
+        "recorded": [k for k in keys if k in recorded],
+        "keys": {k: known[k].about() for k in keys},
     }
-    if key is not None:
-        if key not in values:
-            raise unknown("setting", key, sorted(values), "run ocb config to list settings")
-        values = {key: values[key]}
-    recorded = sorted(k for k in brain.state("config").values if k in values)
-    return {"settings": values, "recorded": recorded}
 
 
 def settings_text(d: dict[str, Any]) -> str:
+    """One ``key = value`` line per setting (JSON values), recorded ones marked; a
+    single setting also shows its meaning, type, bounds and default."""
     rec = set(d["recorded"])
-    return "\n".join(
-        f"{k} = {v}" + ("   (recorded)" if k in rec else "")
-        for k, v in sorted(d["settings"].items())
-    )
+    lines = [
+        f"{k} = {json.dumps(v)}" + ("   (recorded)" if k in rec else "")
+        for k, v in d["settings"].items()
+    ]
+    if len(lines) == 1:
+        s = lookup(next(iter(d["settings"])))
+        lines += [f"  {s.description}", f"  {s.rules()}"]
+    return "\n".join(lines)
 
 
 def snapshot_text(written: list[tuple[str, int]]) -> str:

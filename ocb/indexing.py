@@ -15,6 +15,7 @@ import numpy.typing as npt
 from ocb.embed import Embedder, Matrix
 from ocb.settings import Indexing
 from ocb_events.schema import (
+    ChunkSpan,
     ChunkText,
     EdgesCreated,
     EdgeSpec,
@@ -96,16 +97,18 @@ def _new_chunks(events: Sequence[Event]) -> list[tuple[str, ChunkText]]:
     return out
 
 
+def _place(c: ChunkText | ChunkSpan) -> tuple[int, int, str]:
+    return (c.start_line, c.start_col, c.id)
+
+
 def _file_orders(graph: State, events: Sequence[Event]) -> list[list[str]]:
     orders = []
     for ev in events:
         if isinstance(ev, FileIndexed):
-            orders.append([c.id for c in sorted(ev.chunks, key=lambda c: c.start_line)])
+            orders.append([c.id for c in sorted(ev.chunks, key=_place)])
         elif isinstance(ev, FileChanged):
-            spans = [(s.start_line, s.id) for s in ev.kept] + [
-                (c.start_line, c.id) for c in ev.added
-            ]
-            orders.append([i for _, i in sorted(spans)])
+            both: list[ChunkText | ChunkSpan] = [*ev.kept, *ev.added]
+            orders.append([c.id for c in sorted(both, key=_place)])
     return orders
 
 
@@ -134,30 +137,35 @@ def similar_edges(
     progress: Progress | None = None,
 ) -> list[EdgeSpec]:
     """For each new chunk, edges both ways to its ``similar_k`` most similar chunks in
-    other files whose cosine reaches ``similar_min``."""
+    other files whose cosine reaches ``similar_min``.
+
+    A file with many new chunks (a long file cut by the chunk cap) is compared with the
+    other files' chunks only, so its own chunks cost neither time nor memory."""
     if not len(new_ids) or not len(all_ids) or s.similar_k <= 0:
         return []
     files = sorted(set(file_of.values()))
     fidx = {f: i for i, f in enumerate(files)}
     all_f = np.array([fidx[file_of[i]] for i in all_ids], dtype=np.int32)
+    new_f = np.array([fidx[file_of[i]] for i in new_ids], dtype=np.int32)
+    counts = np.bincount(new_f, minlength=len(files))
+    big = [f for f in range(len(files)) if counts[f] >= _SIM_BLOCK]
+    groups: list[tuple[npt.NDArray[np.intp], npt.NDArray[np.intp] | None]] = [
+        (np.flatnonzero(new_f == f), np.flatnonzero(all_f != f)) for f in big
+    ]
+    groups.append((np.flatnonzero(~np.isin(new_f, big)), None))
     pairs: dict[tuple[str, str], float] = {}
-    k = min(s.similar_k, len(all_ids))
-    for start in range(0, len(new_ids), _SIM_BLOCK):
-        block = new_vecs[start : start + _SIM_BLOCK]
-        sims: npt.NDArray[np.float32] = block @ all_vecs.T
-        own = np.array([fidx[file_of[i]] for i in new_ids[start : start + _SIM_BLOCK]])
-        sims[own[:, None] == all_f[None, :]] = -np.inf
-        top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
-        for r, cols in enumerate(top):
-            a = new_ids[start + r]
-            for c in sorted(cols.tolist(), key=lambda j: (-sims[r, j], j)):
-                cos = float(sims[r, c])
-                if cos >= s.similar_min:
-                    b = all_ids[c]
-                    for key in ((a, b), (b, a)):
-                        pairs[key] = max(pairs.get(key, -1.0), cos)
-        if progress:
-            progress("connect", min(start + _SIM_BLOCK, len(new_ids)), len(new_ids))
+    done = 0
+    for rows, cols in groups:
+        vecs = all_vecs if cols is None else all_vecs[cols]
+        for start in range(0, len(rows) if len(vecs) else 0, _SIM_BLOCK):
+            block = rows[start : start + _SIM_BLOCK]
+            sims: npt.NDArray[np.float32] = new_vecs[block] @ vecs.T
+            if cols is None:
+                sims[new_f[block][:, None] == all_f[None, :]] = -np.inf
+            _nearest(sims, [new_ids[r] for r in block], all_ids, cols, s, pairs)
+            if progress:
+                progress("connect", done + min(start + _SIM_BLOCK, len(rows)), len(new_ids))
+        done += len(rows)
     span = max(1e-9, 1.0 - s.similar_min)
     lo, hi = s.similar_weight_low, s.similar_weight_high
     return [
@@ -170,6 +178,28 @@ def similar_edges(
         for (a, b), c in sorted(pairs.items())
         if not existing(a, b)
     ]
+
+
+def _nearest(
+    sims: npt.NDArray[np.float32],
+    sources: list[str],
+    all_ids: Sequence[str],
+    cols: npt.NDArray[np.intp] | None,
+    s: Indexing,
+    pairs: dict[tuple[str, str], float],
+) -> None:
+    """Add each source's ``similar_k`` best columns of ``sims`` that reach
+    ``similar_min`` to ``pairs`` (column j is ``all_ids[cols[j]]``, or ``all_ids[j]``)."""
+    k = min(s.similar_k, sims.shape[1])
+    top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+    for r, js in enumerate(top):
+        a = sources[r]
+        for j in sorted(js.tolist(), key=lambda j: (-sims[r, j], j)):
+            cos = float(sims[r, j])
+            if cos >= s.similar_min:
+                b = all_ids[j if cols is None else int(cols[j])]
+                for key in ((a, b), (b, a)):
+                    pairs[key] = max(pairs.get(key, -1.0), cos)
 
 
 def decide_sync(
@@ -192,7 +222,11 @@ def decide_sync(
         plan.events.append(EmbedderConfigured(embedder_id=embedder.id, dim=embedder.dim))
     keep = frozenset(sk.path for sk in skipped if sk.path in graph.files)
     file_events = diff_workspace(
-        files, previous_files(graph), keep=keep, target_chars=s.chunk_chars
+        files,
+        previous_files(graph),
+        keep=keep,
+        target_chars=s.chunk_chars,
+        max_chars=s.max_chunk_chars,
     )
     plan.events.extend(file_events)
     for ev in file_events:

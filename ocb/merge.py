@@ -16,9 +16,11 @@ finds a vector for every node and search never seeds it.
 
 Split. A chunk longer than ``split_over_chars`` (not constitutional, not an alias, not
 holding aliases) is cut at line boundaries: by the Markdown chunker with target
-``split_chars`` or, when that cannot cut it, into runs of whole lines of about that
-size. Each part is a new chunk ``path::n`` (fresh ordinals of its file) whose text is
-exactly its file's lines ``start_line..end_line``, under the old node's heading. Every
+``split_chars`` (which also cuts a line longer than its cap at whitespace) or, when that
+cannot cut it, into runs of whole lines of about that size. Each part is a new chunk
+``path::n`` (fresh ordinals of its file) whose text is its file's lines
+``start_line..end_line`` (from ``start_col``, for a slice of a long line), under the old
+node's heading. Every
 part gets a copy of the old node's outgoing edges (whichever part fires can continue
 the routes it had); its incoming edges go to the first part only, where a reader
 enters the text, so no other node's route policy changes (copies into every part
@@ -242,6 +244,7 @@ def _parts(g: GraphState, n: Node, pieces: list[Piece], free: dict[str, int]) ->
                 start_line=n.start_line + p.start_line - 1,
                 end_line=n.start_line + p.end_line - 1,
                 heading=n.heading,
+                start_col=p.start_col + (n.start_col if p.start_line == 1 else 0),
             )
         )
         k += 1

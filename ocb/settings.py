@@ -1,19 +1,45 @@
-"""Settings of traversal and learning: defaults, overridden by recorded config
-(``ocb config set traversal.max_hops 4``) and then by per-call options."""
+"""Settings: defaults, overridden by recorded config (``ocb config traversal.max_hops 4``)
+and then by per-call options.
+
+Each section is a Struct in ``SECTIONS``; each field declares its type, default,
+bounds (``msgspec.Meta`` ``ge``/``gt``/``le``/``lt``), choices (a ``Literal``) and a
+one-line description. ``registry()`` is derived from them and is the one place that
+knows a key: ``check_key`` validates a value, ``in_force`` and ``resolve`` read the
+recorded config, and ``ocb config`` lists, reads and records through it. A new
+section needs only its Struct and its entry in ``SECTIONS``.
+
+NOTE: every field is ``Annotated[<int | float | str | bool | Literal>, Meta(...)]``
+with a description; a field of any other type is refused when the module loads.
+"""
 
 from __future__ import annotations
 
+import functools
+import json
 import math
+import re
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
 import msgspec
+import msgspec.inspect as mi
+from msgspec import Meta
 
+from ocb.names import unknown
 from ocb_events.errors import InputError
 
 ROUTE_MODES = ("edge", "edge+sim", "learned")
 RULES = ("pg", "heuristic")
 REWARD_SOURCES = ("human", "self", "harvester", "teacher")
+
+RouteMode = Literal["edge", "edge+sim", "learned"]
+Rule = Literal["pg", "heuristic"]
+Value = int | float | str | bool
+"""A setting's value (what ``ConfigChanged`` records)."""
+
+
+def _m(description: str, **constraints: Any) -> Meta:
+    return Meta(description=description, **constraints)
 
 
 class Traversal(msgspec.Struct, frozen=True):
@@ -29,22 +55,40 @@ class Traversal(msgspec.Struct, frozen=True):
     ``max_seeds`` hybrid matches scoring at least ``seed_ratio`` of the best.
     """
 
-    mode: str = "edge"
-    max_hops: int = 3
-    max_fired: int = 30
-    max_context_chars: int = 6000
-    max_seeds: int = 4
-    seed_ratio: float = 0.5
-    lexical_weight: float = 0.6
-    tau: float = 1.0
-    damping: float = 0.3
-    reflex: float = 0.6
-    habitual: float = 0.2
-    inhibitory: float = -0.01
-    alpha: float = 0.3
-    fire_threshold: float = 0.05
-    branch: int = 3
-    visit_penalty: float = 0.2
+    mode: Annotated[
+        RouteMode,
+        Meta(
+            description="route mode: edge weight only, plus query similarity, or learned",
+            extra={"noun": "route mode"},
+        ),
+    ] = "edge"
+    max_hops: Annotated[int, _m("most hops a walk takes from its seeds", ge=0)] = 3
+    max_fired: Annotated[int, _m("most nodes one query fires", ge=1)] = 30
+    max_context_chars: Annotated[int, _m("most characters of context one answer returns", ge=1)] = (
+        6000
+    )
+    max_seeds: Annotated[int, _m("most seed chunks a query starts from", ge=1)] = 4
+    seed_ratio: Annotated[
+        float, _m("a seed scores at least this share of the best match", ge=0, le=1)
+    ] = 0.5
+    lexical_weight: Annotated[
+        float, _m("share of BM25 in seed matching (the rest is cosine)", ge=0, le=1)
+    ] = 0.6
+    tau: Annotated[float, _m("temperature of the route policy's softmax", gt=0)] = 1.0
+    damping: Annotated[
+        float, _m("factor on an edge's weight each time one walk reuses it", gt=0, le=1)
+    ] = 0.3
+    reflex: Annotated[float, _m("damped weight from which an edge is auto-followed", le=1)] = 0.6
+    habitual: Annotated[float, _m("damped weight from which the route policy may choose")] = 0.2
+    inhibitory: Annotated[
+        float, _m("weight at or below which an edge vetoes its target", le=0)
+    ] = -0.01
+    alpha: Annotated[float, _m("weight of cosine(query, target) in edge+sim routing", ge=0)] = 0.3
+    fire_threshold: Annotated[float, _m("activation a habitual target needs to fire", ge=0)] = 0.05
+    branch: Annotated[int, _m("most habitual targets one node fires", ge=0)] = 3
+    visit_penalty: Annotated[
+        float, _m("taken off the logit of a target that already fired", ge=0)
+    ] = 0.2
 
 
 class Learning(msgspec.Struct, frozen=True):
@@ -53,14 +97,22 @@ class Learning(msgspec.Struct, frozen=True):
     policy gradient uses the temperature of the traversal that made the trace
     (``traversal.tau``)."""
 
-    rule: str = "pg"
-    eta: float = 0.1
-    gamma: float = 0.9
-    baseline_rate: float = 0.05
-    weight_human: float = 1.0
-    weight_self: float = 0.6
-    weight_harvester: float = 0.3
-    weight_teacher: float = 0.1
+    rule: Annotated[
+        Rule,
+        Meta(
+            description="learning rule: REINFORCE policy gradient (pg) or heuristic",
+            extra={"noun": "learning rule"},
+        ),
+    ] = "pg"
+    eta: Annotated[float, _m("learning rate", ge=0)] = 0.1
+    gamma: Annotated[float, _m("discount of credit per step back along a trace", ge=0, le=1)] = 0.9
+    baseline_rate: Annotated[
+        float, _m("rate of the per-node reward baselines (0: off)", ge=0, le=1)
+    ] = 0.05
+    weight_human: Annotated[float, _m("weight of rewards given by a human", ge=0)] = 1.0
+    weight_self: Annotated[float, _m("weight of rewards the agent gives itself", ge=0)] = 0.6
+    weight_harvester: Annotated[float, _m("weight of rewards from a harvester", ge=0)] = 0.3
+    weight_teacher: Annotated[float, _m("weight of rewards from a teacher model", ge=0)] = 0.1
 
     def source_weight(self, source: str) -> float:
         value: float = getattr(self, f"weight_{source}")
@@ -68,18 +120,25 @@ class Learning(msgspec.Struct, frozen=True):
 
 
 class Indexing(msgspec.Struct, frozen=True):
-    """How init connects chunks: sibling edges inside a file and a few cross-file
-    edges between similar chunks."""
+    """How sync chunks files and connects chunks: sibling edges inside a file and a few
+    cross-file edges between similar chunks. No chunk is longer than
+    ``max_chunk_chars`` (a longer line is cut at word boundaries into pieces of about
+    ``chunk_chars``)."""
 
-    chunk_chars: int = 600
-    sibling_weight: float = 0.3
-    similar_k: int = 2
-    similar_min: float = 0.35
-    similar_weight_low: float = 0.2
-    similar_weight_high: float = 0.4
-    connect_k: int = 3
-    inject_weight: float = 0.5
-    correction_weight: float = -1.0
+    chunk_chars: Annotated[int, _m("target size of a chunk in characters", ge=1)] = 600
+    sibling_weight: Annotated[float, _m("weight of the edges between neighbouring chunks")] = 0.3
+    similar_k: Annotated[int, _m("most similar chunks in other files a new chunk links", ge=0)] = 2
+    similar_min: Annotated[float, _m("cosine a similar chunk reaches to be linked")] = 0.35
+    similar_weight_low: Annotated[float, _m("edge weight at cosine similar_min")] = 0.2
+    similar_weight_high: Annotated[float, _m("edge weight at cosine 1")] = 0.4
+    connect_k: Annotated[int, _m("chunks an injected node is linked with", ge=0)] = 3
+    inject_weight: Annotated[float, _m("weight of an injected node's edges")] = 0.5
+    correction_weight: Annotated[
+        float, _m("weight of a correction's edges to what it suppresses")
+    ] = -1.0
+    max_chunk_chars: Annotated[
+        int, _m("hard cap on a chunk's size; longer lines are cut at word boundaries", ge=1)
+    ] = 2000
 
 
 class Maintenance(msgspec.Struct, frozen=True):
@@ -95,16 +154,18 @@ class Maintenance(msgspec.Struct, frozen=True):
     to at most ``budget``.
     """
 
-    half_life_days: float = 30.0
-    prune_below: float = 0.02
-    merge_min_similarity: float = 0.95
-    merge_min_cofires: int = 3
-    merge_window: int = 1000
-    split_over_chars: int = 2000
-    split_chars: int = 600
-    connect_k: int = 3
-    connect_weight: float = 0.3
-    budget: float = 3.0
+    half_life_days: Annotated[float, _m("days in which decay halves edge weights", gt=0)] = 30.0
+    prune_below: Annotated[float, _m("prune removes edges with |weight| below", ge=0, le=1)] = 0.02
+    merge_min_similarity: Annotated[
+        float, _m("cosine two chunks reach to be merged", gt=0, le=1)
+    ] = 0.95
+    merge_min_cofires: Annotated[int, _m("times two chunks fired together to merge", ge=1)] = 3
+    merge_window: Annotated[int, _m("recent traces merge looks at", ge=1)] = 1000
+    split_over_chars: Annotated[int, _m("split cuts chunks longer than this", ge=1)] = 2000
+    split_chars: Annotated[int, _m("size of the pieces split cuts", ge=1)] = 600
+    connect_k: Annotated[int, _m("similar chunks connect links a lone node with", ge=0)] = 3
+    connect_weight: Annotated[float, _m("weight of the edges connect adds", gt=0, le=1)] = 0.3
+    budget: Annotated[float, _m("cap on the sum of a node's positive out-weights", gt=0)] = 3.0
 
 
 class Storage(msgspec.Struct, frozen=True):
@@ -112,8 +173,12 @@ class Storage(msgspec.Struct, frozen=True):
     have piled up since the last one, and a checkpoint kept for time travel in every
     interval of ``checkpoint_every`` records."""
 
-    checkpoint_every: int = 10_000
-    snapshot_tail: int = 500
+    checkpoint_every: Annotated[
+        int, _m("records between the snapshots kept for time travel", ge=1)
+    ] = 10_000
+    snapshot_tail: Annotated[
+        int, _m("records since the last snapshot that make a new one", ge=1)
+    ] = 500
 
 
 class Memory(msgspec.Struct, frozen=True):
@@ -131,25 +196,33 @@ class Memory(msgspec.Struct, frozen=True):
     fact older than ``stale_days`` is returned with a caveat.
     """
 
-    w_match: float = 0.4
-    w_salience: float = 0.35
-    w_access: float = 0.25
-    half_life_days: float = 7.0
-    access_boost: float = 0.1
-    never_accessed: float = 0.25
-    lexical_weight: float = 0.6
-    match_ratio: float = 0.5
-    hop_decay: float = 0.5
-    min_activation: float = 0.1
-    max_active_entities: int = 20
-    max_chars: int = 2000
-    around_days: int = 3
-    stale_days: float = 30.0
+    w_match: Annotated[float, _m("weight of the match in a fact's score", ge=0)] = 0.4
+    w_salience: Annotated[float, _m("weight of salience in a fact's score", ge=0)] = 0.35
+    w_access: Annotated[float, _m("weight of access recency in a fact's score", ge=0)] = 0.25
+    half_life_days: Annotated[float, _m("days in which access recency halves", gt=0)] = 7.0
+    access_boost: Annotated[float, _m("access boost per ln(1 + recalls)", ge=0)] = 0.1
+    never_accessed: Annotated[float, _m("access score of a fact never recalled", ge=0, le=1)] = 0.25
+    lexical_weight: Annotated[
+        float, _m("share of BM25 in a fact's match (the rest is cosine)", ge=0, le=1)
+    ] = 0.6
+    match_ratio: Annotated[
+        float, _m("facts matching this share of the best rank first", ge=0, le=1)
+    ] = 0.5
+    hop_decay: Annotated[float, _m("activation kept per hop of associative recall", ge=0, le=1)] = (
+        0.5
+    )
+    min_activation: Annotated[float, _m("entities below this activation are dropped", ge=0)] = 0.1
+    max_active_entities: Annotated[
+        int, _m("most entities associative recall keeps active", ge=1)
+    ] = 20
+    max_chars: Annotated[int, _m("most characters of one recall bundle", ge=1)] = 2000
+    around_days: Annotated[int, _m('days either side of "around DATE"', ge=0)] = 3
+    stale_days: Annotated[float, _m("age in days at which a current fact is stale", gt=0)] = 30.0
 
 
-S = TypeVar("S", Traversal, Learning, Indexing, Maintenance, Storage, Memory)
+S = TypeVar("S", bound=msgspec.Struct)
 
-SECTIONS: dict[str, type[Any]] = {
+SECTIONS: dict[str, type[msgspec.Struct]] = {
     "traversal": Traversal,
     "learning": Learning,
     "indexing": Indexing,
@@ -159,150 +232,275 @@ SECTIONS: dict[str, type[Any]] = {
 }
 
 
-def _coerce(section: str, name: str, kind: type, value: object) -> object:
-    try:
-        if kind is int:
-            out: object = int(value)  # type: ignore[call-overload]
-        elif kind is float:
-            number = float(value)  # type: ignore[arg-type]
-            if not math.isfinite(number):
-                raise ValueError
-            out = number
-        else:
-            out = str(value)
-    except (TypeError, ValueError):
-        raise InputError(
-            f"{section}.{name} must be a finite {kind.__name__}, got {value!r}",
-            "give a finite number, e.g. 3",
-        ) from None
-    if section == "traversal" and name == "mode" and out not in ROUTE_MODES:
-        raise InputError(f"unknown route mode {out!r}", f"use one of: {', '.join(ROUTE_MODES)}")
-    if section == "learning" and name == "rule" and out not in RULES:
-        raise InputError(f"unknown learning rule {out!r}", f"use one of: {', '.join(RULES)}")
-    return out
+# --------------------------------------------------------------------------- registry
 
 
-_LOWEST: dict[str, tuple[float, bool]] = {
-    "traversal.tau": (0.0, False),
-    "traversal.max_hops": (0, True),
-    "traversal.max_fired": (1, True),
-    "traversal.max_context_chars": (1, True),
-    "traversal.max_seeds": (1, True),
-    "traversal.seed_ratio": (0.0, True),
-    "traversal.lexical_weight": (0.0, True),
-    "traversal.damping": (0.0, False),
-    "traversal.fire_threshold": (0.0, True),
-    "traversal.branch": (0, True),
-    "traversal.visit_penalty": (0.0, True),
-    "traversal.alpha": (0.0, True),
-    "learning.eta": (0.0, True),
-    "learning.gamma": (0.0, True),
-    "learning.baseline_rate": (0.0, True),
-    "learning.weight_human": (0.0, True),
-    "learning.weight_self": (0.0, True),
-    "learning.weight_harvester": (0.0, True),
-    "learning.weight_teacher": (0.0, True),
-    "indexing.chunk_chars": (1, True),
-    "indexing.similar_k": (0, True),
-    "indexing.connect_k": (0, True),
-    "storage.checkpoint_every": (1, True),
-    "storage.snapshot_tail": (1, True),
-    "maintenance.half_life_days": (0.0, False),
-    "maintenance.prune_below": (0.0, True),
-    "maintenance.merge_min_similarity": (0.0, False),
-    "maintenance.merge_min_cofires": (1, True),
-    "maintenance.merge_window": (1, True),
-    "maintenance.split_over_chars": (1, True),
-    "maintenance.split_chars": (1, True),
-    "maintenance.connect_k": (0, True),
-    "maintenance.connect_weight": (0.0, False),
-    "maintenance.budget": (0.0, False),
-    "memory.w_match": (0.0, True),
-    "memory.w_salience": (0.0, True),
-    "memory.w_access": (0.0, True),
-    "memory.half_life_days": (0.0, False),
-    "memory.access_boost": (0.0, True),
-    "memory.never_accessed": (0.0, True),
-    "memory.lexical_weight": (0.0, True),
-    "memory.hop_decay": (0.0, True),
-    "memory.match_ratio": (0.0, True),
-    "memory.min_activation": (0.0, True),
-    "memory.max_active_entities": (1, True),
-    "memory.max_chars": (1, True),
-    "memory.around_days": (0, True),
-    "memory.stale_days": (0.0, False),
-}
-"""Settings with a lower bound: (bound, whether the bound itself is allowed)."""
+class Setting(msgspec.Struct, frozen=True, kw_only=True):
+    """One setting: its key, type, default, bounds, choices and meaning."""
 
-_HIGHEST: dict[str, float] = {
-    "traversal.seed_ratio": 1.0,
-    "traversal.lexical_weight": 1.0,
-    "traversal.damping": 1.0,
-    "traversal.reflex": 1.0,
-    "traversal.inhibitory": 0.0,
-    "learning.gamma": 1.0,
-    "learning.baseline_rate": 1.0,
-    "maintenance.prune_below": 1.0,
-    "maintenance.merge_min_similarity": 1.0,
-    "maintenance.connect_weight": 1.0,
-    "memory.lexical_weight": 1.0,
-    "memory.hop_decay": 1.0,
-    "memory.match_ratio": 1.0,
-    "memory.never_accessed": 1.0,
+    key: str
+    section: str
+    name: str
+    kind: type
+    default: Value
+    description: str
+    gt: float | None = None
+    ge: float | None = None
+    lt: float | None = None
+    le: float | None = None
+    choices: tuple[str, ...] = ()
+    noun: str = ""
+    min_length: int | None = None
+    max_length: int | None = None
+    pattern: str | None = None
+
+    def check(self, value: object) -> Value:
+        """``value`` (a CLI string or a Python value) coerced to this setting's type.
+
+        Raises:
+            InputError: the wrong kind of value, not a choice, or out of bounds.
+        """
+        out = _coerce(self, value)
+        if self.choices and out not in self.choices:
+            noun = self.noun or f"value for {self.key}"
+            raise InputError(f"unknown {noun} {out!r}", f"use one of: {', '.join(self.choices)}")
+        if isinstance(out, str):
+            _check_text(self, out)
+        elif not isinstance(out, bool):
+            _check_range(self, out)
+        return out
+
+    def bounds(self) -> str:
+        """The bounds in words (``"above 0 and at most 1"``), or ``""``."""
+        parts = [
+            f"{word} {bound:g}"
+            for word, bound in (
+                ("above", self.gt),
+                ("at least", self.ge),
+                ("below", self.lt),
+                ("at most", self.le),
+            )
+            if bound is not None
+        ]
+        return " and ".join(parts)
+
+    def rules(self) -> str:
+        """Type, bounds or choices, and default in words:
+        ``"number, above 0 and at most 1; default 0.3"``."""
+        rules = [self.about()["type"], self.bounds()]
+        if self.choices:
+            rules.append("one of " + ", ".join(self.choices))
+        return ", ".join(r for r in rules if r) + f"; default {json.dumps(self.default)}"
+
+    def about(self) -> dict[str, Any]:
+        """A JSON-schema-like description: type, default, bounds, choices, meaning."""
+        names = {int: "integer", float: "number", str: "string", bool: "boolean"}
+        out: dict[str, Any] = {"type": names[self.kind], "default": self.default}
+        for name, bound in (
+            ("exclusiveMinimum", self.gt),
+            ("minimum", self.ge),
+            ("exclusiveMaximum", self.lt),
+            ("maximum", self.le),
+            ("minLength", self.min_length),
+            ("maxLength", self.max_length),
+            ("pattern", self.pattern),
+        ):
+            if bound is not None:
+                out[name] = bound
+        if self.choices:
+            out["enum"] = list(self.choices)
+        out["description"] = self.description
+        return out
+
+
+_KINDS: dict[type, type] = {
+    mi.IntType: int,
+    mi.FloatType: float,
+    mi.StrType: str,
+    mi.BoolType: bool,
+    mi.LiteralType: str,
 }
 
 
-def _check_range(key: str, value: object) -> None:
-    low, high = _LOWEST.get(key), _HIGHEST.get(key)
-    if not isinstance(value, (int, float)) or (low is None and high is None):
-        return
-    too_low = low is not None and (value < low[0] or (value == low[0] and not low[1]))
-    if not too_low and (high is None or value <= high):
-        return
-    parts = []
-    if low is not None:
-        parts.append(f"{'at least' if low[1] else 'above'} {low[0]:g}")
-    if high is not None:
-        parts.append(f"at most {high:g}")
-    section, _, name = key.partition(".")
-    default = getattr(SECTIONS[section](), name)
-    raise InputError(
-        f"{key} must be {' and '.join(parts)}, got {value:g}",
-        f"give a value {' and '.join(parts)}, e.g. {default:g} (the default)",
+def _entry(section: str, field: mi.Field, hint: Any) -> Setting:
+    key = f"{section}.{field.name}"
+    t, description, extra = field.type, "", {}
+    if isinstance(t, mi.Metadata):
+        description = str((t.extra_json_schema or {}).get("description", ""))
+        extra, t = t.extra or {}, t.type
+    kind = _KINDS.get(type(t))
+    if kind is None or field.default is msgspec.NODEFAULT:
+        raise TypeError(f"setting {key} must be an int, float, str, bool or Literal with a default")
+    got: dict[str, Any] = {}
+    if isinstance(t, mi.LiteralType):  # in the declared order (msgspec sorts them)
+        literal = get_args(hint)[0] if get_origin(hint) is Annotated else hint
+        got["choices"] = tuple(str(v) for v in get_args(literal))
+    elif isinstance(t, (mi.IntType, mi.FloatType)):
+        got.update(gt=t.gt, ge=t.ge, lt=t.lt, le=t.le)
+    elif isinstance(t, mi.StrType):
+        got.update(min_length=t.min_length, max_length=t.max_length, pattern=t.pattern)
+    return Setting(
+        key=key,
+        section=section,
+        name=field.name,
+        kind=kind,
+        default=field.default,
+        description=description,
+        noun=str(extra.get("noun", "")),
+        **got,
     )
 
 
-def check_key(key: str, value: object) -> object:
+@functools.cache
+def _registry(sections: tuple[tuple[str, type[msgspec.Struct]], ...]) -> dict[str, Setting]:
+    out: dict[str, Setting] = {}
+    for section, cls in sections:
+        info = mi.type_info(cls)
+        assert isinstance(info, mi.StructType)
+        hints = get_type_hints(cls, include_extras=True)
+        for field in info.fields:
+            entry = _entry(section, field, hints[field.name])
+            out[entry.key] = entry
+    return dict(sorted(out.items()))
+
+
+def registry() -> dict[str, Setting]:
+    """Every setting of every section in ``SECTIONS`` by ``section.name``, sorted by
+    key (derived from the section Structs; do not modify the result)."""
+    return _registry(tuple(SECTIONS.items()))
+
+
+registry()  # a section with a field of an unsupported type fails at import
+
+_TRUE = ("true", "yes", "on", "1")
+_FALSE = ("false", "no", "off", "0")
+
+
+def _coerce(s: Setting, value: object) -> Value:
+    if s.kind is str:
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            return str(value)
+        raise InputError(f"{s.key} must be text, got {value!r}", f"give text, e.g. {s.default!r}")
+    if s.kind is bool:
+        if isinstance(value, bool):
+            return value
+        word = str(value).strip().lower()
+        if word in _TRUE + _FALSE:
+            return word in _TRUE
+        raise InputError(f"{s.key} must be true or false, got {value!r}", "give true or false")
+    if not isinstance(value, bool):
+        number = _number(s.kind, value)
+        if number is not None:
+            return number
+    raise InputError(
+        f"{s.key} must be a finite {s.kind.__name__}, got {value!r}",
+        f"give a finite {s.kind.__name__}, e.g. {s.default} (the default)",
+    )
+
+
+def _number(kind: type, value: object) -> int | float | None:
+    try:
+        if kind is int:
+            if isinstance(value, float):
+                return int(value) if value.is_integer() else None
+            return int(value)  # type: ignore[call-overload,no-any-return]
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _check_range(s: Setting, value: float) -> None:
+    ok = (
+        (s.gt is None or value > s.gt)
+        and (s.ge is None or value >= s.ge)
+        and (s.lt is None or value < s.lt)
+        and (s.le is None or value <= s.le)
+    )
+    if not ok:
+        words = s.bounds()
+        raise InputError(
+            f"{s.key} must be {words}, got {value:g}",
+            f"give a value {words}, e.g. {s.default:g} (the default)",
+        )
+
+
+def _check_text(s: Setting, value: str) -> None:
+    short = s.min_length is not None and len(value) < s.min_length
+    long = s.max_length is not None and len(value) > s.max_length
+    if short or long:
+        words = " and ".join(
+            f"{word} {n}"
+            for word, n in (("at least", s.min_length), ("at most", s.max_length))
+            if n is not None
+        )
+        raise InputError(
+            f"{s.key} must be {words} characters long, got {len(value)}",
+            f"give {words} characters, e.g. {s.default!r} (the default)",
+        )
+    if s.pattern is not None and re.search(s.pattern, value) is None:
+        raise InputError(
+            f"{s.key} must match {s.pattern!r}, got {value!r}",
+            f"give a value like {s.default!r} (the default)",
+        )
+
+
+def lookup(key: str) -> Setting:
+    """The registry entry of ``key``.
+
+    Raises:
+        InputError: no such setting (naming the close matches).
+    """
+    known = registry()
+    got = known.get(key)
+    if got is None:
+        raise unknown("setting", key, list(known), "run ocb config to list the settings")
+    return got
+
+
+def check_key(key: str, value: object) -> Value:
     """Validate a ``section.name`` setting and coerce its value.
 
     Raises:
         InputError: unknown key, a value of the wrong kind, or out of its range.
     """
-    section, _, name = key.partition(".")
-    cls = SECTIONS.get(section)
-    known = {f.name: f for f in msgspec.structs.fields(cls)} if cls else {}
-    if name not in known:
-        keys = sorted(
-            f"{s}.{f.name}" for s, c in SECTIONS.items() for f in msgspec.structs.fields(c)
-        )
-        raise InputError(f"unknown setting {key!r}", "known settings: " + ", ".join(keys))
-    assert cls is not None
-    kind = type(getattr(cls(), name))
-    out = _coerce(section, name, kind, value)
-    _check_range(key, out)
-    return out
+    return lookup(key).check(value)
+
+
+def _value(s: Setting, recorded: Mapping[str, object]) -> Value:
+    """The recorded value of ``s`` when it is still valid (a value recorded under
+    older rules gives way to the default), else its default."""
+    if s.key in recorded:
+        try:
+            return s.check(recorded[s.key])
+        except InputError:
+            pass
+    return s.default
+
+
+def in_force(recorded: Mapping[str, object]) -> dict[str, Value]:
+    """Every setting's value in force, by key: recorded, else the default."""
+    return {key: _value(s, recorded) for key, s in registry().items()}
+
+
+def section_of(cls: type[msgspec.Struct]) -> str:
+    """The name ``cls`` has in ``SECTIONS``."""
+    return next(k for k, v in SECTIONS.items() if v is cls)
 
 
 def resolve(cls: type[S], recorded: Mapping[str, object], **overrides: object) -> S:
-    """Defaults of ``cls``, then recorded config, then non-None ``overrides``."""
-    section = next(k for k, v in SECTIONS.items() if v is cls)
-    base = cls()
-    changes: dict[str, object] = {}
-    for key, value in recorded.items():
-        sec, _, name = key.partition(".")
-        if sec == section and hasattr(base, name):
-            changes[name] = value
+    """Defaults of ``cls``, then recorded config, then non-None ``overrides``.
+
+    Raises:
+        InputError: an override that is unknown or invalid.
+    """
+    section = section_of(cls)
+    changes: dict[str, object] = {
+        s.name: _value(s, recorded)
+        for s in registry().values()
+        if s.section == section and s.key in recorded
+    }
     for name, value in overrides.items():
         if value is not None:
             changes[name] = check_key(f"{section}.{name}", value)
-    return msgspec.structs.replace(base, **changes)
+    return msgspec.structs.replace(cls(), **changes)

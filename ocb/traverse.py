@@ -20,9 +20,14 @@ the logits of the outgoing candidates and the node's STOP logit:
 * the policy's action, the one learning credits, is the best candidate when it passed
   activation on and beats STOP, else STOP.
 
-Budgets on hops, fired nodes and context characters stop the walk. Nothing here reads
-a clock or a random source, and every choice sorts explicitly, so the same graph and
-query give the same trace.
+Budgets on hops and fired nodes stop the walk. The context budget is a hard cap on
+the assembled context (every fired node's ``context_block``, joined by ``SEPARATOR``):
+a node that does not fit in what is left is not fired, and the walk goes on with the
+next candidates (smaller ones may fit); the trace's stop reason then says
+``max_context_chars`` unless a later budget stopped it. A node's text is never cut:
+the context holds whole chunks whose sources are exact. Nothing here reads a clock or
+a random source, and every choice sorts explicitly, so the same graph and query give
+the same trace.
 """
 
 from __future__ import annotations
@@ -34,13 +39,26 @@ import msgspec
 from ocb.learning import softmax
 from ocb.settings import Traversal
 from ocb_events.schema import STOP, Candidate, Step
-from projections.graph import State
+from projections.graph import Node, State
+
+SEPARATOR = "\n\n"
+"""Between two blocks of an assembled context."""
 
 Similarity = Callable[[str], float]
 """The cosine of the query and a node."""
 
 Scorer = Callable[[float, float, float, float], float]
 """A learned logit from (damped weight, relevance, cos(query, target), cos(query, source))."""
+
+
+def context_block(node: Node) -> str:
+    """A node as an assembled context shows it: its source, then its text."""
+    return f"[{node.source}]\n{node.text}"
+
+
+def block_chars(node: Node) -> int:
+    """``len(context_block(node))``, without building it."""
+    return len(node.source) + 3 + len(node.text)
 
 
 def tier_of(weight: float, s: Traversal) -> str:
@@ -55,13 +73,16 @@ def tier_of(weight: float, s: Traversal) -> str:
 
 
 class Walk(msgspec.Struct):
-    """What a traversal fired and decided."""
+    """What a traversal fired and decided. ``context_chars`` counts the fired nodes'
+    texts; ``context_len`` is the length of their assembled context, which never
+    exceeds the budget."""
 
     activation: dict[str, float] = msgspec.field(default_factory=dict)
     steps: list[Step] = msgspec.field(default_factory=list)
     vetoed: set[str] = msgspec.field(default_factory=set)
     stop_reason: str = "frontier_empty"
     context_chars: int = 0
+    context_len: int = 0
 
     @property
     def fired(self) -> list[str]:
@@ -85,6 +106,15 @@ class _Walker:
         self.walk = Walk()
         self.uses: dict[tuple[str, str], int] = {}
         self.done = False
+        self.blocks = 0  # the fired nodes' block_chars
+
+    def account(self, node: Node, sign: int) -> None:
+        """Count a node that fired (``sign`` 1) or left the context (-1)."""
+        w = self.walk
+        w.context_chars += sign * len(node.text)
+        self.blocks += sign * block_chars(node)
+        n = len(w.activation)
+        w.context_len = self.blocks + len(SEPARATOR) * (n - 1) if n else 0
 
     def veto_from(self, node_id: str) -> None:
         """Veto the targets of ``node_id``'s inhibitory edges; a vetoed node that
@@ -95,10 +125,12 @@ class _Walker:
                 w.vetoed.add(target)
                 if target in w.activation:
                     del w.activation[target]
-                    w.context_chars -= len(self.g.nodes[target].text)
+                    self.account(self.g.nodes[target], -1)
 
     def fire(self, node_id: str, activation: float) -> bool:
-        """Fire a node (or raise its activation); False when a budget is hit."""
+        """Fire a node (or raise its activation). False when it did not fire: it does
+        not fit in the context budget (the walk goes on), or ``max_fired`` stops the
+        walk (``done``)."""
         w = self.walk
         if node_id in w.activation:
             w.activation[node_id] = max(w.activation[node_id], activation)
@@ -106,12 +138,13 @@ class _Walker:
         if len(w.activation) >= self.s.max_fired:
             w.stop_reason, self.done = "max_fired", True
             return False
-        size = len(self.g.nodes[node_id].text)
-        if w.activation and w.context_chars + size > self.s.max_context_chars:
-            w.stop_reason, self.done = "max_context_chars", True
+        node = self.g.nodes[node_id]
+        cost = block_chars(node) + (len(SEPARATOR) if w.activation else 0)
+        if w.context_len + cost > self.s.max_context_chars:
+            w.stop_reason = "max_context_chars"
             return False
         w.activation[node_id] = activation
-        w.context_chars += size
+        self.account(node, 1)
         self.veto_from(node_id)
         return True
 
@@ -184,9 +217,10 @@ class _Walker:
                 self.uses[(u, v)] = self.uses.get((u, v), 0) + 1
                 if v in self.walk.vetoed:
                     continue
-                if not self.fire(v, a):
+                if self.fire(v, a):
+                    nxt[v] = max(nxt.get(v, 0.0), a)
+                elif self.done:
                     return []
-                nxt[v] = max(nxt.get(v, 0.0), a)
         return sorted(nxt, key=lambda n: (-nxt[n], n))
 
 
@@ -209,9 +243,10 @@ def traverse(
     for sid, a in seeds:
         if sid in w.walk.vetoed or sid not in graph.nodes:
             continue
-        if not w.fire(sid, a):
+        if w.fire(sid, a):
+            frontier.append(sid)
+        elif w.done:
             break
-        frontier.append(sid)
     hop = 0
     while frontier and not w.done:
         if hop >= settings.max_hops:

@@ -47,7 +47,9 @@ class _Part(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, array
 
 
 class ChunkText(_Part):
-    """A chunk as first recorded: its id, text and place in a file version."""
+    """A chunk as first recorded: its id, text and place in a file version.
+    ``start_col`` is the character of ``start_line`` the text starts at: 0 for whole
+    lines, the offset of a slice of a long line (see ``workspace_sync.markdown``)."""
 
     id: str
     text: str
@@ -55,15 +57,18 @@ class ChunkText(_Part):
     start_line: int
     end_line: int
     heading: str = ""
+    start_col: int = 0
 
 
 class ChunkSpan(_Part):
-    """An unchanged chunk of an edited file, at its (possibly moved) line range."""
+    """An unchanged chunk of an edited file, at its (possibly moved) line range and
+    start column (see ``ChunkText``)."""
 
     id: str
     text_hash: str
     start_line: int
     end_line: int
+    start_col: int = 0
 
 
 class WorkspaceAttached(Event, tag="workspace_attached"):

@@ -34,6 +34,7 @@ import msgspec
 from ocb_events.schema import (
     STOP,
     AuthoritySet,
+    ChunkSpan,
     ChunkText,
     EdgeRelevanceSet,
     EdgesCreated,
@@ -75,6 +76,7 @@ class Node(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     anchor: str = ""
     created_seq: int = 0
     also: tuple[str, ...] = ()
+    start_col: int = 0  # where a slice of a long line starts in it (see ChunkText)
 
     @property
     def source(self) -> str:
@@ -231,6 +233,7 @@ class State:
             authority=_authority(self.file_authority.get(path, "overlay")),
             created_seq=seq,
             also=also,
+            start_col=c.start_col,
         )
 
     def remove_edge(self, source: str, target: str) -> None:
@@ -287,12 +290,14 @@ class State:
                 self.files[gone.path] = FileEntry("", chunks, entry.next_ordinal)
                 self._stale.add(gone.path)
 
-    def move(self, node_id: str, start_line: int, end_line: int) -> None:
-        """Set a chunk's line range (and its survivor's citation when it is an alias)."""
+    def move(self, node_id: str, start_line: int, end_line: int, start_col: int = 0) -> None:
+        """Set a chunk's place (and its survivor's citation when it is an alias)."""
         node = self.nodes.get(node_id)
         if node is None:
             return
-        moved = msgspec.structs.replace(node, start_line=start_line, end_line=end_line)
+        moved = msgspec.structs.replace(
+            node, start_line=start_line, end_line=end_line, start_col=start_col
+        )
         self.nodes[node_id] = moved
         if node_id in self.merged:
             self._cite(self.merged[node_id], node.source, moved.source)
@@ -320,6 +325,11 @@ def _ordinal(node_id: str) -> int:
     return int(tail) if tail.isdigit() else -1
 
 
+def _place(c: ChunkText | ChunkSpan) -> tuple[int, int, str]:
+    """File order: line, then column (slices of one long line), then id."""
+    return (c.start_line, c.start_col, c.id)
+
+
 def _index_file(state: State, ev: FileIndexed, seq: int) -> None:
     old = state.files.get(ev.path)
     keep = {c.id for c in ev.chunks}
@@ -330,7 +340,7 @@ def _index_file(state: State, ev: FileIndexed, seq: int) -> None:
     for c in ev.chunks:
         state.add_chunk(ev.path, c, seq)
     nxt = max([old.next_ordinal if old else 0] + [_ordinal(c.id) + 1 for c in ev.chunks])
-    ids = tuple(c.id for c in sorted(ev.chunks, key=lambda c: (c.start_line, c.id)))
+    ids = tuple(c.id for c in sorted(ev.chunks, key=_place))
     state.files[ev.path] = FileEntry(ev.content_hash, ids, nxt)
     state.nodes_seq = seq
 
@@ -339,16 +349,14 @@ def _change_file(state: State, ev: FileChanged, seq: int) -> None:
     for node_id in ev.removed:
         state.remove_node(node_id)
     for span in ev.kept:
-        state.move(span.id, span.start_line, span.end_line)
+        state.move(span.id, span.start_line, span.end_line, span.start_col)
     for c in ev.added:
         state.add_chunk(ev.path, c, seq)
     old = state.files.get(ev.path)
     nxt = max([old.next_ordinal if old else 0] + [_ordinal(c.id) + 1 for c in ev.added])
-    order = sorted(
-        [(s.start_line, s.id) for s in ev.kept if s.id not in state._dropped]
-        + [(c.start_line, c.id) for c in ev.added]
-    )
-    state.files[ev.path] = FileEntry(ev.content_hash, tuple(i for _, i in order), nxt)
+    spans = [s for s in ev.kept if s.id not in state._dropped]
+    order: list[ChunkText | ChunkSpan] = sorted([*spans, *ev.added], key=_place)
+    state.files[ev.path] = FileEntry(ev.content_hash, tuple(c.id for c in order), nxt)
     state.nodes_seq = seq
 
 
@@ -445,7 +453,7 @@ def _split(state: State, ev: NodeSplit, seq: int) -> None:
     stop, base = state.stop.get(ev.node_id), state.baseline.get(ev.node_id)
     state.remove_node(ev.node_id)
     ids: list[str] = []
-    for c in sorted(ev.parts, key=lambda c: (c.start_line, c.id)):
+    for c in sorted(ev.parts, key=_place):
         state.add_chunk(old.path, c, seq)
         state.nodes[c.id] = msgspec.structs.replace(state.nodes[c.id], authority=old.authority)
         ids.append(c.id)

@@ -111,12 +111,18 @@ def chunk_texts() -> st.SearchStrategy[ChunkText]:
         start_line=line_numbers,
         end_line=line_numbers,
         heading=texts,
+        start_col=st.integers(0, 5000),
     )
 
 
 def chunk_spans() -> st.SearchStrategy[ChunkSpan]:
     return st.builds(
-        ChunkSpan, id=ids, text_hash=hashes, start_line=line_numbers, end_line=line_numbers
+        ChunkSpan,
+        id=ids,
+        text_hash=hashes,
+        start_line=line_numbers,
+        end_line=line_numbers,
+        start_col=st.integers(0, 5000),
     )
 
 

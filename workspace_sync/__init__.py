@@ -10,13 +10,14 @@ from workspace_sync.facts import (
     estimate_salience,
     parse_facts,
 )
-from workspace_sync.markdown import TARGET_CHARS, Piece, chunk_text, split_lines
+from workspace_sync.markdown import MAX_CHARS, TARGET_CHARS, Piece, chunk_text, split_lines
 from workspace_sync.retain import format_bullet, insert_retained
 from workspace_sync.scan import FileText, Skipped, read_text, scan_workspace
 from workspace_sync.writes import sweep_temp_files, writable_target, write_workspace_file
 
 __all__ = [
     "FileText",
+    "MAX_CHARS",
     "Piece",
     "PreviousFacts",
     "PreviousFile",

@@ -11,7 +11,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 
 from ocb_events.schema import ChunkSpan, ChunkText, Event, FileChanged, FileIndexed, FileRemoved
-from workspace_sync.markdown import TARGET_CHARS, Piece, chunk_text
+from workspace_sync.markdown import MAX_CHARS, TARGET_CHARS, Piece, chunk_text
 from workspace_sync.scan import FileText
 
 
@@ -42,16 +42,21 @@ def _chunk(node_id: str, p: Piece) -> ChunkText:
         start_line=p.start_line,
         end_line=p.end_line,
         heading=p.heading,
+        start_col=p.start_col,
     )
 
 
 def diff_file(
-    f: FileText, previous: PreviousFile | None, *, target_chars: int = TARGET_CHARS
+    f: FileText,
+    previous: PreviousFile | None,
+    *,
+    target_chars: int = TARGET_CHARS,
+    max_chars: int = MAX_CHARS,
 ) -> Event | None:
     """The event that brings the brain's view of ``f`` up to date (None: unchanged)."""
     if previous is not None and previous.content_hash == f.content_hash:
         return None
-    pieces = chunk_text(f.text, markdown=f.markdown, target_chars=target_chars)
+    pieces = chunk_text(f.text, markdown=f.markdown, target_chars=target_chars, max_chars=max_chars)
     if previous is None:
         chunks = tuple(_chunk(f"{f.path}::{i}", p) for i, p in enumerate(pieces))
         return FileIndexed(path=f.path, content_hash=f.content_hash, chunks=chunks)
@@ -66,7 +71,13 @@ def diff_file(
         ids = unused.get(h)
         if ids:
             kept.append(
-                ChunkSpan(id=ids.pop(0), text_hash=h, start_line=p.start_line, end_line=p.end_line)
+                ChunkSpan(
+                    id=ids.pop(0),
+                    text_hash=h,
+                    start_line=p.start_line,
+                    end_line=p.end_line,
+                    start_col=p.start_col,
+                )
             )
         else:
             added.append(_chunk(f"{f.path}::{ordinal}", p))
@@ -87,6 +98,7 @@ def diff_workspace(
     *,
     keep: frozenset[str] = frozenset(),
     target_chars: int = TARGET_CHARS,
+    max_chars: int = MAX_CHARS,
 ) -> list[Event]:
     """Events for every file added, changed or gone. Paths in ``keep`` (present but
     unreadable now) are left as they are."""
@@ -94,7 +106,7 @@ def diff_workspace(
     seen = set()
     for f in files:
         seen.add(f.path)
-        ev = diff_file(f, previous.get(f.path), target_chars=target_chars)
+        ev = diff_file(f, previous.get(f.path), target_chars=target_chars, max_chars=max_chars)
         if ev is not None:
             events.append(ev)
     for path in sorted(previous):

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from msgspec.structs import replace
 
 from ocb.settings import Traversal
-from ocb.traverse import tier_of, traverse
+from ocb.traverse import SEPARATOR, context_block, tier_of, traverse
 from ocb_events.schema import STOP
 from tests.ocb.graphs import build
 
@@ -96,10 +96,22 @@ def test_budgets_stop_the_walk() -> None:
     g = build(TEXT, chain)
     assert traverse(g, [("A", 1.0)], replace(S, max_fired=3)).stop_reason == "max_fired"
     assert traverse(g, [("A", 1.0)], replace(S, max_fired=3)).fired == ["A", "B", "C"]
-    w = traverse(g, [("A", 1.0)], replace(S, max_context_chars=len("text of A") * 2))
-    assert (w.fired, w.stop_reason) == (["A", "B"], "max_context_chars")
+    two = len(SEPARATOR.join(context_block(g.nodes[n]) for n in "AB"))
+    w = traverse(g, [("A", 1.0)], replace(S, max_context_chars=two + 5))
+    assert (w.fired, w.stop_reason, w.context_len) == (["A", "B"], "max_context_chars", two)
     w = traverse(g, [("A", 1.0)], replace(S, max_hops=2))
     assert (w.fired, w.stop_reason) == (["A", "B", "C"], "max_hops")
+
+
+def test_a_node_beyond_the_context_budget_is_skipped_and_the_walk_goes_on() -> None:
+    text = {**TEXT, "B": "a long chunk " * 50, "D": "another long one " * 50}
+    g = build(text, [("A", "B", 0.9), ("A", "C", 0.8), ("C", "E", 0.9)])
+    budget = len(SEPARATOR.join(context_block(g.nodes[n]) for n in "ACE"))
+    w = traverse(g, [("D", 1.0), ("A", 0.9)], replace(S, max_context_chars=budget))
+    # the seed D and the best target B do not fit; A, then C and E after it, do
+    assert (w.fired, w.stop_reason, w.context_len) == (["A", "C", "E"], "max_context_chars", budget)
+    tiny = traverse(g, [("A", 1.0)], replace(S, max_context_chars=5))
+    assert (tiny.fired, tiny.context_len, tiny.context_chars) == ([], 0, 0)
 
 
 def test_activation_decays_along_habitual_edges_until_the_fire_threshold() -> None:

@@ -1,11 +1,11 @@
-"""Chunking: line ranges, coverage, headings and fences."""
+"""Chunking: line ranges, coverage, headings and fences, and the size cap."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workspace_sync import chunk_text, split_lines
+from workspace_sync import Piece, chunk_text, split_lines
 
 line = st.one_of(
     st.just(""),
@@ -15,22 +15,67 @@ line = st.one_of(
     st.just("- item with words"),
     st.just("1. numbered step"),
     st.text(alphabet="abcdefg hij", min_size=1, max_size=120),
+    st.text(alphabet="abcdefg hij\t", min_size=200, max_size=2500),  # long lines
+    st.text(alphabet="xyz", min_size=200, max_size=2500),  # one long word
+    st.builds("# {}".format, st.text(alphabet="abc ", min_size=200, max_size=1000)),
 )
-documents = st.lists(line, max_size=60).map("\n".join)
+documents = st.lists(line, max_size=30).map("\n".join)
 
 
-@given(documents, st.integers(40, 800))
-def test_pieces_cover_every_nonblank_line_once_and_match_the_file(doc: str, target: int) -> None:
+def located(lines: list[str], p: Piece) -> str:
+    """Where the contract says a piece's text is in its file."""
+    whole = "\n".join(lines[p.start_line - 1 : p.end_line])
+    return whole[p.start_col : p.start_col + len(p.text)]
+
+
+@given(documents, st.integers(40, 800), st.integers(20, 2000))
+def test_pieces_cover_every_character_once_match_the_file_and_keep_the_cap(
+    doc: str, target: int, cap: int
+) -> None:
     lines = split_lines(doc)
-    pieces = chunk_text(doc, target_chars=target)
-    covered: list[int] = []
+    pieces = chunk_text(doc, target_chars=target, max_chars=cap)
+    spans: dict[int, list[tuple[int, int]]] = {}  # 0-based line -> covered [from, to)
     for p in pieces:
         assert 1 <= p.start_line <= p.end_line <= len(lines)
-        assert p.text == "\n".join(lines[p.start_line - 1 : p.end_line])
-        covered.extend(range(p.start_line, p.end_line + 1))
-    assert covered == sorted(covered) and len(covered) == len(set(covered))
-    nonblank = {i + 1 for i, x in enumerate(lines) if x.strip()}
-    assert nonblank <= set(covered)
+        assert p.text and len(p.text) <= cap
+        assert p.text == located(lines, p)
+        whole = "\n".join(lines[p.start_line - 1 : p.end_line])
+        if p.text != whole:  # a slice is part of one line
+            assert p.start_line == p.end_line
+            spans.setdefault(p.start_line - 1, []).append((p.start_col, p.start_col + len(p.text)))
+        else:
+            for i in range(p.start_line - 1, p.end_line):
+                spans.setdefault(i, []).append((0, len(lines[i])))
+    places = [(p.start_line, p.start_col) for p in pieces]
+    assert places == sorted(set(places))  # in file order
+    for i, x in enumerate(lines):
+        got = spans.get(i, [])
+        assert got == sorted(got) and all(a[1] <= b[0] for a, b in zip(got, got[1:], strict=False))
+        gaps = zip([0] + [b for _, b in got], [a for a, _ in got] + [len(x)], strict=True)
+        assert not "".join(x[a:b] for a, b in gaps).strip()  # every character once
+
+
+@given(st.lists(st.text(alphabet="abcdefghij", min_size=1, max_size=30), min_size=1, max_size=400))
+def test_long_lines_are_cut_between_words(words: list[str]) -> None:
+    doc = " ".join(words)
+    pieces = chunk_text(doc, target_chars=60, max_chars=100)
+    assert all((p.start_line, p.end_line) == (1, 1) for p in pieces)
+    if len(doc) <= 100:
+        assert [p.text for p in pieces] == [doc]
+    else:
+        assert " ".join(p.text for p in pieces) == doc  # no word was cut
+        assert all(len(p.text) <= 60 for p in pieces)
+
+
+def test_a_huge_one_line_file_becomes_capped_slices_of_line_1() -> None:
+    doc = ("rollback the canary deploy " * 4000).strip() + " " + "z" * 5000 + " end\n"
+    pieces = chunk_text(doc)  # the defaults: target 600, cap 2000
+    assert len(pieces) > 150 and max(len(p.text) for p in pieces) <= 2000
+    assert {(p.start_line, p.end_line) for p in pieces} == {(1, 1)}
+    cols = [p.start_col for p in pieces]
+    assert cols[0] == 0 and cols == sorted(cols)
+    # the 5,000-character word is cut every 600 characters
+    assert [p.text for p in pieces[-9:]] == ["z" * 600] * 8 + ["z" * 200 + " end"]
 
 
 def test_headings_start_pieces_and_give_breadcrumbs() -> None:
