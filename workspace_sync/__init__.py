@@ -1,4 +1,5 @@
-"""From a Markdown workspace to file events: scanning, chunking and diffing."""
+"""From a Markdown workspace to file events: scanning, chunking, diffing, and redacting
+secrets before any text is recorded."""
 
 from workspace_sync.diff import PreviousFile, diff_file, diff_workspace, text_hash
 from workspace_sync.facts import (
@@ -12,13 +13,17 @@ from workspace_sync.facts import (
 from workspace_sync.markdown import TARGET_CHARS, Piece, chunk_text, split_lines
 from workspace_sync.retain import format_bullet, insert_retained
 from workspace_sync.scan import FileText, Skipped, read_text, scan_workspace
+from workspace_sync.secrets import Finding, Redacted, Scanner, redact_files
 
 __all__ = [
     "FileText",
+    "Finding",
     "Piece",
     "PreviousFacts",
     "PreviousFile",
     "Problem",
+    "Redacted",
+    "Scanner",
     "Skipped",
     "TARGET_CHARS",
     "assign_ids",
@@ -31,6 +36,7 @@ __all__ = [
     "insert_retained",
     "parse_facts",
     "read_text",
+    "redact_files",
     "scan_workspace",
     "split_lines",
     "text_hash",
