@@ -8,6 +8,7 @@ import msgspec
 
 from ocb.api import Brain
 from ocb.commands import unknown
+from ocb.settings import SECTIONS, resolve
 from ocb_events.schema import EVENT_TYPES
 
 
@@ -31,11 +32,11 @@ def check_types(types: list[str]) -> list[str]:
 
 def settings_json(brain: Brain, key: str | None = None) -> dict[str, Any]:
     """The settings in force by ``section.name``, and which of them were recorded."""
-    trav, learn, ix = brain.settings()
+    recorded_values = brain.state("config").values
     values = {
         f"{section}.{k}": v
-        for section, obj in (("traversal", trav), ("learning", learn), ("indexing", ix))
-        for k, v in msgspec.structs.asdict(obj).items()
+        for section, cls in SECTIONS.items()
+        for k, v in msgspec.structs.asdict(resolve(cls, recorded_values)).items()
     }
     if key is not None:
         if key not in values:

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from ocb_events.errors import InputError
+from workspace_sync.secrets import parse_allow, parse_patterns
 
 ROUTE_MODES = ("edge", "edge+sim", "learned")
 RULES = ("pg", "heuristic")
@@ -147,7 +148,21 @@ class Memory(msgspec.Struct, frozen=True):
     stale_days: float = 30.0
 
 
-S = TypeVar("S", Traversal, Learning, Indexing, Maintenance, Storage, Memory)
+class Secrets(msgspec.Struct, frozen=True):
+    """What is redacted from text before it is recorded (see ``workspace_sync.secrets``):
+    scanning on or off, the high-entropy rule's bits per character (base64; hex needs
+    two thirds of it) and shortest run, extra patterns (whitespace-separated regexes,
+    ``kind=regex`` to name them) and an allow-list (whitespace-separated literals, or
+    ``re:REGEX`` matched against the whole secret) that is never redacted."""
+
+    enabled: bool = True
+    entropy_min: float = 3.7
+    entropy_min_chars: int = 20
+    patterns: str = ""
+    allow: str = ""
+
+
+S = TypeVar("S", Traversal, Learning, Indexing, Maintenance, Storage, Memory, Secrets)
 
 SECTIONS: dict[str, type[Any]] = {
     "traversal": Traversal,
@@ -156,10 +171,39 @@ SECTIONS: dict[str, type[Any]] = {
     "maintenance": Maintenance,
     "storage": Storage,
     "memory": Memory,
+    "secrets": Secrets,
 }
 
 
+_TRUE = ("true", "yes", "on", "1")
+_FALSE = ("false", "no", "off", "0")
+
+
+def _flag(key: str, value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    word = str(value).strip().lower()
+    if word not in _TRUE + _FALSE:
+        raise InputError(f"{key} must be true or false, got {value!r}", "give true or false")
+    return word in _TRUE
+
+
+def _check_secrets(name: str, value: str) -> None:
+    try:
+        if name == "patterns":
+            parse_patterns(value)
+        elif name == "allow":
+            parse_allow(value)
+    except ValueError as exc:
+        raise InputError(
+            f"secrets.{name}: {exc}",
+            "separate entries with spaces and write a space inside a regex as \\s",
+        ) from None
+
+
 def _coerce(section: str, name: str, kind: type, value: object) -> object:
+    if kind is bool:
+        return _flag(f"{section}.{name}", value)
     try:
         if kind is int:
             out: object = int(value)  # type: ignore[call-overload]
@@ -179,6 +223,8 @@ def _coerce(section: str, name: str, kind: type, value: object) -> object:
         raise InputError(f"unknown route mode {out!r}", f"use one of: {', '.join(ROUTE_MODES)}")
     if section == "learning" and name == "rule" and out not in RULES:
         raise InputError(f"unknown learning rule {out!r}", f"use one of: {', '.join(RULES)}")
+    if section == "secrets" and isinstance(out, str):
+        _check_secrets(name, out)
     return out
 
 
@@ -231,6 +277,8 @@ _LOWEST: dict[str, tuple[float, bool]] = {
     "memory.max_chars": (1, True),
     "memory.around_days": (0, True),
     "memory.stale_days": (0.0, False),
+    "secrets.entropy_min": (0.0, False),
+    "secrets.entropy_min_chars": (8, True),
 }
 """Settings with a lower bound: (bound, whether the bound itself is allowed)."""
 
@@ -249,6 +297,7 @@ _HIGHEST: dict[str, float] = {
     "memory.hop_decay": 1.0,
     "memory.match_ratio": 1.0,
     "memory.never_accessed": 1.0,
+    "secrets.entropy_min": 6.0,
 }
 
 
