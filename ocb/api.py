@@ -31,6 +31,7 @@ from ocb.commands import (
 from ocb.embed import Embedder, HashEmbedder, Matrix, builtin_embedder
 from ocb.indexing import changed_on_disk, plan_sync, unpack_matrix
 from ocb.memory_api import MemoryCommands
+from ocb.redaction import redact_input, scanner_of, warn_file
 from ocb.reports import Answer, InjectReport, LearnReport, SyncReport
 from ocb.search import SearchIndex
 from ocb.settings import Indexing, Learning, Storage, Traversal, check_key, resolve
@@ -57,6 +58,7 @@ from ocb_events.schema import (
 from projections.graph import State as GraphState
 from replay import PROJECTIONS, SnapshotStore, fold, load_states, resolve_point
 from workspace_sync import FileText, Skipped, scan_workspace
+from workspace_sync.secrets import Scanner
 
 __all__ = ["Answer", "Brain", "InjectReport", "LearnReport", "SyncReport"]
 
@@ -215,6 +217,10 @@ class Brain(MemoryCommands):
         fold(recs, self._states)
         return recs
 
+    def secrets(self) -> Scanner:
+        """The secret scanner of the settings in force (``secrets.*``)."""
+        return scanner_of(self.state("config").values)
+
     def settings(self) -> tuple[Traversal, Learning, Indexing]:
         """The settings in force (defaults overridden by recorded config)."""
         values = self.state("config").values
@@ -347,7 +353,7 @@ class Brain(MemoryCommands):
             plan, problems = plan_sync(
                 self.graph, self.state("vectors").embedder_id, self.state("memory"),
                 self.embedder(), self.vectors_of, ix, files, skipped,
-                root=root_s, cause=cause, progress=progress,
+                root=root_s, cause=cause, progress=progress, secrets=self.secrets(),
             )  # fmt: skip
             moved = changed_on_disk(root, plan.events)
             if not moved:
@@ -360,6 +366,8 @@ class Brain(MemoryCommands):
             files, skipped = _scan(root, has_files=True)
         for p in problems:
             self.warn(f"skipped fact at {p}")
+        for path, found in plan.secrets:
+            warn_file(self.warn, path, [found], "before recording (the file is unchanged)")
         if plan.events:
             self.record(plan.events, cause, expected_seq=self.log.last_seq, blobs=plan.blobs)
         self.search_index()
@@ -378,6 +386,7 @@ class Brain(MemoryCommands):
             facts=self.state("memory").size,
             fact_files=sum(isinstance(e, FactsRecorded) for e in plan.events),
             fact_problems=[str(p) for p in problems],
+            secrets=[(path, f.line, f.end_line, f.kind) for path, f in plan.secrets],
         )
 
     def query(
@@ -403,6 +412,7 @@ class Brain(MemoryCommands):
         """
         self.load("config", "graph")
         trav = resolve(Traversal, self.state("config").values, **overrides)
+        text = redact_input(self.warn, self.secrets(), "query", text)
         scorer = self.route_scorer() if trav.mode == "learned" else None
         if trav.mode == "learned" and scorer is None:
             self.warn("no route model trained (ocb train-route); routing with edge+sim")
@@ -527,6 +537,10 @@ class Brain(MemoryCommands):
         self.load("config", "graph", "traces")
         trace = self.trace(trace_id, chat_id) if (trace_id or chat_id) else None
         _, _, ix = self.settings()
+        content = redact_input(self.warn, self.secrets(), "injected content", content)
+        if trace is not None:  # a trace recorded before scanning was on
+            anchor = redact_input(self.warn, self.secrets(), "anchor query", trace.query)
+            trace = msgspec.structs.replace(trace, query=anchor)
         seq = self.log.last_seq
         events, blobs, node_id = decide_inject(
             self.graph,

@@ -35,6 +35,7 @@ import msgspec
 
 from ocb.dates import since_window
 from ocb.memory import write_text_atomic
+from ocb.redaction import redact_input
 from ocb_events.errors import InputError, WorkspaceError
 from ocb_events.schema import ReflectChange, ReflectRan
 from projections.memory import Fact
@@ -543,6 +544,21 @@ def _check_writes(root: Path, writes: Sequence[FileWrite]) -> None:
             )
 
 
+def _redacted(brain: Brain, event: ReflectRan) -> ReflectRan:
+    """The event with secrets taken out of the old and new texts it records (an old
+    summary is read from the page on disk)."""
+    scanner = brain.secrets()
+
+    def clean(c: ReflectChange) -> ReflectChange:
+        what = f"reflect {c.path}"
+        before = redact_input(brain.warn, scanner, what, c.before)
+        return msgspec.structs.replace(
+            c, before=before, after=redact_input(brain.warn, scanner, what, c.after)
+        )
+
+    return msgspec.structs.replace(event, changes=tuple(clean(c) for c in event.changes))
+
+
 def reflect(
     brain: Brain,
     since: str = "7d",
@@ -587,7 +603,8 @@ def reflect(
         _check_writes(root, plan.writes)
         for w in plan.writes:
             write_text_atomic(root / w.path, w.text)
-        recorded = brain.record([plan.event], "reflect", expected_seq=seq)[0].seq
+        event = _redacted(brain, plan.event)
+        recorded = brain.record([event], "reflect", expected_seq=seq)[0].seq
         brain.sync(root, cause="reflect")
     written = [w.path for w in plan.writes]
     start = window.start_ns

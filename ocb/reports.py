@@ -37,6 +37,8 @@ class SyncReport(msgspec.Struct):
     facts: int = 0
     fact_files: int = 0
     fact_problems: list[str] = msgspec.field(default_factory=list)
+    secrets: list[tuple[str, int, int, str]] = msgspec.field(default_factory=list)
+    """Secrets redacted from the recorded text: (path, line, end line, kind)."""
 
 
 class LearnReport(msgspec.Struct):
