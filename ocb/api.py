@@ -32,6 +32,7 @@ from ocb.commands import (
 from ocb.embed import Embedder, HashEmbedder, Matrix, builtin_embedder
 from ocb.indexing import changed_on_disk, plan_sync, unpack_matrix
 from ocb.memory_api import MemoryCommands
+from ocb.redaction import redact_input, scanner_of, warn_file
 from ocb.reports import Answer, InjectReport, LearnReport, SyncReport
 from ocb.search import SearchIndex
 from ocb.settings import Indexing, Learning, S, Storage, Traversal, check_key, resolve
@@ -63,6 +64,7 @@ from ocb_events.schema import (
 from projections.graph import State as GraphState
 from replay import PROJECTIONS, SnapshotStore, fold, load_states, resolve_point
 from workspace_sync import FileText, Skipped, scan_workspace
+from workspace_sync.secrets import Scanner
 
 __all__ = ["Answer", "Brain", "InjectReport", "LearnReport", "SyncReport"]
 
@@ -287,6 +289,10 @@ class Brain(MemoryCommands):
         """
         return resolve(section, self.state("config").values, **overrides)
 
+    def secrets(self) -> Scanner:
+        """The secret scanner of the settings in force (``secrets.*``)."""
+        return scanner_of(self.state("config").values)
+
     def settings(self) -> tuple[Traversal, Learning, Indexing]:
         """The traversal, learning and indexing settings in force (see ``setting``)."""
         return self.setting(Traversal), self.setting(Learning), self.setting(Indexing)
@@ -445,7 +451,7 @@ class Brain(MemoryCommands):
             plan, problems = plan_sync(
                 self.graph, self.state("vectors").embedder_id, self.state("memory"),
                 self.embedder(), self.vectors_of, ix, files, skipped,
-                root=root_s, cause=cause, progress=progress,
+                root=root_s, cause=cause, progress=progress, secrets=self.secrets(),
             )  # fmt: skip
             moved = changed_on_disk(root, plan.events)
             if not moved:
@@ -458,6 +464,8 @@ class Brain(MemoryCommands):
             files, skipped = _scan(root, has_files=True)
         for p in problems:
             self.warn(f"skipped fact at {p}")
+        for path, found in plan.secrets:
+            warn_file(self.warn, path, [found], "before recording (the file is unchanged)")
         if plan.events:
             self.record(plan.events, cause, expected_seq=self.log.last_seq, blobs=plan.blobs)
         self.search_index()
@@ -476,6 +484,7 @@ class Brain(MemoryCommands):
             facts=self.state("memory").size,
             fact_files=sum(isinstance(e, FactsRecorded) for e in plan.events),
             fact_problems=[str(p) for p in problems],
+            secrets=[(path, f.line, f.end_line, f.kind) for path, f in plan.secrets],
         )
 
     def query(
@@ -501,6 +510,7 @@ class Brain(MemoryCommands):
         """
         self.load("config", "graph")
         trav = self.setting(Traversal, **overrides)
+        text = redact_input(self.warn, self.secrets(), "query", text)
         scorer = self.route_scorer() if trav.mode == "learned" else None
         if trav.mode == "learned" and scorer is None:
             self.warn("no route model trained (ocb train-route); routing with edge+sim")
@@ -661,6 +671,10 @@ class Brain(MemoryCommands):
         self.load("config", "graph", "traces")
         trace = self.trace(trace_id, chat_id) if (trace_id or chat_id) else None
         _, _, ix = self.settings()
+        content = redact_input(self.warn, self.secrets(), "injected content", content)
+        if trace is not None:  # a trace recorded before scanning was on
+            anchor = redact_input(self.warn, self.secrets(), "anchor query", trace.query)
+            trace = msgspec.structs.replace(trace, query=anchor)
         seq = self.log.last_seq
         events, blobs, node_id = decide_inject(
             self.graph,

@@ -41,6 +41,7 @@ from workspace_sync import (
     diff_workspace,
     read_text,
 )
+from workspace_sync.secrets import Finding, Scanner, redact_files
 
 Progress = Callable[[str, int, int], None]
 EMBED_BATCH = 1024
@@ -75,6 +76,8 @@ class SyncPlan(msgspec.Struct):
     chunks_added: int = 0
     chunks_removed: int = 0
     edges_created: int = 0
+    secrets: list[tuple[str, Finding]] = msgspec.field(default_factory=list)
+    """Secrets redacted from the files this sync records, as (path, finding)."""
 
 
 def previous_files(graph: State) -> dict[str, PreviousFile]:
@@ -334,9 +337,15 @@ def plan_sync(
     root: str,
     cause: str = "sync",
     progress: Progress | None = None,
+    secrets: Scanner | None = None,
 ) -> tuple[SyncPlan, list[Problem]]:
     """A sync's chunk events (``decide_sync``) followed by the facts of the Markdown
-    files that changed, and the fact bullets that were skipped."""
+    files that changed, and the fact bullets that were skipped. With ``secrets``, every
+    file is redacted first, so chunk texts, headings, facts and vectors never see a
+    secret; the content hash stays that of the file on disk."""
+    found: dict[str, tuple[Finding, ...]] = {}
+    if secrets is not None:
+        files, found = redact_files(files, secrets)
     plan = decide_sync(
         graph, embedder_id, files, skipped, embedder, existing_vectors, s,
         root=root, progress=progress,
@@ -355,4 +364,7 @@ def plan_sync(
         cause=cause,
     )
     plan.events.extend(facts)
+    recorded = {e.path for e in plan.events if isinstance(e, (FileIndexed, FileChanged))}
+    recorded |= {e.path for e in facts}
+    plan.secrets = [(p, f) for p in sorted(found) if p in recorded for f in found[p]]
     return plan, problems

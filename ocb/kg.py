@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from ocb.commands import unknown
+from ocb.redaction import redact_input
 from ocb.settings import Memory, resolve
 from ocb_events.errors import InputError
 from ocb_events.schema import KgFactSet
@@ -148,7 +149,8 @@ def check_source(source: str) -> str:
 def kg_set(brain: Brain, subject: str, predicate: str, value: str, source: str = "") -> KgSetReport:
     """State the current value of a subject's predicate and record it (actor "cli").
 
-    The same value again is recorded too: it refreshes "last verified".
+    The same value again is recorded too: it refreshes "last verified". A secret in
+    any field is recorded redacted (``[REDACTED:kind]``), with a warning.
 
     Args:
         brain: a writable brain (not a view of the past).
@@ -169,7 +171,12 @@ def kg_set(brain: Brain, subject: str, predicate: str, value: str, source: str =
     predicate = _one_line("predicate", predicate)
     value = _one_line("value", value)
     source = check_source(source)
-    brain.load("kg")
+    brain.load("config", "kg")
+    scanner = brain.secrets()
+    fields = {"subject": subject, "predicate": predicate, "value": value, "source": source}
+    subject, predicate, value, source = (
+        redact_input(brain.warn, scanner, f"kg set {name}", text) for name, text in fields.items()
+    )
     entry = brain.state("kg").entries.get(key(subject, predicate))
     previous = entry.history[-1].value if entry is not None else None
     event = KgFactSet(subject=subject, predicate=predicate, value=value, source=source)

@@ -13,6 +13,7 @@ import msgspec
 from ocb.commands import unknown
 from ocb.dates import Window, between_window, date_in_query, since_window, today
 from ocb.recall import FactIndex, RecallItem, RecallRequest, decide_recall
+from ocb.redaction import redact_input, warn_file
 from ocb.search import SearchIndex
 from ocb.settings import Memory, resolve
 from ocb_events.errors import InputError, WorkspaceError
@@ -26,6 +27,7 @@ from workspace_sync import (
     writable_target,
     write_workspace_file,
 )
+from workspace_sync.secrets import Finding
 
 if TYPE_CHECKING:
     from ocb.api import Brain
@@ -90,6 +92,15 @@ def _duplicate(mem: MemoryState, kind: str, content: str, entities: list[str]) -
     return None
 
 
+def _redacted(brain: Brain, content: str, names: list[str]) -> tuple[str, list[str], list[Finding]]:
+    """The fact and its entities as they may be written and recorded, and the secrets
+    taken out of them."""
+    scanner = brain.secrets()
+    parts = [scanner.redact(t) for t in [content, *names]]
+    found = [f for r in parts for f in r.findings]
+    return parts[0].text, [r.text for r in parts[1:]], found
+
+
 def retain(
     brain: Brain,
     content: str,
@@ -105,7 +116,13 @@ def retain(
     duplicate of a current fact writes and records nothing. Without a salience,
     ``estimate(kind, content, entities)`` (e.g. an LLM) gives one, written into the
     bullet so the Markdown keeps it; without either, the deterministic estimate of
-    ``workspace_sync.estimate_salience`` applies when the bullet is read."""
+    ``workspace_sync.estimate_salience`` applies when the bullet is read.
+
+    A secret in the fact (``secrets.*`` settings) is redacted before the bullet is
+    written: the text comes from an agent, not from the user's own hand, and a token
+    written into the daily log would live on in the workspace, its git history and its
+    backups even though the log never records it. The fact keeps its meaning, the file
+    and the log agree, and a warning names the bullet's ``file:line``."""
     kind = check_kind(kind)
     check_fraction("salience", salience)
     check_fraction("confidence", confidence)
@@ -116,9 +133,12 @@ def retain(
         raise InputError("nothing to retain", 'give the fact, e.g. ocb retain "Alice owns billing"')
     names = entity_names(entities)
     brain.load("config", "graph", "vectors", "memory")
+    content, names, found = _redacted(brain, content, names)
     mem = brain.state("memory")
     dup = _duplicate(mem, kind, content, names)
     if dup is not None:
+        at = [msgspec.structs.replace(f, line=dup.start_line, end_line=dup.end_line) for f in found]
+        warn_file(brain.warn, dup.path, at, "from the retained fact (already recorded there)")
         return RetainReport(dup.id, dup.source, False, dup.path, "")
     root = brain.graph.workspace
     if not root:
@@ -140,6 +160,8 @@ def retain(
         raise WorkspaceError(f"cannot read {rel}: {old.reason}", "fix or move that file")
     before = old.text if old is not None else None
     text, line = insert_retained(before, bullet, day)
+    at = [msgspec.structs.replace(f, line=line, end_line=line) for f in found]
+    warn_file(brain.warn, rel, at, "from the retained fact before writing and recording")
     write_workspace_file(Path(root), rel, text)
     brain.sync(root, cause="retain")
     mem = brain.state("memory")
@@ -244,6 +266,7 @@ def recall(
         raise InputError("--max-chars must be at least 1", "give a budget such as 2000")
     brain.load("config", "vectors", "memory")
     s = resolve(Memory, brain.state("config").values)
+    query = redact_input(brain.warn, brain.secrets(), "recall query", query)
     mem: MemoryState = brain.state("memory")
     now = brain.now()
     window = Window()

@@ -35,6 +35,7 @@ import msgspec
 
 from ocb.bank import ENTITIES, OPINIONS, FileWrite, aliases, bank_texts, write_pages
 from ocb.dates import since_window
+from ocb.redaction import redact_input
 from ocb_events.errors import InputError, WorkspaceError
 from ocb_events.schema import ReflectChange, ReflectRan
 from projections.memory import Fact
@@ -514,6 +515,21 @@ def decide_reflect(
 # --------------------------------------------------------------------------- the command
 
 
+def _redacted(brain: Brain, event: ReflectRan) -> ReflectRan:
+    """The event with secrets taken out of the old and new texts it records (an old
+    summary is read from the page on disk)."""
+    scanner = brain.secrets()
+
+    def clean(c: ReflectChange) -> ReflectChange:
+        what = f"reflect {c.path}"
+        before = redact_input(brain.warn, scanner, what, c.before)
+        return msgspec.structs.replace(
+            c, before=before, after=redact_input(brain.warn, scanner, what, c.after)
+        )
+
+    return msgspec.structs.replace(event, changes=tuple(clean(c) for c in event.changes))
+
+
 def reflect(
     brain: Brain,
     since: str = "7d",
@@ -559,7 +575,8 @@ def reflect(
     recorded = 0
     if plan.event is not None:
         write_pages(root, plan.writes)
-        recorded = brain.record([plan.event], "reflect", expected_seq=seq)[0].seq
+        event = _redacted(brain, plan.event)
+        recorded = brain.record([event], "reflect", expected_seq=seq)[0].seq
         brain.sync(root, cause="reflect")
     written = [w.path for w in plan.writes]
     start = window.start_ns

@@ -77,6 +77,7 @@ def sync_text(r: SyncReport) -> str:
         f"{r.files_removed} removed file(s): "
         f"+{r.chunks_added} / -{r.chunks_removed} chunks, +{r.edges_created} edges "
         f"({r.events} events). brain: {r.nodes} nodes, {r.edges} edges."
+        + (f" {len(r.secrets)} secret(s) redacted (see warnings)." if r.secrets else "")
     )
     if r.blobs_regenerated:
         text += f" regenerated {r.blobs_regenerated} lost vector blob(s)."
@@ -86,6 +87,9 @@ def sync_text(r: SyncReport) -> str:
 def sync_json(r: SyncReport) -> dict[str, Any]:
     d = msgspec.structs.asdict(r)
     d["skipped"] = [{"path": p, "reason": why} for p, why in r.skipped]
+    d["secrets"] = [
+        {"path": p, "line": line, "end_line": end, "kind": kind} for p, line, end, kind in r.secrets
+    ]
     return d
 
 

@@ -38,6 +38,8 @@ class SyncReport(msgspec.Struct):
     fact_files: int = 0
     fact_problems: list[str] = msgspec.field(default_factory=list)
     blobs_regenerated: int = 0
+    secrets: list[tuple[str, int, int, str]] = msgspec.field(default_factory=list)
+    """Secrets redacted from the recorded text: (path, line, end line, kind)."""
 
 
 class LearnReport(msgspec.Struct):

@@ -27,6 +27,7 @@ from msgspec import Meta
 
 from ocb.names import unknown
 from ocb_events.errors import InputError
+from workspace_sync.secrets import parse_allow, parse_patterns
 
 ROUTE_MODES = ("edge", "edge+sim", "learned")
 RULES = ("pg", "heuristic")
@@ -220,6 +221,36 @@ class Memory(msgspec.Struct, frozen=True):
     stale_days: Annotated[float, _m("age in days at which a current fact is stale", gt=0)] = 30.0
 
 
+class Secrets(msgspec.Struct, frozen=True):
+    """What is redacted from text before it is recorded (see ``workspace_sync.secrets``):
+    scanning on or off, the high-entropy rule's bits per character (base64; hex needs
+    two thirds of it) and shortest run, extra patterns (whitespace-separated regexes,
+    ``kind=regex`` to name them) and an allow-list (whitespace-separated literals, or
+    ``re:REGEX`` matched against the whole secret) that is never redacted."""
+
+    enabled: Annotated[bool, _m("redact secrets from text before it is recorded")] = True
+    entropy_min: Annotated[
+        float, _m("bits per character from which a random-looking run is a secret", gt=0)
+    ] = 3.7
+    entropy_min_chars: Annotated[
+        int, _m("shortest random-looking run that counts as a secret", ge=8)
+    ] = 20
+    patterns: Annotated[
+        str,
+        Meta(
+            description="extra secret regexes, space-separated (kind=REGEX names one)",
+            extra={"parse": "patterns"},
+        ),
+    ] = ""
+    allow: Annotated[
+        str,
+        Meta(
+            description="never redacted: literals or re:REGEX, space-separated",
+            extra={"parse": "allow"},
+        ),
+    ] = ""
+
+
 S = TypeVar("S", bound=msgspec.Struct)
 
 SECTIONS: dict[str, type[msgspec.Struct]] = {
@@ -229,6 +260,7 @@ SECTIONS: dict[str, type[msgspec.Struct]] = {
     "maintenance": Maintenance,
     "storage": Storage,
     "memory": Memory,
+    "secrets": Secrets,
 }
 
 
@@ -250,6 +282,8 @@ class Setting(msgspec.Struct, frozen=True, kw_only=True):
     le: float | None = None
     choices: tuple[str, ...] = ()
     noun: str = ""
+    parse: str = ""
+    """A parser the text must pass (``patterns`` or ``allow`` of the secrets scanner)."""
     min_length: int | None = None
     max_length: int | None = None
     pattern: str | None = None
@@ -266,6 +300,7 @@ class Setting(msgspec.Struct, frozen=True, kw_only=True):
             raise InputError(f"unknown {noun} {out!r}", f"use one of: {', '.join(self.choices)}")
         if isinstance(out, str):
             _check_text(self, out)
+            _check_parse(self, out)
         elif not isinstance(out, bool):
             _check_range(self, out)
         return out
@@ -347,6 +382,7 @@ def _entry(section: str, field: mi.Field, hint: Any) -> Setting:
         default=field.default,
         description=description,
         noun=str(extra.get("noun", "")),
+        parse=str(extra.get("parse", "")),
         **got,
     )
 
@@ -443,6 +479,21 @@ def _check_text(s: Setting, value: str) -> None:
             f"{s.key} must match {s.pattern!r}, got {value!r}",
             f"give a value like {s.default!r} (the default)",
         )
+
+
+_PARSERS = {"patterns": parse_patterns, "allow": parse_allow}
+
+
+def _check_parse(s: Setting, value: str) -> None:
+    if not s.parse:
+        return
+    try:
+        _PARSERS[s.parse](value)
+    except ValueError as exc:
+        raise InputError(
+            f"{s.key}: {exc}",
+            "separate entries with spaces and write a space inside a regex as \\s",
+        ) from None
 
 
 def lookup(key: str) -> Setting:

@@ -1,5 +1,5 @@
-"""From a Markdown workspace to file events: scanning, chunking and diffing; and the
-one safe way to write a workspace file."""
+"""From a Markdown workspace to file events: scanning, chunking, diffing, and redacting
+secrets before any text is recorded; and the one safe way to write a workspace file."""
 
 from workspace_sync.diff import PreviousFile, diff_file, diff_workspace, text_hash
 from workspace_sync.facts import (
@@ -13,15 +13,19 @@ from workspace_sync.facts import (
 from workspace_sync.markdown import MAX_CHARS, TARGET_CHARS, Piece, chunk_text, split_lines
 from workspace_sync.retain import format_bullet, insert_retained
 from workspace_sync.scan import FileText, Skipped, read_text, scan_workspace
+from workspace_sync.secrets import Finding, Redacted, Scanner, redact_files
 from workspace_sync.writes import sweep_temp_files, writable_target, write_workspace_file
 
 __all__ = [
     "FileText",
+    "Finding",
     "MAX_CHARS",
     "Piece",
     "PreviousFacts",
     "PreviousFile",
     "Problem",
+    "Redacted",
+    "Scanner",
     "Skipped",
     "TARGET_CHARS",
     "assign_ids",
@@ -34,6 +38,7 @@ __all__ = [
     "insert_retained",
     "parse_facts",
     "read_text",
+    "redact_files",
     "scan_workspace",
     "split_lines",
     "sweep_temp_files",
