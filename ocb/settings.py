@@ -230,7 +230,7 @@ class Secrets(msgspec.Struct, frozen=True):
 
     enabled: Annotated[bool, _m("redact secrets from text before it is recorded")] = True
     entropy_min: Annotated[
-        float, _m("bits per character from which a random-looking run is a secret", gt=0)
+        float, _m("bits per character from which a random-looking run is a secret", gt=0, le=6)
     ] = 3.7
     entropy_min_chars: Annotated[
         int, _m("shortest random-looking run that counts as a secret", ge=8)

@@ -113,7 +113,7 @@ def test_replay_verify_holds_after_any_sequence_of_commands(cmds: list[tuple[str
                 if verb == "query":
                     last = b.query(str(arg), chat_id="c").trace_id
                 elif verb == "learn" and last:
-                    b.learn(float(arg), trace_id=last)  # type: ignore[arg-type]
+                    b.learn(float(arg), trace_id=last, again=True)  # type: ignore[arg-type]
                 elif verb == "inject" and last:
                     b.inject(str(arg), f"note {len(b.graph.nodes)}", chat_id="c")
                 elif verb == "config":

@@ -391,7 +391,7 @@ def test_incremental_sync_of_files_with_secrets_equals_a_sync_from_scratch(
         recorded += events
     fresh, _ = sync(graph.initial(), versions[-1])
     assert view(g) == view(fresh)
-    for path, start, end, text in view(g):
+    for path, start, end, _col, text in view(g):
         redacted = SCAN.redact(versions[-1][path]).text
         assert text == "\n".join(lines_of(redacted)[start - 1 : end])
     body = b"".join(encode_record(Record(seq=1, ts=0, actor="sync", event=e)) for e in recorded)  # type: ignore[arg-type]
