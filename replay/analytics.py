@@ -14,44 +14,36 @@ and audit"). Weights before and after each change are read from the graph projec
 folded alongside the rows with ``projections.graph.evolve`` and snapshotted into the
 store with every commit that changed it, so ``deltas`` always agrees with the graph.
 
-Connections: catching up takes a read-write connection; queries run on a read-only one,
-so ``ocb sql`` cannot change the store by accident.
+Connections are confined: no file outside the store, no network, no extensions, no
+Python objects, settings locked (UTC). Queries run on a read-only connection, one
+reading statement at a time (``check_query``); catching up takes a read-write one.
 """
 
 from __future__ import annotations
 
+import functools
 import gc
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import msgspec
-import numpy as np
 
-from ocb_events.errors import AnalyticsError
+from ocb_events.errors import AnalyticsError, InputError
 from ocb_events.protocol import EventLog
 from projections import graph
-from replay.rows import (
-    BIGINT,
-    DOUBLE,
-    DOUBLES,
-    GROUPED,
-    HISTORY,
-    INTEGER,
-    TABLES,
-    TIMESTAMP,
-    VARCHAR,
-    VARCHARS,
-    RowFold,
-    tail_columns,
-)
+from replay import confinement
+from replay.columns import column, grouped
+from replay.rows import HISTORY, TABLES, VARCHAR, RowFold
 
 VERSION = 1
 """The schema version; a store of another version is rebuilt."""
 
 CHUNK = 20_000
 """Records folded per commit (each commit holds a consistent seq)."""
+
 
 Warn = Callable[[str], None]
 Progress = Callable[[int, int], None]
@@ -86,16 +78,10 @@ def _busy(path: Path, exc: BaseException) -> AnalyticsError:
     )
 
 
-_WRITES = ("insert", "update", "delete", "create", "drop", "alter", "copy", "attach", "truncate")
+_SELECT = duckdb.StatementType.SELECT
 
 
-def _query_hint(exc: duckdb.Error, sql: str) -> str:
-    words = sql.lstrip(" \t\n(").split(None, 1)
-    if "read-only" in str(exc) or (words and words[0].lower() in _WRITES):
-        return (
-            "the analytics store is read-only: it is derived from the log; "
-            "change the brain with ocb commands"
-        )
+def _query_hint(exc: duckdb.Error) -> str:
     if isinstance(exc, duckdb.ParserException):
         return "check the SQL syntax (DuckDB dialect); examples in README, History"
     if isinstance(exc, duckdb.BinderException):
@@ -103,44 +89,92 @@ def _query_hint(exc: duckdb.Error, sql: str) -> str:
     return 'list the tables with: ocb sql "SHOW TABLES"'
 
 
+# --------------------------------------------------------------------------- confinement
+
+
+def _open(path: str, *, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """A connection that reaches nothing outside the database, with times in UTC.
+
+    The catch-up (read-write) connection is confined too: ``con.register`` hands
+    DuckDB our numpy columns as a view, which needs no external access.
+    """
+    con = duckdb.connect(path, read_only=read_only, config=dict(confinement.CONFIG))
+    try:
+        # TimeZone belongs to the ICU extension, so the config cannot name it at connect
+        con.execute("SET TimeZone = 'UTC'")
+        con.execute("SET lock_configuration = true")
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def _reading(con: duckdb.DuckDBPyConnection, text: str) -> str:
+    """What to call the statement in ``text``: "SELECT" when it is one reading statement
+    (a SELECT or an EXPLAIN of one), else its kind (``replay.confinement.kind_of``)."""
+    try:
+        stmts = con.extract_statements(text)
+    except duckdb.Error as exc:
+        raise AnalyticsError(_first_line(exc), _query_hint(exc)) from exc
+    if not stmts:
+        raise confinement.no_statement()
+    if len(stmts) > 1:
+        raise confinement.several(len(stmts))
+    st = stmts[0]
+    try:
+        kind = st.type
+    except ValueError:  # a statement kind the Python API cannot name (UPDATE EXTENSIONS)
+        return confinement.kind_of(text, "this statement")
+    if kind == duckdb.StatementType.EXPLAIN:
+        for inner in confinement.explained(st.query):
+            try:
+                if _reading(con, inner) == "SELECT":
+                    return "SELECT"
+            except (AnalyticsError, InputError):
+                continue
+        return "EXPLAIN " + confinement.kind_of(confinement.explained(st.query)[0], "a statement")
+    if kind == duckdb.StatementType.MULTI:  # a PIVOT without an IN list
+        return "PIVOT"
+    return "SELECT" if kind == _SELECT else confinement.kind_of(st.query, kind.name)
+
+
+def _check(con: duckdb.DuckDBPyConnection, sql: str) -> None:
+    """Refuse anything but one reading statement, with one line and a hint."""
+    kind = _reading(con, sql)
+    if kind != "SELECT":
+        raise confinement.refused(kind)
+
+
+def check_query(sql: str) -> None:
+    """Refuse SQL that ``AnalyticsStore.query`` would refuse for its kind, before any
+    work (no store is opened or caught up).
+
+    Raises:
+        InputError: no statement (empty, only comments or ';').
+        AnalyticsError: a syntax error, several statements, or one that is not a read.
+    """
+    with _PARSER_LOCK:
+        _check(_parser(), sql)
+
+
+_PARSER_LOCK = threading.Lock()
+
+
+@functools.cache
+def _parser() -> duckdb.DuckDBPyConnection:
+    """One in-memory connection per process to parse with (opening one takes ~50 ms)."""
+    return _open(":memory:", read_only=False)
+
+
+def _fetch(rel: duckdb.DuckDBPyRelation) -> QueryResult:
+    """The relation's rows; zoned timestamps come back as ``datetime`` in UTC."""
+    names, types = list(rel.columns), [str(t) for t in rel.types]
+    projection = confinement.tz_projection(types)
+    rows = (rel if projection is None else rel.project(projection)).fetchall()
+    return QueryResult(names, types, confinement.with_utc(rows, types))
+
+
 # --------------------------------------------------------------------------- loading
-
-
-def _column(kind: str, values: tuple[Any, ...]) -> Any:
-    """A numpy column DuckDB scans without copying row by row (masked where NULL)."""
-    if kind == TIMESTAMP:
-        return np.asarray(values, dtype=np.int64).view("datetime64[ns]")
-    if kind in (BIGINT, INTEGER, DOUBLE):
-        dtype = np.float64 if kind == DOUBLE else np.int64
-        if None not in values:
-            return np.asarray(values, dtype=dtype)
-        mask = np.fromiter((v is None for v in values), dtype=bool, count=len(values))
-        data = np.asarray([0 if v is None else v for v in values], dtype=dtype)
-        return np.ma.masked_array(data, mask=mask)
-    out = np.empty(len(values), dtype=object)
-    if kind in (VARCHARS, DOUBLES):
-        for i, v in enumerate(values):
-            out[i] = v
-    else:
-        out[:] = values
-    return out
-
-
-def _grouped(table: str, tails: list[Any], groups: list[tuple[tuple[Any, ...], int]]) -> Any:
-    """The columns of a grouped table: heads repeated, ordinals numbered, tails as given."""
-    kinds = dict(TABLES[table])
-    heads, ordinal, first = GROUPED[table]
-    counts = np.fromiter((n for _, n in groups), dtype=np.int64, count=len(groups))
-    data = {
-        name: np.repeat(_column(kinds[name], vals), counts)
-        for name, vals in zip(heads, zip(*(h for h, _ in groups), strict=True), strict=True)
-    }
-    starts = np.repeat(np.cumsum(counts) - counts, counts)
-    data[ordinal] = np.arange(len(starts), dtype=np.int64) - starts + first
-    names = tail_columns(table)
-    cols = [tuple(tails)] if len(names) == 1 else list(zip(*tails, strict=True))
-    data.update({n: _column(kinds[n], v) for n, v in zip(names, cols, strict=True)})
-    return data
 
 
 def _insert(con: duckdb.DuckDBPyConnection, table: str, data: dict[str, Any]) -> None:
@@ -162,11 +196,11 @@ def _load(
     if not rows:
         return
     if groups is not None:
-        _insert(con, table, _grouped(table, rows, groups))
+        _insert(con, table, grouped(table, rows, groups))
         return
     cols = TABLES[table]
     data = {
-        name: _column(kind, vals)
+        name: column(kind, vals)
         for (name, kind), vals in zip(cols, zip(*rows, strict=True), strict=True)
     }
     _insert(con, table, data)
@@ -209,6 +243,8 @@ class AnalyticsStore:
     Args:
         path: the database file (by convention ``<brain>/cache/analytics.duckdb``).
         warn: receives warnings (a damaged, outdated or mismatched store rebuilt).
+        wait_s: how long to wait for other processes' queries or catch-up.
+        waiting: told once each time the store is busy and this process waits.
 
     Example:
         >>> with AnalyticsStore(path) as store:                       # doctest: +SKIP
@@ -258,7 +294,7 @@ class AnalyticsStore:
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self._con = duckdb.connect(str(self.path), read_only=read_only)
+            self._con = _open(str(self.path), read_only=read_only)
         except duckdb.Error as exc:
             if _is_lock(exc):
                 raise _busy(self.path, exc) from exc
@@ -434,21 +470,24 @@ class AnalyticsStore:
     # ------------------------------------------------------------ queries
 
     def query(self, sql: str, params: list[Any] | dict[str, Any] | None = None) -> QueryResult:
-        """Run SQL on a read-only connection (``?`` or ``$name`` placeholders take ``params``).
+        """Run one reading statement on the confined read-only connection (``?`` or
+        ``$name`` placeholders take ``params``).
 
         Raises:
-            AnalyticsError: DuckDB refused the query (its message, a hint naming the fix).
+            InputError: no statement (empty, only comments or ';').
+            AnalyticsError: not one reading statement (``check_query``), a function
+                that reads files or the network, or another error from DuckDB (its
+                first line, a hint naming the fix).
         """
         try:
             con = self._connect(read_only=True)
-            cur = con.execute(sql, params) if params is not None else con.execute(sql)
-            desc = cur.description
-            rows = cur.fetchall() if desc is not None else []
+            _check(con, sql)
+            rel = con.sql(sql, params=params)
+            return QueryResult([], [], []) if rel is None else _fetch(rel)
+        except duckdb.PermissionException as exc:
+            raise confinement.no_files() from exc
         except duckdb.Error as exc:
-            raise AnalyticsError(_first_line(exc), _query_hint(exc, sql)) from exc
-        if desc is None:
-            return QueryResult([], [], [])
-        return QueryResult([d[0] for d in desc], [str(d[1]) for d in desc], rows)
+            raise AnalyticsError(_first_line(exc), _query_hint(exc)) from exc
 
 
 def _read_meta(con: duckdb.DuckDBPyConnection) -> _Meta | None:
@@ -474,7 +513,7 @@ def _resolve_traces(con: duckdb.DuckDBPyConnection, fold: RowFold) -> None:
         return
     rows = fold.rows["outcomes"]
     ids = sorted({str(rows[i][3]) for i in fold.unresolved})
-    con.register("_ids", {"trace_id": _column(VARCHAR, tuple(ids))})
+    con.register("_ids", {"trace_id": column(VARCHAR, tuple(ids))})
     try:
         found = dict(
             con.execute(
@@ -497,7 +536,7 @@ def _replace(
         return
     kinds = dict(TABLES[table])
     data = {
-        k: _column(kinds[k], vals) for k, vals in zip(keys, zip(*rows, strict=True), strict=True)
+        k: column(kinds[k], vals) for k, vals in zip(keys, zip(*rows, strict=True), strict=True)
     }
     match = " AND ".join(f"store.{table}.{k} = _keys.{k}" for k in keys)
     con.register("_keys", data)
