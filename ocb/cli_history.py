@@ -33,16 +33,24 @@ STORE = Path("cache") / "analytics.duckdb"
 """The analytics store inside a brain directory (derived from the log; delete freely)."""
 
 
+def _note(msg: str) -> None:
+    typer.echo(msg, err=True)
+
+
 @contextmanager
 def caught_up(brain: Path) -> Iterator[AnalyticsStore]:
-    """The brain's analytics store, caught up with its log (a progress bar on a TTY)."""
+    """The brain's analytics store, caught up with its log (a progress bar on a TTY).
+
+    Other processes may read the store at the same time; one that has to catch it up
+    waits for their queries (saying so on stderr), and they wait for its catch-up.
+    """
     from ocb.api import Brain
     from ocb.progress import ProgressBar
     from replay.analytics import AnalyticsStore
 
     bar = ProgressBar()
     with Brain(brain, writer=False, warn=_warn) as b:
-        store = AnalyticsStore(b.path / STORE, warn=_warn)
+        store = AnalyticsStore(b.path / STORE, warn=_warn, waiting=_note)
         try:
             store.catch_up(b.log, progress=lambda n, t: bar("analytics", n, t))
             bar.close()

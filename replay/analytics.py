@@ -17,6 +17,12 @@ store with every commit that changed it, so ``deltas`` always agrees with the gr
 Connections are confined: no file outside the store, no network, no extensions, no
 Python objects, settings locked (UTC). Queries run on a read-only connection, one
 reading statement at a time (``check_query``); catching up takes a read-write one.
+
+Processes: a lock file next to the store (``replay.store_lock``) is held shared while a
+process has the store open to read and exclusive while it catches up; so readers never
+refuse each other, a process that must catch up waits (up to ``WAIT_S``) for the
+queries before it, re-reads the store's seq once it holds the lock (another process may
+have caught up meanwhile) and closes its read-write connection before it queries.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import gc
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import duckdb
 import msgspec
@@ -37,6 +43,7 @@ from projections import graph
 from replay import confinement
 from replay.columns import column, grouped
 from replay.rows import HISTORY, TABLES, VARCHAR, RowFold
+from replay.store_lock import StoreLock
 
 VERSION = 1
 """The schema version; a store of another version is rebuilt."""
@@ -44,6 +51,8 @@ VERSION = 1
 CHUNK = 20_000
 """Records folded per commit (each commit holds a consistent seq)."""
 
+WAIT_S = 60.0
+"""How long a process waits for others' queries or catch-up before it gives up."""
 
 Warn = Callable[[str], None]
 Progress = Callable[[int, int], None]
@@ -252,9 +261,19 @@ class AnalyticsStore:
         ...     store.query("SELECT source, count(*) FROM outcomes GROUP BY ALL").rows
     """
 
-    def __init__(self, path: str | Path, *, warn: Warn | None = None) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        warn: Warn | None = None,
+        wait_s: float = WAIT_S,
+        waiting: Warn | None = None,
+    ) -> None:
         self.path = Path(path)
         self.warn: Warn = warn or (lambda _msg: None)
+        self.wait_s = wait_s
+        self.waiting: Warn = waiting or (lambda _msg: None)
+        self._lock = StoreLock(self.path.with_name(self.path.name + ".lock"))
         self._con: duckdb.DuckDBPyConnection | None = None
         self._read_only = True
         self._graph_seq = 0
@@ -268,7 +287,14 @@ class AnalyticsStore:
         self.close()
 
     def close(self) -> None:
-        """Close the connection (a writer's changes are checkpointed into the file)."""
+        """Close the connection (a writer's changes are checkpointed into the file) and
+        release the lock on the store."""
+        try:
+            self._disconnect()
+        finally:
+            self._lock.close()
+
+    def _disconnect(self) -> None:
         if self._con is not None:
             con, self._con = self._con, None
             try:
@@ -287,10 +313,28 @@ class AnalyticsStore:
 
     # ------------------------------------------------------------ connections
 
+    def _hold(self, mode: Literal["shared", "exclusive"]) -> None:
+        """Hold the store's lock in ``mode`` (closing the connection first), waiting for
+        other processes up to ``wait_s``."""
+        self._disconnect()
+        if mode == "shared":
+            what = f"another process to finish catching up the analytics store {self.path}"
+        else:
+            what = f"other processes' queries on the analytics store {self.path} to finish"
+        notice = f"waiting for {what} (up to {self.wait_s:g} s)"
+        if not self._lock.acquire(mode, wait_s=self.wait_s, on_wait=lambda: self.waiting(notice)):
+            raise AnalyticsError(
+                f"waited {self.wait_s:g} s for {what}",
+                "retry when those ocb commands have finished",
+            )
+
     def _connect(self, *, read_only: bool) -> duckdb.DuckDBPyConnection:
         if self._con is not None and self._read_only == read_only:
             return self._con
-        self.close()
+        self._disconnect()
+        needed: Literal["shared", "exclusive"] = "shared" if read_only else "exclusive"
+        if self._lock.mode not in (needed, "exclusive"):
+            self._hold(needed)
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -303,7 +347,7 @@ class AnalyticsStore:
         return self._con
 
     def _remove(self) -> None:
-        self.close()
+        self._disconnect()
         for p in (self.path, self.path.with_name(self.path.name + ".wal")):
             p.unlink(missing_ok=True)
 
@@ -314,7 +358,7 @@ class AnalyticsStore:
         try:
             return _read_meta(self._connect(read_only=True))
         except (duckdb.Error, _Damaged):
-            self.close()
+            self._disconnect()
             return None
 
     # ------------------------------------------------------------ catching up
@@ -331,42 +375,65 @@ class AnalyticsStore:
         last) into it; return how many.
 
         A missing store is built; a damaged or mismatched one is rebuilt with a
-        warning. Leaves a read-only connection open for ``query``.
+        warning. Other processes' queries are waited for, and so is another process
+        catching up (after which there may be nothing left to do). Leaves a read-only
+        connection open for ``query``, and the store locked shared until ``close``.
 
         Raises:
-            AnalyticsError: the store is in use by another process, or cannot be
-                written (nothing is half-written: each commit holds a whole chunk).
+            AnalyticsError: other processes held the store past ``wait_s``, or it
+                cannot be written (nothing is half-written: each commit holds a whole
+                chunk).
         """
         first_ts = _first_ts(log)
         end = log.last_seq if to_seq is None else max(0, min(to_seq, log.last_seq))
-        meta = self._peek()
-        if (
-            meta is not None
-            and (meta.version, meta.first_ts) == (VERSION, first_ts)
-            and end <= meta.last_seq <= log.last_seq
-        ):
-            self.last_seq = meta.last_seq  # up to date (or ahead of to_seq)
+        self._hold("shared")
+        if self._holds(self._peek(), first_ts, end):
             return 0
         try:
-            folded = self._fold_into(log, end, first_ts, progress, chunk)
+            self._hold("exclusive")  # then the store's seq is read again, by the writer
+            folded = self._fold_safely(log, end, first_ts, progress, chunk)
+            self._hold("shared")  # the read-write connection is closed first
+            if not self._holds(self._peek(), first_ts, end):
+                raise AnalyticsError(
+                    f"the analytics store {self.path} cannot be read after catching up",
+                    self._delete_hint(),
+                )
+        except BaseException:
+            self.close()
+            raise
+        return folded
+
+    def _holds(self, meta: _Meta | None, first_ts: int, end: int) -> bool:
+        """Whether the store holds this log's records up to ``end`` (and take its seq).
+
+        NOTE: a store ahead of this process's log is trusted when it comes from the same
+        log: another process that opened the log later, after more appends, caught it
+        up further; rebuilding it here would undo that work and race with it.
+        """
+        if meta is None or (meta.version, meta.first_ts) != (VERSION, first_ts):
+            return False
+        if meta.last_seq < end:
+            return False
+        self.last_seq = meta.last_seq
+        return True
+
+    def _fold_safely(
+        self, log: EventLog, end: int, first_ts: int, progress: Progress | None, chunk: int
+    ) -> int:
+        """Fold into the store, or rebuild it with a warning when it is unusable."""
+        try:
+            return self._fold_into(log, end, first_ts, progress, chunk)
         except (duckdb.Error, _Damaged) as exc:
             if _is_lock(exc):
                 raise _busy(self.path, exc) from exc
             self.warn(f"analytics store {self.path} is unusable ({_first_line(exc)}); rebuilt")
             self._remove()
             try:
-                folded = self._fold_into(log, end, first_ts, progress, chunk)
+                return self._fold_into(log, end, first_ts, progress, chunk)
             except (duckdb.Error, _Damaged) as again:
-                self.close()
                 raise AnalyticsError(_first_line(again), self._delete_hint()) from again
-        self.close()
-        try:
-            self._connect(read_only=True)
-        except duckdb.Error as exc:
-            raise AnalyticsError(_first_line(exc), self._delete_hint()) from exc
-        return folded
 
-    def _open_for_writing(self, first_ts: int, last_seq: int) -> _Meta:
+    def _open_for_writing(self, first_ts: int) -> _Meta:
         con = self._connect(read_only=False)
         meta = _read_meta(con)
         reason = ""
@@ -374,8 +441,8 @@ class AnalyticsStore:
             reason = "holds no analytics meta"
         elif meta is not None and meta.version != VERSION:
             reason = f"has schema version {meta.version}, not {VERSION}"
-        elif meta is not None and (meta.first_ts != first_ts or meta.last_seq > last_seq):
-            reason = "was built from another log"
+        elif meta is not None and meta.first_ts != first_ts:
+            reason = "was built from another log"  # (one ahead of this log: see _holds)
         if reason:
             self.warn(f"analytics store {self.path} {reason}; rebuilt from the log")
             self._remove()
@@ -392,10 +459,10 @@ class AnalyticsStore:
     def _fold_into(
         self, log: EventLog, end: int, first_ts: int, progress: Progress | None, chunk: int
     ) -> int:
-        meta = self._open_for_writing(first_ts, log.last_seq)
+        meta = self._open_for_writing(first_ts)
         con = self._connect(read_only=False)
         self.last_seq, self._graph_seq = meta.last_seq, meta.graph_seq
-        if meta.last_seq >= end:
+        if meta.last_seq >= end:  # another process caught it up while we waited
             return 0
         row = con.execute("SELECT op, seq FROM store.maintenance ORDER BY seq DESC LIMIT 1")
         last = row.fetchone()

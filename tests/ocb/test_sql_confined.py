@@ -1,6 +1,6 @@
 """ocb sql is read-only and confined (one reading statement over the brain's views: no
-files, network, extensions, settings or Python objects) and renders zoned times without
-pytz."""
+files, network, extensions, settings or Python objects), renders zoned times without
+pytz, and concurrent processes wait for each other instead of refusing."""
 
 from __future__ import annotations
 
@@ -8,8 +8,13 @@ import csv
 import io
 import json
 import re
+import select
+import subprocess
+import sys
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 import pytest
@@ -22,10 +27,35 @@ from ocb.cli import app
 from ocb_events.clock import TickClock
 from ocb_events.errors import AnalyticsError, InputError
 from replay.analytics import AnalyticsStore, _open, check_query
+from replay.store_lock import StoreLock
 
 runner = CliRunner()
 QUESTIONS = ["how do I roll back a bad deploy", "who is on call", "postgres pool size"]
 COUNT = "SELECT count(*) AS n FROM events"
+# one process of a brain's store: catch up (to argv[2], 0 for the end), optionally hold
+# the store until a line on stdin ("gate"), then query; prints "last_seq count max_seq"
+READER = """
+import sys
+from pathlib import Path
+from ocb_events.log import SegmentLog
+from replay.analytics import AnalyticsStore
+
+brain, to_seq, gate = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "gate"
+log = SegmentLog(brain / "log", writer=False)
+say = lambda msg: print(msg, file=sys.stderr, flush=True)
+store = AnalyticsStore(brain / "cache" / "analytics.duckdb", warn=say, waiting=say)
+with store:
+    folded = store.catch_up(log, to_seq=to_seq or None)
+    if gate:
+        print("holding", folded, flush=True)
+        sys.stdin.readline()
+        long = store.query("SELECT count(*) FROM range(3000) a CROSS JOIN range(1000) b")
+        print("long", long.rows[0][0], flush=True)
+    n, top = store.query("SELECT count(*), max(seq) FROM events").rows[0]
+    print(store.last_seq, n, top, flush=True)
+log.close()
+"""
+OCB = [sys.executable, "-c", "from ocb.cli import main; main()"]
 
 
 @pytest.fixture
@@ -53,6 +83,14 @@ def one_error(code: int, out: str, err: str) -> str:
 
 def last_seq(brain: Path) -> int:
     with Brain(brain, writer=False) as b:
+        return b.log.last_seq
+
+
+def append(brain: Path, n: int) -> int:
+    """Record ``n`` more queries; the new last seq."""
+    with Brain(brain, clock=TickClock(start_ns=1_900_000_000_000_000_000)) as b:
+        for i in range(n):
+            b.query(QUESTIONS[i % 3], chat_id=f"later{i}")
         return b.log.last_seq
 
 
@@ -252,3 +290,156 @@ def test_zoned_times_print_as_text_json_and_csv_without_pytz(history: Path) -> N
     lines = out.splitlines()
     assert code == 0 and lines[0].strip() == "n" and lines[2].endswith("+00:00")
     assert lines[-1] == "(1 row)"
+
+
+# --------------------------------------------------------------------------- processes
+
+
+STARTED: list[subprocess.Popen[str]] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_process_left() -> Iterator[None]:
+    """Every child a test started has ended when it ends (killed if a test failed)."""
+    yield
+    while STARTED:
+        p = STARTED.pop()
+        if p.poll() is None:
+            p.kill()
+        p.communicate()
+
+
+def spawn(*args: str, stdin: bool = False) -> subprocess.Popen[str]:
+    p = subprocess.Popen(
+        list(args),
+        stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    STARTED.append(p)
+    return p
+
+
+def reader(brain: Path, to_seq: int = 0, *, gate: bool = False) -> subprocess.Popen[str]:
+    return spawn(
+        sys.executable, "-c", READER, str(brain), str(to_seq), "gate" if gate else "-", stdin=gate
+    )
+
+
+def release(p: subprocess.Popen[str]) -> None:
+    """Let a gated reader go on to its query."""
+    assert p.stdin is not None
+    p.stdin.write("go\n")
+    p.stdin.flush()
+
+
+def line_of(stream: IO[str] | None, timeout_s: float = 60.0) -> str:
+    """The next line of a child's pipe, failing (not hanging) if none comes in time."""
+    assert stream is not None
+    ready, _, _ = select.select([stream], [], [], timeout_s)
+    assert ready, "no line from the child process"
+    return stream.readline()
+
+
+def finish(p: subprocess.Popen[str]) -> tuple[int, str, str]:
+    out, err = p.communicate(timeout=120)
+    return p.returncode, out, err
+
+
+def check_reader(result: tuple[int, str, str], at_least: int) -> int:
+    """A reader exited 0, without warnings, and the store it read held every record up
+    to the seq it reported (at least the one it asked for)."""
+    code, out, err = result
+    assert code == 0, err
+    assert all(line.startswith("waiting for ") for line in err.splitlines()), err
+    seq, n, top = (int(x) for x in out.splitlines()[-1].split())
+    assert n == top == seq >= at_least
+    return seq
+
+
+def test_concurrent_readers_never_refuse_each_other(history: Path) -> None:
+    """Eight processes on a missing store at once, half of them reading an earlier
+    point: one builds, the others wait, find it current, or catch it up further."""
+    end = last_seq(history)
+    mid = end // 2
+    assert not (history / "cache" / "analytics.duckdb").exists()
+    procs = [reader(history, mid if i % 2 else 0) for i in range(8)]
+    seqs = [check_reader(finish(p), mid if i % 2 else end) for i, p in enumerate(procs)]
+    assert all(s in (mid, end) for s in seqs) and seqs[::2] == [end] * 4
+
+
+def test_a_reader_that_must_catch_up_waits_for_a_running_query(history: Path) -> None:
+    """The holder keeps the store open to read (as through a long query) until the
+    catcher has said it waits; then the holder queries and closes, and the catcher
+    catches up and answers with every record."""
+    end = last_seq(history)
+    holder = reader(history, gate=True)  # builds the store, then holds it to query
+    assert line_of(holder.stdout).split() == ["holding", str(end)]
+    later = append(history, 2)
+    catcher = spawn(*OCB, "sql", "--brain", str(history), "--json", COUNT)
+    waiting = line_of(catcher.stderr)
+    assert waiting.startswith("waiting for other processes' queries on the analytics store")
+    release(holder)
+    code, out, err = finish(holder)
+    assert code == 0 and out.splitlines()[-2:] == ["long 3000000", f"{end} {end} {end}"], err
+    code, out, err = finish(catcher)
+    assert code == 0 and json.loads(out) == [{"n": later}] and err == "", err
+
+
+def test_catching_up_does_not_hold_the_store_while_querying(history: Path) -> None:
+    end = last_seq(history)
+    catcher = reader(history, gate=True)  # catches up, then holds the store to query
+    holding = line_of(catcher.stdout).split()
+    assert holding == ["holding", str(end)]  # it built the store itself
+    code, out, err = finish(spawn(*OCB, "sql", "--brain", str(history), "--json", COUNT))
+    assert code == 0 and json.loads(out) == [{"n": end}] and err == ""  # no waiting
+    assert catcher.poll() is None  # the first process is still in its query
+    release(catcher)
+    assert finish(catcher)[0] == 0
+
+
+# --------------------------------------------------------------------------- in process
+
+
+def test_a_store_ahead_of_this_process_s_log_is_trusted(history: Path, tmp_path: Path) -> None:
+    path, warnings = tmp_path / "a.duckdb", list[str]()
+    with Brain(history, writer=False) as old:  # sees the log as it is now
+        later = append(history, 2)
+        with Brain(history, writer=False) as new, AnalyticsStore(path) as store:
+            assert store.catch_up(new.log) == later
+        with AnalyticsStore(path, warn=warnings.append) as store:
+            assert store.catch_up(old.log) == 0 and store.last_seq == later
+            assert store.query(COUNT).rows == [(later,)]
+    assert warnings == []
+
+
+def test_waiting_too_long_names_what_was_waited_for(history: Path, tmp_path: Path) -> None:
+    path = tmp_path / "a.duckdb"
+    other = StoreLock(tmp_path / "a.duckdb.lock")  # another holder of the store
+    notes: list[str] = []
+    with Brain(history, writer=False) as b:
+        assert other.acquire("exclusive", wait_s=0)
+        with AnalyticsStore(path, wait_s=0, waiting=notes.append) as store:
+            with pytest.raises(AnalyticsError) as err:
+                store.catch_up(b.log)
+        assert err.value.message == (
+            f"waited 0 s for another process to finish catching up the analytics store {path}"
+        )
+        assert notes == [f"waiting for {err.value.message[len('waited 0 s for ') :]} (up to 0 s)"]
+        assert other.acquire("shared", wait_s=0)  # a reader: a catch-up must wait for it
+        with AnalyticsStore(path, wait_s=0) as store:
+            with pytest.raises(AnalyticsError, match="for other processes' queries on the"):
+                store.catch_up(b.log)
+        other.close()
+        with AnalyticsStore(path, wait_s=0) as store:
+            assert store.catch_up(b.log) == b.log.last_seq
+        assert _readers_done(path)
+
+
+def _readers_done(path: Path) -> bool:
+    lock = StoreLock(path.with_name(path.name + ".lock"))
+    try:
+        return lock.acquire("exclusive", wait_s=0)  # every store above released its lock
+    finally:
+        lock.close()
