@@ -9,6 +9,7 @@ import io
 import json
 import re
 import select
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -28,6 +29,7 @@ from ocb_events.clock import TickClock
 from ocb_events.errors import AnalyticsError, InputError
 from replay.analytics import AnalyticsStore, _open, check_query
 from replay.store_lock import StoreLock
+from tests.ocb.conftest import EXAMPLE
 
 runner = CliRunner()
 QUESTIONS = ["how do I roll back a bad deploy", "who is on call", "postgres pool size"]
@@ -58,13 +60,25 @@ log.close()
 OCB = [sys.executable, "-c", "from ocb.cli import main; main()"]
 
 
-@pytest.fixture
-def history(built: Path) -> Path:
-    with Brain(built, clock=TickClock(start_ns=1_800_000_000_000_000_000)) as b:
+@pytest.fixture(scope="module")
+def history_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A brain of the example workspace with a few queries and outcomes, built once."""
+    root = tmp_path_factory.mktemp("history")
+    shutil.copytree(EXAMPLE, root / "workspace")
+    with Brain.create(root / "brain", clock=TickClock()) as b:
+        b.sync(root / "workspace")
+    with Brain(root / "brain", clock=TickClock(start_ns=1_800_000_000_000_000_000)) as b:
         for i in range(3):
             answer = b.query(QUESTIONS[i], chat_id=f"c{i}")
             b.learn(1.0, trace_id=answer.trace_id, source="human")
-    return built
+    return root
+
+
+@pytest.fixture
+def history(history_template: Path, tmp_path: Path) -> Path:
+    """A private copy of the template (with its workspace beside it)."""
+    shutil.copytree(history_template, tmp_path / "copy", symlinks=True)
+    return tmp_path / "copy" / "brain"
 
 
 def ocb(*args: str) -> tuple[int, str, str]:
