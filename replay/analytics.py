@@ -14,15 +14,12 @@ and audit"). Weights before and after each change are read from the graph projec
 folded alongside the rows with ``projections.graph.evolve`` and snapshotted into the
 store with every commit that changed it, so ``deltas`` always agrees with the graph.
 
-Connections are confined: no file outside the store, no network, no extensions, no
-Python objects, settings locked (UTC). Queries run on a read-only connection, one
-reading statement at a time (``check_query``); catching up takes a read-write one.
-
-Processes: a lock file next to the store (``replay.store_lock``) is held shared while a
-process has the store open to read and exclusive while it catches up; so readers never
-refuse each other, a process that must catch up waits (up to ``WAIT_S``) for the
-queries before it, re-reads the store's seq once it holds the lock (another process may
-have caught up meanwhile) and closes its read-write connection before it queries.
+Connections are confined (``replay.confinement``): queries run read-only, one reading
+statement at a time; catching up takes a read-write connection. Between processes, a
+lock file (``replay.store_lock``) is shared by readers and exclusive while catching up:
+readers never refuse each other, and a process that must catch up waits (``WAIT_S``)
+for the queries before it, re-reads the store's seq under the lock, and closes its
+read-write connection before it queries.
 """
 
 from __future__ import annotations
@@ -102,11 +99,8 @@ def _query_hint(exc: duckdb.Error) -> str:
 
 
 def _open(path: str, *, read_only: bool) -> duckdb.DuckDBPyConnection:
-    """A connection that reaches nothing outside the database, with times in UTC.
-
-    The catch-up (read-write) connection is confined too: ``con.register`` hands
-    DuckDB our numpy columns as a view, which needs no external access.
-    """
+    """A connection that reaches nothing outside the database, with times in UTC (the
+    catch-up one too: ``con.register`` of numpy columns needs no external access)."""
     con = duckdb.connect(path, read_only=read_only, config=dict(confinement.CONFIG))
     try:
         # TimeZone belongs to the ICU extension, so the config cannot name it at connect
@@ -162,17 +156,12 @@ def check_query(sql: str) -> None:
         InputError: no statement (empty, only comments or ';').
         AnalyticsError: a syntax error, several statements, or one that is not a read.
     """
-    with _PARSER_LOCK:
+    with _PARSING:
         _check(_parser(), sql)
 
 
-_PARSER_LOCK = threading.Lock()
-
-
-@functools.cache
-def _parser() -> duckdb.DuckDBPyConnection:
-    """One in-memory connection per process to parse with (opening one takes ~50 ms)."""
-    return _open(":memory:", read_only=False)
+_PARSING = threading.Lock()
+_parser = functools.cache(lambda: _open(":memory:", read_only=False))  # opening: ~50 ms
 
 
 def _fetch(rel: duckdb.DuckDBPyRelation) -> QueryResult:
@@ -375,8 +364,7 @@ class AnalyticsStore:
         last) into it; return how many.
 
         A missing store is built; a damaged or mismatched one is rebuilt with a
-        warning. Other processes' queries are waited for, and so is another process
-        catching up (after which there may be nothing left to do). Leaves a read-only
+        warning. Waits for other processes' queries or catch-up. Leaves a read-only
         connection open for ``query``, and the store locked shared until ``close``.
 
         Raises:
@@ -406,9 +394,8 @@ class AnalyticsStore:
     def _holds(self, meta: _Meta | None, first_ts: int, end: int) -> bool:
         """Whether the store holds this log's records up to ``end`` (and take its seq).
 
-        NOTE: a store ahead of this process's log is trusted when it comes from the same
-        log: another process that opened the log later, after more appends, caught it
-        up further; rebuilding it here would undo that work and race with it.
+        NOTE: a store ahead of this process's view of the same log is trusted: a process
+        that opened the log after more appends caught it up (rebuilding would race it).
         """
         if meta is None or (meta.version, meta.first_ts) != (VERSION, first_ts):
             return False
@@ -542,9 +529,8 @@ class AnalyticsStore:
 
         Raises:
             InputError: no statement (empty, only comments or ';').
-            AnalyticsError: not one reading statement (``check_query``), a function
-                that reads files or the network, or another error from DuckDB (its
-                first line, a hint naming the fix).
+            AnalyticsError: not one reading statement (``check_query``), file access, or
+                another error from DuckDB (its first line, a hint naming the fix).
         """
         try:
             con = self._connect(read_only=True)
