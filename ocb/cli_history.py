@@ -8,7 +8,7 @@ import io
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import date, datetime
+from datetime import date, datetime, time
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -33,16 +33,24 @@ STORE = Path("cache") / "analytics.duckdb"
 """The analytics store inside a brain directory (derived from the log; delete freely)."""
 
 
+def _note(msg: str) -> None:
+    typer.echo(msg, err=True)
+
+
 @contextmanager
 def caught_up(brain: Path) -> Iterator[AnalyticsStore]:
-    """The brain's analytics store, caught up with its log (a progress bar on a TTY)."""
+    """The brain's analytics store, caught up with its log (a progress bar on a TTY).
+
+    Other processes may read the store at the same time; one that has to catch it up
+    waits for their queries (saying so on stderr), and they wait for its catch-up.
+    """
     from ocb.api import Brain
     from ocb.progress import ProgressBar
     from replay.analytics import AnalyticsStore
 
     bar = ProgressBar()
     with Brain(brain, writer=False, warn=_warn) as b:
-        store = AnalyticsStore(b.path / STORE, warn=_warn)
+        store = AnalyticsStore(b.path / STORE, warn=_warn, waiting=_note)
         try:
             store.catch_up(b.log, progress=lambda n, t: bar("analytics", n, t))
             bar.close()
@@ -64,17 +72,20 @@ def sql(
 ) -> None:
     """Run SQL over the brain's whole history (views: events, traces, steps, fired,
     seeds, outcomes, deltas, lifecycle, files, injections, maintenance, labels, config,
-    nodes, edges; documented in the README). The store is read-only.
+    nodes, edges; documented in the README). Read-only and confined: one SELECT (or
+    SHOW, DESCRIBE, SUMMARIZE, EXPLAIN), no files, extensions or settings.
 
     \b
     Example:
       ocb sql --brain /tmp/brain "SELECT source, count(*) n FROM outcomes GROUP BY ALL"
       ocb sql --brain /tmp/brain --json "SELECT * FROM deltas WHERE rule = 'pg' LIMIT 5"
     """
-    if as_json and as_csv:
-        from ocb_events.errors import InputError
+    from ocb_events.errors import InputError
+    from replay.analytics import check_query
 
+    if as_json and as_csv:
         raise InputError("--json and --csv exclude each other", "pass one of them")
+    check_query(statement)
     with caught_up(brain) as store:
         result = store.query(statement)
     if as_csv:
@@ -84,10 +95,11 @@ def sql(
 
 
 def cell(v: Any) -> Any:
-    """A value as JSON: times as ISO strings, decimals as floats, NaN as null."""
+    """A value as JSON: times as ISO strings (a naive datetime is UTC and gets ``Z``),
+    decimals as floats, NaN as null, anything else JSON has no type for as its text."""
     if isinstance(v, datetime):
         return v.isoformat() + ("Z" if v.tzinfo is None else "")
-    if isinstance(v, date):
+    if isinstance(v, date | time):
         return v.isoformat()
     if isinstance(v, Decimal):
         return float(v)
@@ -99,7 +111,9 @@ def cell(v: Any) -> Any:
         return {str(k): cell(x) for k, x in v.items()}
     if isinstance(v, bytes | bytearray | memoryview):
         return bytes(v).hex()
-    return v
+    if v is None or isinstance(v, str | int | float):
+        return v
+    return str(v)  # INTERVAL, UUID ...
 
 
 def result_json(r: QueryResult) -> list[dict[str, Any]]:

@@ -14,44 +14,42 @@ and audit"). Weights before and after each change are read from the graph projec
 folded alongside the rows with ``projections.graph.evolve`` and snapshotted into the
 store with every commit that changed it, so ``deltas`` always agrees with the graph.
 
-Connections: catching up takes a read-write connection; queries run on a read-only one,
-so ``ocb sql`` cannot change the store by accident.
+Connections are confined (``replay.confinement``): queries run read-only, one reading
+statement at a time; catching up takes a read-write connection. Between processes, a
+lock file (``replay.store_lock``) is shared by readers and exclusive while catching up:
+readers never refuse each other, and a process that must catch up waits (``WAIT_S``)
+for the queries before it, re-reads the store's seq under the lock, and closes its
+read-write connection before it queries.
 """
 
 from __future__ import annotations
 
+import functools
 import gc
+import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import duckdb
 import msgspec
-import numpy as np
 
-from ocb_events.errors import AnalyticsError
+from ocb_events.errors import AnalyticsError, InputError
 from ocb_events.protocol import EventLog
 from projections import graph
-from replay.rows import (
-    BIGINT,
-    DOUBLE,
-    DOUBLES,
-    GROUPED,
-    HISTORY,
-    INTEGER,
-    TABLES,
-    TIMESTAMP,
-    VARCHAR,
-    VARCHARS,
-    RowFold,
-    tail_columns,
-)
+from replay import confinement
+from replay.columns import column, grouped
+from replay.rows import HISTORY, TABLES, VARCHAR, RowFold
+from replay.store_lock import StoreLock
 
 VERSION = 1
 """The schema version; a store of another version is rebuilt."""
 
 CHUNK = 20_000
 """Records folded per commit (each commit holds a consistent seq)."""
+
+WAIT_S = 60.0
+"""How long a process waits for others' queries or catch-up before it gives up."""
 
 Warn = Callable[[str], None]
 Progress = Callable[[int, int], None]
@@ -86,16 +84,10 @@ def _busy(path: Path, exc: BaseException) -> AnalyticsError:
     )
 
 
-_WRITES = ("insert", "update", "delete", "create", "drop", "alter", "copy", "attach", "truncate")
+_SELECT = duckdb.StatementType.SELECT
 
 
-def _query_hint(exc: duckdb.Error, sql: str) -> str:
-    words = sql.lstrip(" \t\n(").split(None, 1)
-    if "read-only" in str(exc) or (words and words[0].lower() in _WRITES):
-        return (
-            "the analytics store is read-only: it is derived from the log; "
-            "change the brain with ocb commands"
-        )
+def _query_hint(exc: duckdb.Error) -> str:
     if isinstance(exc, duckdb.ParserException):
         return "check the SQL syntax (DuckDB dialect); examples in README, History"
     if isinstance(exc, duckdb.BinderException):
@@ -103,44 +95,84 @@ def _query_hint(exc: duckdb.Error, sql: str) -> str:
     return 'list the tables with: ocb sql "SHOW TABLES"'
 
 
+# --------------------------------------------------------------------------- confinement
+
+
+def _open(path: str, *, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """A connection that reaches nothing outside the database, with times in UTC (the
+    catch-up one too: ``con.register`` of numpy columns needs no external access)."""
+    con = duckdb.connect(path, read_only=read_only, config=dict(confinement.CONFIG))
+    try:
+        # TimeZone belongs to the ICU extension, so the config cannot name it at connect
+        con.execute("SET TimeZone = 'UTC'")
+        con.execute("SET lock_configuration = true")
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def _reading(con: duckdb.DuckDBPyConnection, text: str) -> str:
+    """What to call the statement in ``text``: "SELECT" when it is one reading statement
+    (a SELECT or an EXPLAIN of one), else its kind (``replay.confinement.kind_of``)."""
+    try:
+        stmts = con.extract_statements(text)
+    except duckdb.Error as exc:
+        raise AnalyticsError(_first_line(exc), _query_hint(exc)) from exc
+    if not stmts:
+        raise confinement.no_statement()
+    if len(stmts) > 1:
+        raise confinement.several(len(stmts))
+    st = stmts[0]
+    try:
+        kind = st.type
+    except ValueError:  # a statement kind the Python API cannot name (UPDATE EXTENSIONS)
+        return confinement.kind_of(text, "this statement")
+    if kind == duckdb.StatementType.EXPLAIN:
+        for inner in confinement.explained(st.query):
+            try:
+                if _reading(con, inner) == "SELECT":
+                    return "SELECT"
+            except (AnalyticsError, InputError):
+                continue
+        return "EXPLAIN " + confinement.kind_of(confinement.explained(st.query)[0], "a statement")
+    if kind == duckdb.StatementType.MULTI:  # a PIVOT without an IN list
+        return "PIVOT"
+    return "SELECT" if kind == _SELECT else confinement.kind_of(st.query, kind.name)
+
+
+def _check(con: duckdb.DuckDBPyConnection, sql: str) -> None:
+    """Refuse anything but one reading statement, with one line and a hint."""
+    kind = _reading(con, sql)
+    if kind != "SELECT":
+        raise confinement.refused(kind)
+
+
+def check_query(sql: str) -> None:
+    """Refuse SQL that ``AnalyticsStore.query`` would refuse for its kind, before any
+    work (no store is opened or caught up).
+
+    Raises:
+        InputError: no statement (empty, only comments or ';').
+        AnalyticsError: a syntax error, several statements, or one that is not a read.
+    """
+    with _PARSING:
+        _check(_parser(), sql)
+
+
+_PARSING = threading.Lock()
+_parser = functools.cache(lambda: _open(":memory:", read_only=False))  # opening: ~50 ms
+
+
+def _fetch(rel: duckdb.DuckDBPyRelation) -> QueryResult:
+    """The relation's rows; zoned timestamps come back as ``datetime`` in UTC."""
+    names, types = list(rel.columns), [str(t) for t in rel.types]
+    projection = confinement.tz_projection(types)
+    rows = (rel if projection is None else rel.project(projection)).fetchall()
+    return QueryResult(names, types, confinement.with_utc(rows, types))
+
+
 # --------------------------------------------------------------------------- loading
-
-
-def _column(kind: str, values: tuple[Any, ...]) -> Any:
-    """A numpy column DuckDB scans without copying row by row (masked where NULL)."""
-    if kind == TIMESTAMP:
-        return np.asarray(values, dtype=np.int64).view("datetime64[ns]")
-    if kind in (BIGINT, INTEGER, DOUBLE):
-        dtype = np.float64 if kind == DOUBLE else np.int64
-        if None not in values:
-            return np.asarray(values, dtype=dtype)
-        mask = np.fromiter((v is None for v in values), dtype=bool, count=len(values))
-        data = np.asarray([0 if v is None else v for v in values], dtype=dtype)
-        return np.ma.masked_array(data, mask=mask)
-    out = np.empty(len(values), dtype=object)
-    if kind in (VARCHARS, DOUBLES):
-        for i, v in enumerate(values):
-            out[i] = v
-    else:
-        out[:] = values
-    return out
-
-
-def _grouped(table: str, tails: list[Any], groups: list[tuple[tuple[Any, ...], int]]) -> Any:
-    """The columns of a grouped table: heads repeated, ordinals numbered, tails as given."""
-    kinds = dict(TABLES[table])
-    heads, ordinal, first = GROUPED[table]
-    counts = np.fromiter((n for _, n in groups), dtype=np.int64, count=len(groups))
-    data = {
-        name: np.repeat(_column(kinds[name], vals), counts)
-        for name, vals in zip(heads, zip(*(h for h, _ in groups), strict=True), strict=True)
-    }
-    starts = np.repeat(np.cumsum(counts) - counts, counts)
-    data[ordinal] = np.arange(len(starts), dtype=np.int64) - starts + first
-    names = tail_columns(table)
-    cols = [tuple(tails)] if len(names) == 1 else list(zip(*tails, strict=True))
-    data.update({n: _column(kinds[n], v) for n, v in zip(names, cols, strict=True)})
-    return data
 
 
 def _insert(con: duckdb.DuckDBPyConnection, table: str, data: dict[str, Any]) -> None:
@@ -162,11 +194,11 @@ def _load(
     if not rows:
         return
     if groups is not None:
-        _insert(con, table, _grouped(table, rows, groups))
+        _insert(con, table, grouped(table, rows, groups))
         return
     cols = TABLES[table]
     data = {
-        name: _column(kind, vals)
+        name: column(kind, vals)
         for (name, kind), vals in zip(cols, zip(*rows, strict=True), strict=True)
     }
     _insert(con, table, data)
@@ -209,6 +241,8 @@ class AnalyticsStore:
     Args:
         path: the database file (by convention ``<brain>/cache/analytics.duckdb``).
         warn: receives warnings (a damaged, outdated or mismatched store rebuilt).
+        wait_s: how long to wait for other processes' queries or catch-up.
+        waiting: told once each time the store is busy and this process waits.
 
     Example:
         >>> with AnalyticsStore(path) as store:                       # doctest: +SKIP
@@ -216,9 +250,19 @@ class AnalyticsStore:
         ...     store.query("SELECT source, count(*) FROM outcomes GROUP BY ALL").rows
     """
 
-    def __init__(self, path: str | Path, *, warn: Warn | None = None) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        warn: Warn | None = None,
+        wait_s: float = WAIT_S,
+        waiting: Warn | None = None,
+    ) -> None:
         self.path = Path(path)
         self.warn: Warn = warn or (lambda _msg: None)
+        self.wait_s = wait_s
+        self.waiting: Warn = waiting or (lambda _msg: None)
+        self._lock = StoreLock(self.path.with_name(self.path.name + ".lock"))
         self._con: duckdb.DuckDBPyConnection | None = None
         self._read_only = True
         self._graph_seq = 0
@@ -232,7 +276,14 @@ class AnalyticsStore:
         self.close()
 
     def close(self) -> None:
-        """Close the connection (a writer's changes are checkpointed into the file)."""
+        """Close the connection (a writer's changes are checkpointed into the file) and
+        release the lock on the store."""
+        try:
+            self._disconnect()
+        finally:
+            self._lock.close()
+
+    def _disconnect(self) -> None:
         if self._con is not None:
             con, self._con = self._con, None
             try:
@@ -251,14 +302,32 @@ class AnalyticsStore:
 
     # ------------------------------------------------------------ connections
 
+    def _hold(self, mode: Literal["shared", "exclusive"]) -> None:
+        """Hold the store's lock in ``mode`` (closing the connection first), waiting for
+        other processes up to ``wait_s``."""
+        self._disconnect()
+        if mode == "shared":
+            what = f"another process to finish catching up the analytics store {self.path}"
+        else:
+            what = f"other processes' queries on the analytics store {self.path} to finish"
+        notice = f"waiting for {what} (up to {self.wait_s:g} s)"
+        if not self._lock.acquire(mode, wait_s=self.wait_s, on_wait=lambda: self.waiting(notice)):
+            raise AnalyticsError(
+                f"waited {self.wait_s:g} s for {what}",
+                "retry when those ocb commands have finished",
+            )
+
     def _connect(self, *, read_only: bool) -> duckdb.DuckDBPyConnection:
         if self._con is not None and self._read_only == read_only:
             return self._con
-        self.close()
+        self._disconnect()
+        needed: Literal["shared", "exclusive"] = "shared" if read_only else "exclusive"
+        if self._lock.mode not in (needed, "exclusive"):
+            self._hold(needed)
         if not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self._con = duckdb.connect(str(self.path), read_only=read_only)
+            self._con = _open(str(self.path), read_only=read_only)
         except duckdb.Error as exc:
             if _is_lock(exc):
                 raise _busy(self.path, exc) from exc
@@ -267,7 +336,7 @@ class AnalyticsStore:
         return self._con
 
     def _remove(self) -> None:
-        self.close()
+        self._disconnect()
         for p in (self.path, self.path.with_name(self.path.name + ".wal")):
             p.unlink(missing_ok=True)
 
@@ -278,7 +347,7 @@ class AnalyticsStore:
         try:
             return _read_meta(self._connect(read_only=True))
         except (duckdb.Error, _Damaged):
-            self.close()
+            self._disconnect()
             return None
 
     # ------------------------------------------------------------ catching up
@@ -295,42 +364,63 @@ class AnalyticsStore:
         last) into it; return how many.
 
         A missing store is built; a damaged or mismatched one is rebuilt with a
-        warning. Leaves a read-only connection open for ``query``.
+        warning. Waits for other processes' queries or catch-up. Leaves a read-only
+        connection open for ``query``, and the store locked shared until ``close``.
 
         Raises:
-            AnalyticsError: the store is in use by another process, or cannot be
-                written (nothing is half-written: each commit holds a whole chunk).
+            AnalyticsError: other processes held the store past ``wait_s``, or it
+                cannot be written (nothing is half-written: each commit holds a whole
+                chunk).
         """
         first_ts = _first_ts(log)
         end = log.last_seq if to_seq is None else max(0, min(to_seq, log.last_seq))
-        meta = self._peek()
-        if (
-            meta is not None
-            and (meta.version, meta.first_ts) == (VERSION, first_ts)
-            and end <= meta.last_seq <= log.last_seq
-        ):
-            self.last_seq = meta.last_seq  # up to date (or ahead of to_seq)
+        self._hold("shared")
+        if self._holds(self._peek(), first_ts, end):
             return 0
         try:
-            folded = self._fold_into(log, end, first_ts, progress, chunk)
+            self._hold("exclusive")  # then the store's seq is read again, by the writer
+            folded = self._fold_safely(log, end, first_ts, progress, chunk)
+            self._hold("shared")  # the read-write connection is closed first
+            if not self._holds(self._peek(), first_ts, end):
+                raise AnalyticsError(
+                    f"the analytics store {self.path} cannot be read after catching up",
+                    self._delete_hint(),
+                )
+        except BaseException:
+            self.close()
+            raise
+        return folded
+
+    def _holds(self, meta: _Meta | None, first_ts: int, end: int) -> bool:
+        """Whether the store holds this log's records up to ``end`` (and take its seq).
+
+        NOTE: a store ahead of this process's view of the same log is trusted: a process
+        that opened the log after more appends caught it up (rebuilding would race it).
+        """
+        if meta is None or (meta.version, meta.first_ts) != (VERSION, first_ts):
+            return False
+        if meta.last_seq < end:
+            return False
+        self.last_seq = meta.last_seq
+        return True
+
+    def _fold_safely(
+        self, log: EventLog, end: int, first_ts: int, progress: Progress | None, chunk: int
+    ) -> int:
+        """Fold into the store, or rebuild it with a warning when it is unusable."""
+        try:
+            return self._fold_into(log, end, first_ts, progress, chunk)
         except (duckdb.Error, _Damaged) as exc:
             if _is_lock(exc):
                 raise _busy(self.path, exc) from exc
             self.warn(f"analytics store {self.path} is unusable ({_first_line(exc)}); rebuilt")
             self._remove()
             try:
-                folded = self._fold_into(log, end, first_ts, progress, chunk)
+                return self._fold_into(log, end, first_ts, progress, chunk)
             except (duckdb.Error, _Damaged) as again:
-                self.close()
                 raise AnalyticsError(_first_line(again), self._delete_hint()) from again
-        self.close()
-        try:
-            self._connect(read_only=True)
-        except duckdb.Error as exc:
-            raise AnalyticsError(_first_line(exc), self._delete_hint()) from exc
-        return folded
 
-    def _open_for_writing(self, first_ts: int, last_seq: int) -> _Meta:
+    def _open_for_writing(self, first_ts: int) -> _Meta:
         con = self._connect(read_only=False)
         meta = _read_meta(con)
         reason = ""
@@ -338,8 +428,8 @@ class AnalyticsStore:
             reason = "holds no analytics meta"
         elif meta is not None and meta.version != VERSION:
             reason = f"has schema version {meta.version}, not {VERSION}"
-        elif meta is not None and (meta.first_ts != first_ts or meta.last_seq > last_seq):
-            reason = "was built from another log"
+        elif meta is not None and meta.first_ts != first_ts:
+            reason = "was built from another log"  # (one ahead of this log: see _holds)
         if reason:
             self.warn(f"analytics store {self.path} {reason}; rebuilt from the log")
             self._remove()
@@ -356,10 +446,10 @@ class AnalyticsStore:
     def _fold_into(
         self, log: EventLog, end: int, first_ts: int, progress: Progress | None, chunk: int
     ) -> int:
-        meta = self._open_for_writing(first_ts, log.last_seq)
+        meta = self._open_for_writing(first_ts)
         con = self._connect(read_only=False)
         self.last_seq, self._graph_seq = meta.last_seq, meta.graph_seq
-        if meta.last_seq >= end:
+        if meta.last_seq >= end:  # another process caught it up while we waited
             return 0
         row = con.execute("SELECT op, seq FROM store.maintenance ORDER BY seq DESC LIMIT 1")
         last = row.fetchone()
@@ -434,21 +524,23 @@ class AnalyticsStore:
     # ------------------------------------------------------------ queries
 
     def query(self, sql: str, params: list[Any] | dict[str, Any] | None = None) -> QueryResult:
-        """Run SQL on a read-only connection (``?`` or ``$name`` placeholders take ``params``).
+        """Run one reading statement on the confined read-only connection (``?`` or
+        ``$name`` placeholders take ``params``).
 
         Raises:
-            AnalyticsError: DuckDB refused the query (its message, a hint naming the fix).
+            InputError: no statement (empty, only comments or ';').
+            AnalyticsError: not one reading statement (``check_query``), file access, or
+                another error from DuckDB (its first line, a hint naming the fix).
         """
         try:
             con = self._connect(read_only=True)
-            cur = con.execute(sql, params) if params is not None else con.execute(sql)
-            desc = cur.description
-            rows = cur.fetchall() if desc is not None else []
+            _check(con, sql)
+            rel = con.sql(sql, params=params)
+            return QueryResult([], [], []) if rel is None else _fetch(rel)
+        except duckdb.PermissionException as exc:
+            raise confinement.no_files() from exc
         except duckdb.Error as exc:
-            raise AnalyticsError(_first_line(exc), _query_hint(exc, sql)) from exc
-        if desc is None:
-            return QueryResult([], [], [])
-        return QueryResult([d[0] for d in desc], [str(d[1]) for d in desc], rows)
+            raise AnalyticsError(_first_line(exc), _query_hint(exc)) from exc
 
 
 def _read_meta(con: duckdb.DuckDBPyConnection) -> _Meta | None:
@@ -474,7 +566,7 @@ def _resolve_traces(con: duckdb.DuckDBPyConnection, fold: RowFold) -> None:
         return
     rows = fold.rows["outcomes"]
     ids = sorted({str(rows[i][3]) for i in fold.unresolved})
-    con.register("_ids", {"trace_id": _column(VARCHAR, tuple(ids))})
+    con.register("_ids", {"trace_id": column(VARCHAR, tuple(ids))})
     try:
         found = dict(
             con.execute(
@@ -497,7 +589,7 @@ def _replace(
         return
     kinds = dict(TABLES[table])
     data = {
-        k: _column(kinds[k], vals) for k, vals in zip(keys, zip(*rows, strict=True), strict=True)
+        k: column(kinds[k], vals) for k, vals in zip(keys, zip(*rows, strict=True), strict=True)
     }
     match = " AND ".join(f"store.{table}.{k} = _keys.{k}" for k in keys)
     con.register("_keys", data)

@@ -67,7 +67,7 @@ def test_sql_errors_are_one_line_with_a_hint_and_change_nothing(history: Path) -
     for sql, fragment in [
         ("SELECT * FROM nope", "nope does not exist"),
         ("SELEC 1", "syntax error"),
-        ("DELETE FROM deltas", "Can only delete from base table"),
+        ("DELETE FROM deltas", "read-only: DELETE is refused"),
     ]:
         code, out, err = ocb("sql", "--brain", str(history), sql)
         lines = err.strip().splitlines()
