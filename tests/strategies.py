@@ -57,6 +57,7 @@ from ocb_events.schema import (
     Record,
     ReflectChange,
     ReflectRan,
+    Retracted,
     RouteModelTrained,
     SeedHit,
     Setting,
@@ -446,6 +447,16 @@ def kg_fact_set() -> st.SearchStrategy[KgFactSet]:
     return st.builds(KgFactSet, subject=ids, predicate=ids, value=texts, source=texts)
 
 
+def retracted() -> st.SearchStrategy[Retracted]:
+    return st.builds(
+        Retracted,
+        target_seq=seqs,
+        kind=st.sampled_from(["outcome", "label", "injection"]),
+        node_id=texts,
+        reason=texts,
+    )
+
+
 EVENT_BUILDERS: dict[type[Event], Callable[[], st.SearchStrategy[Any]]] = {
     WorkspaceAttached: workspace_attached,
     FileIndexed: file_indexed,
@@ -471,6 +482,7 @@ EVENT_BUILDERS: dict[type[Event], Callable[[], st.SearchStrategy[Any]]] = {
     RecallTraced: recall_traced,
     ReflectRan: reflect_ran,
     KgFactSet: kg_fact_set,
+    Retracted: retracted,
 }
 """Every event type of ``ocb_events.schema.EVENT_TYPES`` with its builder."""
 
