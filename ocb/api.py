@@ -31,7 +31,7 @@ from ocb.commands import (
 from ocb.embed import Embedder, HashEmbedder, Matrix, builtin_embedder
 from ocb.indexing import changed_on_disk, plan_sync, unpack_matrix
 from ocb.memory_api import MemoryCommands
-from ocb.reports import Answer, InjectReport, LearnReport, SyncReport
+from ocb.reports import Answer, Cited, InjectReport, LearnReport, SyncReport
 from ocb.search import SearchIndex
 from ocb.settings import Indexing, Learning, Storage, Traversal, check_key, resolve
 from ocb.traverse import Scorer
@@ -518,17 +518,21 @@ class Brain(MemoryCommands):
         chat_id: str = "",
         trace_id: str = "",
         targets: Sequence[str] = (),
+        all_fired: bool = False,
     ) -> InjectReport:
-        """Add a CORRECTION, TEACHING or DIRECTIVE node (see ``decide_inject``).
+        """Add a CORRECTION, TEACHING or DIRECTIVE node (see ``decide_inject``): a
+        correction vetoes ``targets``, or what fired in the trace of ``trace_id`` or
+        ``chat_id`` that its content contradicts (``all_fired``: all of it).
 
         Raises:
-            InputError: bad type, empty content, unknown chat, trace or target ids.
+            InputError: bad type, empty content, unknown chat, trace or target ids, a
+                CORRECTION naming nothing to correct.
         """
         self.load("config", "graph", "traces")
         trace = self.trace(trace_id, chat_id) if (trace_id or chat_id) else None
         _, _, ix = self.settings()
         seq = self.log.last_seq
-        events, blobs, node_id = decide_inject(
+        got = decide_inject(
             self.graph,
             self.search_index(),
             self.embedder(),
@@ -538,14 +542,18 @@ class Brain(MemoryCommands):
             trace=trace,
             chat_id=chat_id,
             targets=targets,
+            all_fired=all_fired,
         )
-        if not events:
-            return InjectReport(node_id, False, 0, [])
-        self.record(events, "human", expected_seq=seq, blobs=blobs)
+        if not got.events:
+            return InjectReport(got.node_id, False, 0, [])
+        g = self.graph
+        vetoed = [Cited(n, g.nodes[n].source) for n in got.vetoed]
+        spared = [Cited(n, g.nodes[n].source) for n in got.spared]
+        self.record(got.events, "human", expected_seq=seq, blobs=got.blobs)
         self.search_index()
-        conns = events[0].connections  # type: ignore[attr-defined]
+        conns = got.events[0].connections  # type: ignore[attr-defined]
         inhibits = sorted(c.target for c in conns if c.weight < 0)
-        return InjectReport(node_id, True, len(conns), inhibits)
+        return InjectReport(got.node_id, True, len(conns), inhibits, got.selection, vetoed, spared)
 
     def route_scorer(self) -> Scorer | None:
         """The scorer of the route model in force, or None when none was trained."""

@@ -69,7 +69,9 @@ class Learning(msgspec.Struct, frozen=True):
 
 class Indexing(msgspec.Struct, frozen=True):
     """How init connects chunks: sibling edges inside a file and a few cross-file
-    edges between similar chunks."""
+    edges between similar chunks. A correction given only a chat or a trace vetoes the
+    chunks whose opposition to it reaches ``correction_min_similarity`` (see
+    ``ocb.stance``)."""
 
     chunk_chars: int = 600
     sibling_weight: float = 0.3
@@ -80,6 +82,7 @@ class Indexing(msgspec.Struct, frozen=True):
     connect_k: int = 3
     inject_weight: float = 0.5
     correction_weight: float = -1.0
+    correction_min_similarity: float = 0.85
 
 
 class Maintenance(msgspec.Struct, frozen=True):
@@ -205,6 +208,7 @@ _LOWEST: dict[str, tuple[float, bool]] = {
     "indexing.chunk_chars": (1, True),
     "indexing.similar_k": (0, True),
     "indexing.connect_k": (0, True),
+    "indexing.correction_min_similarity": (0.0, False),
     "storage.checkpoint_every": (1, True),
     "storage.snapshot_tail": (1, True),
     "maintenance.half_life_days": (0.0, False),
@@ -242,6 +246,7 @@ _HIGHEST: dict[str, float] = {
     "traversal.inhibitory": 0.0,
     "learning.gamma": 1.0,
     "learning.baseline_rate": 1.0,
+    "indexing.correction_min_similarity": 1.0,
     "maintenance.prune_below": 1.0,
     "maintenance.merge_min_similarity": 1.0,
     "maintenance.connect_weight": 1.0,
