@@ -32,6 +32,8 @@ from ocb.embed import Embedder, HashEmbedder, Matrix, builtin_embedder
 from ocb.indexing import changed_on_disk, plan_sync, unpack_matrix
 from ocb.memory_api import MemoryCommands
 from ocb.reports import Answer, Cited, InjectReport, LearnReport, SyncReport
+from ocb.retract import RetractReport
+from ocb.retract import retract as retract_record
 from ocb.search import SearchIndex
 from ocb.settings import Indexing, Learning, Storage, Traversal, check_key, resolve
 from ocb.traverse import Scorer
@@ -58,7 +60,7 @@ from projections.graph import State as GraphState
 from replay import PROJECTIONS, SnapshotStore, fold, load_states, resolve_point
 from workspace_sync import FileText, Skipped, scan_workspace
 
-__all__ = ["Answer", "Brain", "InjectReport", "LearnReport", "SyncReport"]
+__all__ = ["Answer", "Brain", "InjectReport", "LearnReport", "RetractReport", "SyncReport"]
 
 Progress = Callable[[str, int, int], None]
 Warn = Callable[[str], None]
@@ -554,6 +556,36 @@ class Brain(MemoryCommands):
         conns = got.events[0].connections  # type: ignore[attr-defined]
         inhibits = sorted(c.target for c in conns if c.weight < 0)
         return InjectReport(got.node_id, True, len(conns), inhibits, got.selection, vetoed, spared)
+
+    def retract(
+        self,
+        *,
+        seq: int | None = None,
+        node_id: str = "",
+        trace_id: str = "",
+        chat_id: str = "",
+        source: str = "",
+        reason: str = "",
+        dry_run: bool = False,
+    ) -> RetractReport:
+        """Take back an outcome, a teacher label or an injection, keeping both in the
+        history: by its seq, by the injected node's id, or the newest outcome of a
+        trace or a chat (see ``ocb.retract``). ``dry_run`` decides without recording.
+
+        Raises:
+            InputError: nothing or more than one thing named, unknown ids, a record that
+                cannot be retracted or already was, a view of the past.
+        """
+        return retract_record(
+            self,
+            seq=seq,
+            node_id=node_id,
+            trace_id=trace_id,
+            chat_id=chat_id,
+            source=source,
+            reason=reason,
+            dry_run=dry_run,
+        )
 
     def route_scorer(self) -> Scorer | None:
         """The scorer of the route model in force, or None when none was trained."""

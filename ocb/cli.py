@@ -518,7 +518,7 @@ def verify_command(brain: BrainOpt, as_json: JsonOpt = False) -> None:
 
 
 # commands defined in their own modules register on ``app`` when imported
-from ocb import cli_history, cli_kg, cli_memory, cli_reflect, cli_whatif  # noqa: E402, F401
+from ocb import cli_history, cli_kg, cli_memory, cli_reflect, cli_retract, cli_whatif  # noqa: E402, F401
 
 
 def main() -> None:

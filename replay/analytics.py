@@ -47,7 +47,7 @@ from replay.rows import (
     tail_columns,
 )
 
-VERSION = 1
+VERSION = 2
 """The schema version; a store of another version is rebuilt."""
 
 CHUNK = 20_000
