@@ -88,8 +88,8 @@ class Before(msgspec.Struct, frozen=True):
 
 
 class Target(msgspec.Struct, frozen=True):
-    """A record to retract: its seq, kind, the node an injection made, and the
-    changes it caused (the records after it naming it as their cause)."""
+    """A record to retract: its seq, kind, the record itself, and the changes it
+    caused (the records after it naming it as their cause)."""
 
     seq: int
     kind: RetractKind
@@ -99,7 +99,8 @@ class Target(msgspec.Struct, frozen=True):
 
 class Moved(msgspec.Struct, frozen=True):
     """One value a retraction changes: a weight (``target`` STOP: a stop weight), a
-    relevance or a baseline (``target`` ""), from ``before`` to ``after``."""
+    relevance or a baseline (``target`` ""), from ``before`` to ``after`` (an edge a
+    removed node takes with it: ``after`` 0)."""
 
     source: str
     target: str
@@ -271,6 +272,28 @@ def decide_retract(
     if relevance:
         out.events.append(EdgeRelevanceSet(updates=tuple(relevance), cause_seq=retraction_seq))
     return out
+
+
+class Held:
+    """What a later retraction needs of the record it names, kept by a replay that
+    re-decides the record's changes (``ocb.whatif``): the record, its changes as
+    replayed, and the values they found (gathered one change at a time, just before
+    each is folded)."""
+
+    def __init__(self, event: OutcomeRecorded | TeacherLabeled) -> None:
+        self.event = event
+        self.changes: list[EdgesUpdated | EdgeRelevanceSet] = []
+        self.before = Before()
+
+    def keep(self, g: GraphState, change: EdgesUpdated | EdgeRelevanceSet) -> None:
+        """Add a change, with the values it finds in ``g`` (the scratch graph now)."""
+        found = before_of(g, [change])
+        self.before = Before(
+            self.before.weights | found.weights,
+            self.before.baselines | found.baselines,
+            self.before.relevance | found.relevance,
+        )
+        self.changes.append(change)
 
 
 # --------------------------------------------------------------------------- finding the target

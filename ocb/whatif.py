@@ -51,7 +51,7 @@ import msgspec
 from ocb.api import Brain
 from ocb.commands import decide_learn, steps_from_ids
 from ocb.embed import HashEmbedder
-from ocb.retract import Before, Target, before_of, decide_retract
+from ocb.retract import Held, Target, decide_retract
 from ocb.settings import Indexing, Learning, Maintenance, Traversal, check_key, resolve
 from ocb.upkeep import OpPlan, View, decide_decay, decide_scale
 from ocb_events.blobs import BlobStore
@@ -282,26 +282,6 @@ def _window(log: EventLog, start: int, end: int) -> _Window:
     return w
 
 
-class _Held:
-    """What a retraction later in the log needs of the record it names: the record, its
-    changes as the scratch log holds them, and the values they found."""
-
-    def __init__(self, event: OutcomeRecorded | TeacherLabeled) -> None:
-        self.event = event
-        self.changes: list[EdgesUpdated | EdgeRelevanceSet] = []
-        self.before = Before()
-
-    def keep(self, g: graph_projection.State, change: EdgesUpdated | EdgeRelevanceSet) -> None:
-        """Add a change, with the values it finds in ``g`` (the scratch graph now)."""
-        found = before_of(g, [change])
-        self.before = Before(
-            self.before.weights | found.weights,
-            self.before.baselines | found.baselines,
-            self.before.relevance | found.relevance,
-        )
-        self.changes.append(change)
-
-
 class Replay:
     """A scratch brain being rebuilt from a real one (see the module docstring)."""
 
@@ -314,7 +294,7 @@ class Replay:
         self._pending: list[Event] = []
         self._key = (0, "")
         self._targets: set[int] = set()
-        self._held: dict[int, _Held] = {}
+        self._held: dict[int, Held] = {}
 
     # ---------------------------------------------------------------- writing
 
@@ -342,7 +322,7 @@ class Replay:
         keeping what a later retraction of it needs."""
         ev = _remap(rec.event, self._seqs)
         if rec.seq in self._targets and isinstance(ev, OutcomeRecorded | TeacherLabeled):
-            self._held[rec.seq] = _Held(ev)
+            self._held[rec.seq] = Held(ev)
         elif isinstance(ev, EdgesUpdated | EdgeRelevanceSet):
             held = self._held.get(rec.event.cause_seq)  # type: ignore[union-attr]
             if held is not None and rec.event.cause_seq in self._targets:  # type: ignore[union-attr]
@@ -402,7 +382,7 @@ class Replay:
             fired_ids=ev.fired_ids,
         )
         if rec.seq in self._targets:
-            held = self._held[rec.seq] = _Held(ev)
+            held = self._held[rec.seq] = Held(ev)
             for change in events[1:]:
                 held.keep(self.brain.graph, change)  # type: ignore[arg-type]
         self._seqs.note(rec.seq, seq)
