@@ -33,7 +33,9 @@ from ocb.embed import Embedder, HashEmbedder, Matrix, builtin_embedder
 from ocb.indexing import changed_on_disk, plan_sync, unpack_matrix
 from ocb.memory_api import MemoryCommands
 from ocb.redaction import redact_input, scanner_of, warn_file
-from ocb.reports import Answer, InjectReport, LearnReport, SyncReport
+from ocb.reports import Answer, Cited, InjectReport, LearnReport, SyncReport
+from ocb.retract import RetractReport
+from ocb.retract import retract as retract_record
 from ocb.search import SearchIndex
 from ocb.settings import Indexing, Learning, S, Storage, Traversal, check_key, resolve
 from ocb.traverse import Scorer
@@ -66,7 +68,7 @@ from replay import PROJECTIONS, SnapshotStore, fold, load_states, resolve_point
 from workspace_sync import FileText, Skipped, scan_workspace
 from workspace_sync.secrets import Scanner
 
-__all__ = ["Answer", "Brain", "InjectReport", "LearnReport", "SyncReport"]
+__all__ = ["Answer", "Brain", "InjectReport", "LearnReport", "RetractReport", "SyncReport"]
 
 Progress = Callable[[str, int, int], None]
 Warn = Callable[[str], None]
@@ -662,11 +664,15 @@ class Brain(MemoryCommands):
         chat_id: str = "",
         trace_id: str = "",
         targets: Sequence[str] = (),
+        all_fired: bool = False,
     ) -> InjectReport:
-        """Add a CORRECTION, TEACHING or DIRECTIVE node (see ``decide_inject``).
+        """Add a CORRECTION, TEACHING or DIRECTIVE node (see ``decide_inject``): a
+        correction vetoes ``targets``, or what fired in the trace of ``trace_id`` or
+        ``chat_id`` that its content contradicts (``all_fired``: all of it).
 
         Raises:
-            InputError: bad type, empty content, unknown chat, trace or target ids.
+            InputError: bad type, empty content, unknown chat, trace or target ids, a
+                CORRECTION naming nothing to correct.
         """
         self.load("config", "graph", "traces")
         trace = self.trace(trace_id, chat_id) if (trace_id or chat_id) else None
@@ -676,7 +682,7 @@ class Brain(MemoryCommands):
             anchor = redact_input(self.warn, self.secrets(), "anchor query", trace.query)
             trace = msgspec.structs.replace(trace, query=anchor)
         seq = self.log.last_seq
-        events, blobs, node_id = decide_inject(
+        got = decide_inject(
             self.graph,
             self.search_index(),
             self.embedder(),
@@ -686,14 +692,48 @@ class Brain(MemoryCommands):
             trace=trace,
             chat_id=chat_id,
             targets=targets,
+            all_fired=all_fired,
         )
-        if not events:
-            return InjectReport(node_id, False, 0, [])
-        self.record(events, "human", expected_seq=seq, blobs=blobs)
+        if not got.events:
+            return InjectReport(got.node_id, False, 0, [])
+        g = self.graph
+        vetoed = [Cited(n, g.nodes[n].source) for n in got.vetoed]
+        spared = [Cited(n, g.nodes[n].source) for n in got.spared]
+        self.record(got.events, "human", expected_seq=seq, blobs=got.blobs)
         self.search_index()
-        conns = events[0].connections  # type: ignore[attr-defined]
+        conns = got.events[0].connections  # type: ignore[attr-defined]
         inhibits = sorted(c.target for c in conns if c.weight < 0)
-        return InjectReport(node_id, True, len(conns), inhibits)
+        return InjectReport(got.node_id, True, len(conns), inhibits, got.selection, vetoed, spared)
+
+    def retract(
+        self,
+        *,
+        seq: int | None = None,
+        node_id: str = "",
+        trace_id: str = "",
+        chat_id: str = "",
+        source: str = "",
+        reason: str = "",
+        dry_run: bool = False,
+    ) -> RetractReport:
+        """Take back an outcome, a teacher label or an injection, keeping both in the
+        history: by its seq, by the injected node's id, or the newest outcome of a
+        trace or a chat (see ``ocb.retract``). ``dry_run`` decides without recording.
+
+        Raises:
+            InputError: nothing or more than one thing named, unknown ids, a record that
+                cannot be retracted or already was, a view of the past.
+        """
+        return retract_record(
+            self,
+            seq=seq,
+            node_id=node_id,
+            trace_id=trace_id,
+            chat_id=chat_id,
+            source=source,
+            reason=reason,
+            dry_run=dry_run,
+        )
 
     def route_scorer(self) -> Scorer | None:
         """The scorer of the route model in force, or None when none was trained."""

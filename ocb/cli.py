@@ -191,15 +191,22 @@ def inject(
         str, typer.Option("--type", help="CORRECTION, TEACHING or DIRECTIVE.")
     ] = "TEACHING",
     chat_id: Annotated[
-        str, typer.Option(help="A correction suppresses what fired in this chat's last trace.")
+        str, typer.Option(help="A correction corrects this chat's last trace.")
     ] = "",
     trace: Annotated[str, typer.Option(help="... or in this trace.")] = "",
     target: Annotated[
         list[str] | None, typer.Option(help="Node id to suppress (repeatable).")
     ] = None,
+    all_fired: Annotated[
+        bool, typer.Option("--all", help="Veto every chunk that fired, not only contradicted ones.")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Add a CORRECTION, TEACHING or DIRECTIVE node to the graph.
+
+    A CORRECTION must name what it corrects. With --chat-id or --trace it vetoes the
+    chunks of that query its content contradicts, and lists them and the fired chunks
+    it left alone; --all vetoes every chunk that fired; --target names the chunks.
 
     \b
     Example:
@@ -210,7 +217,14 @@ def inject(
     from ocb.render import inject_json, inject_text
 
     with Brain(brain, warn=_warn) as b:
-        report = b.inject(node_type, content, chat_id=chat_id, trace_id=trace, targets=target or [])
+        report = b.inject(
+            node_type,
+            content,
+            chat_id=chat_id,
+            trace_id=trace,
+            targets=target or [],
+            all_fired=all_fired,
+        )
     _out(report, as_json, inject_text, inject_json)
 
 
@@ -544,7 +558,7 @@ def verify_command(brain: BrainOpt, as_json: JsonOpt = False) -> None:
 
 
 # commands defined in their own modules register on ``app`` when imported
-from ocb import cli_history, cli_kg, cli_memory, cli_reflect, cli_whatif  # noqa: E402, F401
+from ocb import cli_history, cli_kg, cli_memory, cli_reflect, cli_retract, cli_whatif  # noqa: E402, F401
 
 
 def main() -> None:

@@ -72,8 +72,8 @@ def sql(
 ) -> None:
     """Run SQL over the brain's whole history (views: events, traces, steps, fired,
     seeds, outcomes, deltas, lifecycle, files, injections, maintenance, labels, config,
-    nodes, edges; documented in the README). Read-only and confined: one SELECT (or
-    SHOW, DESCRIBE, SUMMARIZE, EXPLAIN), no files, extensions or settings.
+    nodes, edges, retractions; documented in the README). Read-only and confined: one
+    SELECT (or SHOW, DESCRIBE, SUMMARIZE, EXPLAIN), no files, extensions or settings.
 
     \b
     Example:
@@ -354,7 +354,18 @@ def cause_text(c: Cause) -> str:
         return f"{at}: teacher {c.teacher} labelled hop {c.hop} at {c.node_id} ({c.query!r})"
     if c.kind == "sync":
         return f"{at}: file {c.file} {c.file_action} (version {c.content_hash[:12]})"
+    if c.kind == "retraction":
+        return f"{at}: {_retraction_text(c)}"
     return f"{at}: {c.type or c.kind} by {c.actor}"
+
+
+def _retraction_text(c: Cause) -> str:
+    what = f"{c.target_kind} at seq {c.target_seq}"
+    if c.reward is not None:
+        what += f" ({c.reward:+g} from {c.reward_source} on trace {c.trace_id or '-'})"
+    elif c.node_id:
+        what += f" ({c.node_id})"
+    return f"retraction of the {what}" + (f": {c.reason!r}" if c.reason else "")
 
 
 def edge_text(a: EdgeAudit) -> str:

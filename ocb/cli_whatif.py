@@ -156,6 +156,7 @@ def what_if_json(r: WhatIfReport) -> dict[str, Any]:
             "maintenance": r.replay.maintenance,
             "replaced": r.replay.replaced,
             "records": r.replay.records,
+            "retractions": r.replay.retractions,
         },
         "threshold": g.threshold,
         "edges": _edges_json(g),
@@ -244,7 +245,8 @@ def what_if_text(r: WhatIfReport) -> str:
     given = ", ".join(f"{k}={v}" for k, v in r.overrides.items()) or "the recorded settings"
     lines = [
         f"what-if from seq {r.from_seq} to {r.to_seq} with {given}: {s.outcomes} outcome(s) "
-        f"and {s.maintenance} maintenance run(s) re-decided, {s.copied} record(s) copied",
+        f"and {s.maintenance} maintenance run(s) re-decided, {s.copied} record(s) copied"
+        + (f", {s.retractions} retraction(s) re-decided" if s.retractions else ""),
         "weights: " + _edges_text(g),
         "tiers (real -> what-if): " + _tiers_text(g.tiers_before, g.tiers_after),
         f"queries ({q.count} re-run, real -> what-if): fired {q.real_mean_fired:.1f} -> "

@@ -19,6 +19,7 @@ from ocb.learning import decide_deltas, group_by_source
 from ocb.names import unknown as unknown  # re-exported: callers import it from here
 from ocb.search import SearchIndex
 from ocb.settings import REWARD_SOURCES, Indexing, Learning, Traversal
+from ocb.stance import idf_of, judge
 from ocb.traverse import SEPARATOR, Scorer, block_chars, context_block, tier_of, traverse
 from ocb_events.errors import InputError
 from ocb_events.schema import (
@@ -34,7 +35,7 @@ from ocb_events.schema import (
     SeedHit,
     Step,
 )
-from projections.graph import CHUNK, State
+from projections.graph import CHUNK, Node, State
 
 NODE_TYPES = ("CORRECTION", "TEACHING", "DIRECTIVE")
 
@@ -295,6 +296,72 @@ def _similar_nodes(
     return out
 
 
+class Injection(msgspec.Struct):
+    """An injection decided: its events and blobs (none when the same node exists
+    already), the node's id, and for a CORRECTION how it chose what to veto
+    (``targets``, ``all`` fired chunks, or by ``content``), the chunks it vetoes, and
+    the fired chunks it left alone."""
+
+    events: list[Event]
+    blobs: list[bytes]
+    node_id: str
+    selection: str = ""
+    vetoed: list[str] = msgspec.field(default_factory=list)
+    spared: list[str] = msgspec.field(default_factory=list)
+
+
+def _check_inject(
+    graph: State,
+    kind: str,
+    text: str,
+    trace: QueryTraced | None,
+    targets: Sequence[str],
+    all_fired: bool,
+) -> None:
+    if kind not in NODE_TYPES:
+        raise InputError(f"unknown node type {kind!r}", f"use one of: {', '.join(NODE_TYPES)}")
+    if not text:
+        raise InputError("the content is empty", 'give the text, e.g. --content "Never skip CI"')
+    if kind == "CORRECTION" and trace is None and not targets:
+        raise InputError(
+            "a CORRECTION must say what it corrects",
+            "pass --chat-id, --trace or --target",
+        )
+    if all_fired and (kind != "CORRECTION" or trace is None or targets):
+        raise InputError(
+            "--all vetoes every chunk that fired in a corrected trace",
+            "use it with --type CORRECTION and --chat-id or --trace, without --target",
+        )
+    for t in targets:
+        if t not in graph.nodes:
+            raise unknown("node", t, sorted(graph.nodes), "list node ids from `ocb query --json`")
+
+
+def _by_content(
+    graph: State,
+    index: SearchIndex,
+    text: str,
+    trace: QueryTraced,
+    near: Sequence[str],
+    s: Indexing,
+) -> tuple[list[str], list[str]]:
+    """The chunks a correction vetoes by its content (see ``ocb.stance``), among what
+    fired and the correction's best matches (``near``); and the fired ones it spares."""
+    fired = [f for f in trace.fired if f in graph.nodes and graph.nodes[f].kind == CHUNK]
+    pool = list(dict.fromkeys([*fired, *near]))
+    files = graph.files
+
+    def file_of(path: str) -> list[Node]:
+        entry = files.get(path)
+        return [graph.nodes[c] for c in entry.chunks if c in graph.nodes] if entry else []
+
+    stances = judge(
+        text, [graph.nodes[n] for n in pool], file_of, idf_of(index), s.correction_min_similarity
+    )
+    vetoed = [st.node_id for st in stances if st.vetoed]
+    return vetoed, [f for f in fired if f not in set(vetoed)]
+
+
 def decide_inject(
     graph: State,
     index: SearchIndex,
@@ -306,41 +373,46 @@ def decide_inject(
     trace: QueryTraced | None = None,
     chat_id: str = "",
     targets: Sequence[str] = (),
-) -> tuple[list[Event], list[bytes], str]:
+    all_fired: bool = False,
+) -> Injection:
     """A new CORRECTION / TEACHING / DIRECTIVE node, connected both ways to its most
     similar chunks; a correction instead gets edges from them and inhibitory edges to
-    what it corrects (``targets``, or what fired in ``trace``).
+    what it corrects: ``targets``; with ``all_fired`` every chunk that fired in
+    ``trace``; otherwise the chunks of that trace (and among the correction's best
+    matches) that its content contradicts (``ocb.stance``).
 
-    Returns:
-        (events, blobs, node id); no events when the same node already exists.
     Raises:
-        InputError: unknown type, empty content, unknown target ids.
+        InputError: unknown type, empty content, unknown target ids, a CORRECTION that
+            names nothing to correct, ``all_fired`` without a trace.
     """
     kind = node_type.upper()
-    if kind not in NODE_TYPES:
-        raise InputError(f"unknown node type {node_type!r}", f"use one of: {', '.join(NODE_TYPES)}")
     text = content.strip()
-    if not text:
-        raise InputError("the content is empty", 'give the text, e.g. --content "Never skip CI"')
-    for t in targets:
-        if t not in graph.nodes:
-            raise unknown("node", t, sorted(graph.nodes), "list node ids from `ocb query --json`")
+    _check_inject(graph, kind, text, trace, targets, all_fired)
     anchor = trace.query if trace is not None else ""
     for n in graph.nodes.values():
         if n.kind == kind and n.text == text and n.anchor == anchor:
-            return [], [], n.id
+            return Injection([], [], n.id)
     ordinal = graph.injected.get(kind, 0) + 1
     while f"{kind.lower()}::{ordinal}" in graph.nodes:
         ordinal += 1
     node_id = f"{kind.lower()}::{ordinal}"
     qtext = "\n".join(p for p in (text, anchor) if p)
     qvec = embedder.embed([qtext])
-    suppressed: list[str] = list(targets)
-    if kind == "CORRECTION" and not suppressed and trace is not None:
-        suppressed = [f for f in trace.fired if f in graph.nodes and graph.nodes[f].kind == CHUNK]
-    near = [
-        n for n in _similar_nodes(index, graph, qtext, qvec[0], s.connect_k) if n not in suppressed
-    ]
+    pool_k = trace.params.max_fired if kind == "CORRECTION" and trace is not None else 0
+    similar = _similar_nodes(index, graph, qtext, qvec[0], max(s.connect_k, pool_k))
+    selection, suppressed, spared = "", list(targets), list[str]()
+    if kind == "CORRECTION" and trace is not None and not targets:
+        if all_fired:
+            selection = "all"
+            suppressed = [
+                f for f in trace.fired if f in graph.nodes and graph.nodes[f].kind == CHUNK
+            ]
+        else:
+            selection = "content"
+            suppressed, spared = _by_content(graph, index, text, trace, similar[:pool_k], s)
+    elif kind == "CORRECTION":
+        selection = "targets"
+    near = [n for n in similar[: s.connect_k] if n not in suppressed]
     conns: list[EdgeSpec] = []
     for other in near:
         conns.append(
@@ -368,4 +440,4 @@ def decide_inject(
         ),
         NodesEmbedded(embedder_id=embedder.id, blob=sha256(blob).hexdigest(), node_ids=(node_id,)),
     ]
-    return events, [blob], node_id
+    return Injection(events, [blob], node_id, selection, list(dict.fromkeys(suppressed)), spared)

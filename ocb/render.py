@@ -118,16 +118,24 @@ def learn_text(r: LearnReport) -> str:
 
 
 def inject_json(r: InjectReport) -> dict[str, Any]:
-    return msgspec.structs.asdict(r)
+    d = msgspec.structs.asdict(r)
+    d["vetoed"] = [{"id": c.id, "source": c.source} for c in r.vetoed]
+    d["spared"] = [{"id": c.id, "source": c.source} for c in r.spared]
+    return d
 
 
 def inject_text(r: InjectReport) -> str:
     if not r.created:
         return f"{r.node_id} already holds this content; nothing recorded"
     text = f"injected {r.node_id} with {r.connections} connection(s)"
-    if r.inhibits:
-        text += "; inhibits " + ", ".join(r.inhibits)
-    return text
+    if r.selection != "content":
+        return text + ("; inhibits " + ", ".join(r.inhibits) if r.inhibits else "")
+    lines = [text + f"; vetoes {len(r.vetoed)} chunk(s) its content contradicts:"]
+    lines += [f"  vetoed  {c.source}  [{c.id}]" for c in r.vetoed] or ["  (none)"]
+    if r.spared:
+        lines.append(f"left alone {len(r.spared)} fired chunk(s) (--all vetoes every one):")
+        lines += [f"  kept    {c.source}  [{c.id}]" for c in r.spared]
+    return "\n".join(lines)
 
 
 def doctor_text(checks: list[Check]) -> str:

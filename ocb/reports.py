@@ -55,10 +55,22 @@ class LearnReport(msgspec.Struct):
     """False when a retry named a request id already recorded: nothing new was written."""
 
 
+class Cited(msgspec.Struct, frozen=True):
+    """A node by id with its source (``path#Lstart-Lend``)."""
+
+    id: str
+    source: str
+
+
 class InjectReport(msgspec.Struct):
-    """The injected node and its connections (``created`` False for a duplicate)."""
+    """The injected node and its connections (``created`` False for a duplicate); for
+    a CORRECTION how it chose what to veto (``targets``, ``all`` or ``content``), the
+    chunks it vetoes and the fired chunks it left alone."""
 
     node_id: str
     created: bool
     connections: int
     inhibits: list[str]
+    selection: str = ""
+    vetoed: list[Cited] = msgspec.field(default_factory=list)
+    spared: list[Cited] = msgspec.field(default_factory=list)

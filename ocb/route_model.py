@@ -35,6 +35,7 @@ from ocb_events.schema import (
     OutcomeRecorded,
     QueryTraced,
     Record,
+    Retracted,
     RouteModelTrained,
     TeacherLabeled,
 )
@@ -103,19 +104,26 @@ class _Labels(msgspec.Struct):
 
 
 def _labelled(records: Iterator[Record], s: Learning) -> Iterator[tuple[QueryTraced, _Labels]]:
-    """Each trace with its outcome rewards and teacher labels, once the log is read."""
+    """Each trace with its outcome rewards and teacher labels, once the log is read
+    (outcomes and labels retracted later in the log are left out)."""
     traces: dict[str, QueryTraced] = {}
-    labels: dict[str, _Labels] = {}
+    given: list[tuple[int, OutcomeRecorded | TeacherLabeled]] = []
+    retracted: set[int] = set()
     for rec in records:
         ev = rec.event
         if isinstance(ev, QueryTraced):
             traces[ev.trace_id] = ev
-        elif isinstance(ev, OutcomeRecorded) and ev.trace_id in traces:
-            labels.setdefault(ev.trace_id, _Labels()).outcomes.append(
-                ev.reward * s.source_weight(ev.source)
-            )
-        elif isinstance(ev, TeacherLabeled) and ev.trace_id in traces:
-            labels.setdefault(ev.trace_id, _Labels()).teacher.append(ev)
+        elif isinstance(ev, OutcomeRecorded | TeacherLabeled) and ev.trace_id in traces:
+            given.append((rec.seq, ev))
+        elif isinstance(ev, Retracted):
+            retracted.add(ev.target_seq)
+    labels: dict[str, _Labels] = {}
+    for seq, ev in given:
+        got = labels.setdefault(ev.trace_id, _Labels()) if seq not in retracted else None
+        if got is not None and isinstance(ev, OutcomeRecorded):
+            got.outcomes.append(ev.reward * s.source_weight(ev.source))
+        elif got is not None and isinstance(ev, TeacherLabeled):
+            got.teacher.append(ev)
     for tid in sorted(labels):
         yield traces[tid], labels[tid]
 

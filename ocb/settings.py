@@ -124,7 +124,8 @@ class Indexing(msgspec.Struct, frozen=True):
     """How sync chunks files and connects chunks: sibling edges inside a file and a few
     cross-file edges between similar chunks. No chunk is longer than
     ``max_chunk_chars`` (a longer line is cut at word boundaries into pieces of about
-    ``chunk_chars``)."""
+    ``chunk_chars``). A correction given only a chat or a trace vetoes the chunks whose
+    opposition to it reaches ``correction_min_similarity`` (see ``ocb.stance``)."""
 
     chunk_chars: Annotated[int, _m("target size of a chunk in characters", ge=1)] = 600
     sibling_weight: Annotated[float, _m("weight of the edges between neighbouring chunks")] = 0.3
@@ -140,6 +141,10 @@ class Indexing(msgspec.Struct, frozen=True):
     max_chunk_chars: Annotated[
         int, _m("hard cap on a chunk's size; longer lines are cut at word boundaries", ge=1)
     ] = 2000
+    correction_min_similarity: Annotated[
+        float,
+        _m("share of a correction's terms a chunk's sentence covers to be vetoed", gt=0, le=1),
+    ] = 0.85
 
 
 class Maintenance(msgspec.Struct, frozen=True):

@@ -16,10 +16,15 @@ every later record is copied or re-decided, in order, with its original ts and a
 * a ``maintenance_ran`` of ``decay`` or ``scale`` is re-decided from its recorded
   parameters (half-life and time, budget) on the scratch weights, since both multiply
   weights: copying their recorded deltas would not decay the what-if's weights;
-* everything else is copied as recorded: file events, injections, query traces (what
-  the agent saw and the outcomes score), config changes, teacher labels and their
-  updates, prune, merge, split and connect decisions, route models. Seqs named by
-  copied events (``cause_seq``) are mapped onto the scratch log.
+* a ``retracted`` outcome or teacher label is re-decided: its reversal is decided
+  again (``ocb.retract.decide_retract``) from the update the scratch log holds for it
+  (re-decided or copied) and the weights that update found, which the replay keeps for
+  every record a later retraction names; the recorded reversal is dropped;
+* everything else is copied as recorded: file events, injections and their
+  retractions, query traces (what the agent saw and the outcomes score), config
+  changes, teacher labels and their updates, prune, merge, split and connect
+  decisions, route models. Seqs named by copied events (``cause_seq``,
+  ``target_seq``) are mapped onto the scratch log.
 
 Exactness: with no overrides every re-decision gets the same inputs as the recorded
 one (the same trajectory, the same settings, the same baselines and weights, by
@@ -46,6 +51,7 @@ import msgspec
 from ocb.api import Brain
 from ocb.commands import decide_learn, steps_from_ids
 from ocb.embed import HashEmbedder
+from ocb.retract import Held, Target, decide_retract
 from ocb.settings import Indexing, Learning, Maintenance, Traversal, check_key, resolve
 from ocb.upkeep import OpPlan, View, decide_decay, decide_scale
 from ocb_events.blobs import BlobStore
@@ -63,8 +69,10 @@ from ocb_events.schema import (
     OutcomeRecorded,
     QueryTraced,
     Record,
+    Retracted,
     RouteModelTrained,
     Step,
+    TeacherLabeled,
 )
 from projections import graph as graph_projection
 from replay import iso, resolve_point
@@ -179,14 +187,15 @@ def check_overrides(**overrides: object) -> dict[str, object]:
 
 class ReplayStats(msgspec.Struct):
     """What a what-if replay did: records copied as recorded, outcomes and
-    maintenance runs re-decided, recorded decisions they replaced, and the records of
-    the scratch log (its last seq)."""
+    maintenance runs re-decided, recorded decisions they replaced, the records of
+    the scratch log (its last seq), and retractions re-decided."""
 
     copied: int = 0
     outcomes: int = 0
     maintenance: int = 0
     replaced: int = 0
     records: int = 0
+    retractions: int = 0
 
 
 class _Clock:
@@ -233,6 +242,8 @@ def _remap(ev: Event, seqs: _SeqMap) -> Event:
         return msgspec.structs.replace(ev, cause_seq=seqs(ev.cause_seq))
     if isinstance(ev, RouteModelTrained):
         return msgspec.structs.replace(ev, trained_to_seq=seqs(ev.trained_to_seq))
+    if isinstance(ev, Retracted):
+        return msgspec.structs.replace(ev, target_seq=seqs(ev.target_seq))
     return ev
 
 
@@ -243,18 +254,25 @@ class _Window:
 
     decisions: dict[int, tuple[str, LearnParams | None]] = field(default_factory=dict)
     replaced: set[int] = field(default_factory=set)
+    targets: set[int] = field(default_factory=set)
 
 
 def _window(log: EventLog, start: int, end: int) -> _Window:
     w = _Window()
     outcomes: set[int] = set()
     upkeep: set[int] = set()
+    retractions: set[int] = set()
     for rec in log.read(start + 1, end, light=True):
         ev = rec.event
         if isinstance(ev, OutcomeRecorded):
             outcomes.add(rec.seq)
         elif isinstance(ev, MaintenanceRan) and ev.op in UPKEEP:
             upkeep.add(rec.seq)
+        elif isinstance(ev, Retracted) and ev.kind != "injection":
+            retractions.add(rec.seq)
+            w.targets.add(ev.target_seq)
+        elif isinstance(ev, EdgesUpdated | EdgeRelevanceSet) and ev.cause_seq in retractions:
+            w.replaced.add(rec.seq)
         elif isinstance(ev, EdgesUpdated):
             if ev.rule in LEARNING_RULES and ev.cause_seq in outcomes:
                 w.decisions[ev.cause_seq] = (ev.rule, ev.params)
@@ -275,6 +293,8 @@ class Replay:
         self._seqs = _SeqMap()
         self._pending: list[Event] = []
         self._key = (0, "")
+        self._targets: set[int] = set()
+        self._held: dict[int, Held] = {}
 
     # ---------------------------------------------------------------- writing
 
@@ -298,9 +318,18 @@ class Replay:
         self._pending = []
 
     def copy(self, rec: Record) -> None:
-        """Copy a record as recorded (the seqs it names mapped onto the scratch log)."""
+        """Copy a record as recorded (the seqs it names mapped onto the scratch log),
+        keeping what a later retraction of it needs."""
+        ev = _remap(rec.event, self._seqs)
+        if rec.seq in self._targets and isinstance(ev, OutcomeRecorded | TeacherLabeled):
+            self._held[rec.seq] = Held(ev)
+        elif isinstance(ev, EdgesUpdated | EdgeRelevanceSet):
+            held = self._held.get(rec.event.cause_seq)  # type: ignore[union-attr]
+            if held is not None and rec.event.cause_seq in self._targets:  # type: ignore[union-attr]
+                self.flush()  # the weights this change finds
+                held.keep(self.brain.graph, ev)
         self._seqs.note(rec.seq, self._next_seq)
-        self._add(rec, [_remap(rec.event, self._seqs)])
+        self._add(rec, [ev])
         self.stats.copied += 1
 
     # ---------------------------------------------------------------- deciding
@@ -352,11 +381,32 @@ class Replay:
             chat_id=ev.chat_id,
             fired_ids=ev.fired_ids,
         )
+        if rec.seq in self._targets:
+            held = self._held[rec.seq] = Held(ev)
+            for change in events[1:]:
+                held.keep(self.brain.graph, change)  # type: ignore[arg-type]
         self._seqs.note(rec.seq, seq)
         self._add(rec, [ev, *events[1:]])
         self.flush()
         self.stats.outcomes += 1
         return True
+
+    def retraction(self, rec: Record) -> None:
+        """Re-decide the reversal of a retracted outcome or label, from the update the
+        scratch log holds for it and the weights that update found."""
+        ev = rec.event
+        assert isinstance(ev, Retracted)
+        self.flush()
+        held = self._held[ev.target_seq]
+        seq = self._next_seq
+        target = Target(self._seqs(ev.target_seq), ev.kind, held.event, tuple(held.changes))
+        d = decide_retract(
+            target, self.brain.graph, held.before, retraction_seq=seq, reason=ev.reason
+        )
+        self._seqs.note(rec.seq, seq)
+        self._add(rec, d.events)
+        self.flush()
+        self.stats.retractions += 1
 
     def upkeep(self, rec: Record) -> bool:
         """Re-decide a decay or scale run; False when its parameters are incomplete."""
@@ -403,6 +453,8 @@ class Replay:
         elif isinstance(ev, MaintenanceRan) and ev.op in UPKEEP:
             if not self.upkeep(rec):
                 self.copy(rec)
+        elif isinstance(ev, Retracted) and ev.target_seq in self._held:
+            self.retraction(rec)
         else:
             if isinstance(ev, QueryTraced) and len(self.queries) < limit:
                 if ev.query not in self.queries:
@@ -413,6 +465,7 @@ class Replay:
         """Copy ``1..start``, then copy or re-decide ``start+1..end`` (see the module);
         remember the first ``limit`` distinct query texts after ``start``."""
         w = _window(self.real.log, start, end)
+        self._targets = w.targets
         step = max(1, end // 100)
         for rec in self.real.log.read(1, end):
             if progress is not None and rec.seq % step == 0:

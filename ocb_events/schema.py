@@ -564,6 +564,26 @@ class ContentForgotten(Event, tag="content_forgotten"):
     reason: str = ""
 
 
+# --------------------------------------------------------------------------- retraction
+
+RetractKind = Literal["outcome", "label", "injection"]
+
+
+class Retracted(Event, tag="retracted"):
+    """A recorded outcome, teacher label or injection taken back (``target_seq``: its
+    seq; ``kind``: which of the three). The record it names stays in the log; its
+    reversal follows in the same batch, naming this record's seq as its cause: for an
+    outcome or a label an ``EdgesUpdated`` (rule ``retract``) with the opposite of the
+    changes it made and the restored baselines, and an ``EdgeRelevanceSet`` restoring
+    the relevance a label set; for an injection nothing follows: the graph fold removes
+    the node ``node_id`` and every edge into or out of it. Folded by graph."""
+
+    target_seq: int
+    kind: RetractKind
+    node_id: str = ""
+    reason: str = ""
+
+
 AnyEvent = (
     WorkspaceAttached
     | FileIndexed
@@ -592,6 +612,7 @@ AnyEvent = (
     | RecordLost
     | LogRepaired
     | ContentForgotten
+    | Retracted
 )
 
 EVENT_TYPES: tuple[type[Event], ...] = get_args(AnyEvent)
@@ -634,6 +655,7 @@ FoldEvent = (
     | RecordLost
     | LogRepaired
     | ContentForgotten
+    | Retracted
 )
 
 

@@ -1,6 +1,6 @@
 """The graph projection: chunk and injected nodes, directed signed edges, stop weights,
-per-node reward baselines, authority, the route model in force, and the aliases left
-by maintenance merges.
+per-node reward baselines, authority, the route model in force, the aliases left
+by maintenance merges, and which records were retracted.
 
 NOTE: ``State`` is mutable for speed: ``evolve`` consumes its input and returns it.
 Copy a state through ``restore(snapshot(state))``. Nothing here may depend on the
@@ -51,6 +51,7 @@ from ocb_events.schema import (
     NodesMerged,
     NodeSplit,
     Record,
+    Retracted,
     RouteModelTrained,
     WorkspaceAttached,
 )
@@ -128,6 +129,7 @@ class _Snapshot(msgspec.Struct, array_like=True):
     maintained: dict[str, int]
     route_model: RouteModel | None
     merged: dict[str, str] = {}
+    retracted: tuple[tuple[int, int], ...] = ()
 
 
 _NODE = msgspec.msgpack.Decoder(Node)
@@ -143,7 +145,8 @@ class State:
     ``baseline`` holds each node's running-average reward; ``file_authority`` the
     authority given to whole files (their future chunks inherit it); ``maintained``
     the ts of each maintenance operation's last run; ``merged`` maps each alias left
-    by a merge to the node that absorbed it (see the module docstring).
+    by a merge to the node that absorbed it (see the module docstring); ``retracted``
+    maps the seq of each retracted record to the seq of its retraction.
     """
 
     __slots__ = (
@@ -160,6 +163,7 @@ class State:
         "maintained",
         "route_model",
         "merged",
+        "retracted",
         "_inc",
         "_stale",
         "_dropped",
@@ -179,6 +183,7 @@ class State:
         self.maintained: dict[str, int] = {}
         self.route_model: RouteModel | None = None
         self.merged: dict[str, str] = {}
+        self.retracted: dict[int, int] = {}
         self._inc: dict[str, set[str]] | None = None
         # within one record: files whose aliases were dropped, and those aliases
         self._stale: set[str] = set()
@@ -423,6 +428,17 @@ def _inject(state: State, ev: NodeInjected, seq: int) -> None:
     state.nodes_seq = seq
 
 
+def _retract(state: State, ev: Retracted, seq: int) -> None:
+    """Note the retraction; a retracted injection's node goes, with every edge into
+    or out of it (learned ones too: they exist only because it was injected). Its
+    ordinal stays counted in ``injected``, so a new injection never reuses its id."""
+    state.retracted[ev.target_seq] = seq
+    node = state.nodes.get(ev.node_id) if ev.kind == "injection" else None
+    if node is not None and node.kind != CHUNK:
+        state.remove_node(ev.node_id)
+        state.nodes_seq = seq
+
+
 def _merge(state: State, ev: NodesMerged, seq: int) -> None:
     kept, gone = state.nodes.get(ev.kept), state.nodes.get(ev.absorbed)
     if kept is None or gone is None or ev.kept == ev.absorbed:
@@ -500,6 +516,8 @@ def _fold_nodes(state: State, ev: object, seq: int) -> None:
             _merge(state, ev, seq)
         case NodeSplit():
             _split(state, ev, seq)
+        case Retracted():
+            _retract(state, ev, seq)
 
 
 def _fold_edges(state: State, ev: object, seq: int) -> None:
@@ -556,6 +574,7 @@ def snapshot(state: State) -> bytes:
         maintained=state.maintained,
         route_model=state.route_model,
         merged=state.merged,
+        retracted=tuple(sorted(state.retracted.items())),
     )
     return _ENCODER.encode(snap)
 
@@ -577,4 +596,5 @@ def restore(data: bytes) -> State:
     state.maintained = snap.maintained
     state.route_model = snap.route_model
     state.merged = snap.merged
+    state.retracted = dict(snap.retracted)
     return state

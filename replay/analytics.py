@@ -42,7 +42,7 @@ from replay.columns import column, grouped
 from replay.rows import HISTORY, TABLES, VARCHAR, RowFold
 from replay.store_lock import StoreLock
 
-VERSION = 1
+VERSION = 2
 """The schema version; a store of another version is rebuilt."""
 
 CHUNK = 20_000

@@ -3,7 +3,8 @@ read from the analytics store (``replay.analytics``).
 
 An edge audit is the documented query ``EDGE_AUDIT_SQL`` (``deltas`` joined to the
 record that caused each change: an outcome with its trace, a maintenance run, an
-injection, a teacher label or a file sync), plus the path of each scored trace. A node
+injection, a teacher label, a file sync, or a retraction with what it took back),
+plus the path of each scored trace. A node
 audit lists its lifecycle (created from a file version, edited, moved, merged, split,
 authority), injections, weight changes around it and its access history (every query
 that fired it).
@@ -34,7 +35,10 @@ SELECT d.seq, d.ord, d.ts, d.before, d.after, d.delta, d.rule, d.event, d.cause_
        m.op, m.params, m.summary,
        i.node_id AS injected, i.node_type, i.content,
        l.teacher, l.hop, l.node AS labelled_node,
-       f.path AS file, f.action AS file_action, f.content_hash
+       f.path AS file, f.action AS file_action, f.content_hash,
+       r.target_seq AS retracted_seq, r.kind AS retracted_kind, r.reason AS retract_reason,
+       r.node_id AS retracted_node, ro.reward AS retracted_reward,
+       ro.source AS retracted_source, ro.trace_id AS retracted_trace
 FROM deltas d
 LEFT JOIN events e ON e.seq = d.cause_seq
 LEFT JOIN outcomes o ON o.seq = d.cause_seq
@@ -44,6 +48,8 @@ LEFT JOIN injections i ON i.seq = d.cause_seq
 LEFT JOIN labels l ON l.seq = d.cause_seq
 LEFT JOIN traces lt ON lt.trace_id = l.trace_id AND lt.seq < l.seq
 LEFT JOIN files f ON f.seq = d.cause_seq
+LEFT JOIN retractions r ON r.seq = d.cause_seq
+LEFT JOIN outcomes ro ON ro.seq = r.target_seq
 WHERE d.source = ? AND d.target = ?
 ORDER BY d.seq, d.ord
 """
@@ -52,7 +58,10 @@ ORDER BY d.seq, d.ord
 
 class Cause(msgspec.Struct, frozen=True, omit_defaults=True):
     """The record a change names as its cause (``kind``: outcome, maintenance,
-    injection, teacher, sync or the change's own record) and what it carried."""
+    injection, teacher, sync, retraction or the change's own record) and what it
+    carried. A retraction names the record it took back (``target_seq``,
+    ``target_kind``), its ``reason``, and for an outcome its reward, source and trace;
+    for an injection the removed ``node_id``."""
 
     seq: int
     kind: str
@@ -78,6 +87,9 @@ class Cause(msgspec.Struct, frozen=True, omit_defaults=True):
     file: str = ""
     file_action: str = ""
     content_hash: str = ""
+    target_seq: int | None = None
+    target_kind: str = ""
+    reason: str = ""
 
 
 class WeightChange(msgspec.Struct, frozen=True):
@@ -107,8 +119,8 @@ class EdgeAudit(msgspec.Struct, frozen=True):
 
 class LifeEvent(msgspec.Struct, frozen=True):
     """One step of a node's life: created, edited, moved, removed, merged_into,
-    absorbed, split_into, split_from, injected, authority (``other``: the node on the
-    other side of a merge or split; ``content_hash``: the file version)."""
+    absorbed, split_into, split_from, injected, retracted, authority (``other``: the
+    node on the other side of a merge or split; ``content_hash``: the file version)."""
 
     seq: int
     ts: str
@@ -181,6 +193,8 @@ def _kind(rule: str, cause_type: str | None, own: bool) -> str:
         return "teacher"
     if cause_type in ("file_indexed", "file_changed", "file_removed"):
         return "sync"
+    if cause_type == "retracted":
+        return "retraction"
     return "record" if own else (cause_type or rule)
 
 
@@ -333,6 +347,16 @@ def _cause(r: dict[str, Any], paths: dict[int, list[str]]) -> Cause:
             "file": str(r["file"] or ""),
             "file_action": str(r["file_action"] or ""),
             "content_hash": str(r["content_hash"] or ""),
+        }
+    elif kind == "retraction":
+        base |= {
+            "target_seq": int(r["retracted_seq"]),
+            "target_kind": str(r["retracted_kind"]),
+            "reason": str(r["retract_reason"] or ""),
+            "node_id": str(r["retracted_node"] or ""),
+            "reward": _f(r["retracted_reward"]),
+            "reward_source": str(r["retracted_source"] or ""),
+            "trace_id": str(r["retracted_trace"] or ""),
         }
     return Cause(**base)
 

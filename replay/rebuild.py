@@ -40,6 +40,7 @@ ROUTES: dict[str, frozenset[str]] = {
             "node_split",
             "nodes_embedded",
             "nodes_merged",
+            "retracted",
             "route_model_trained",
             "workspace_attached",
         }

@@ -36,6 +36,7 @@ from ocb_events.schema import (
     OutcomeRecorded,
     QueryTraced,
     Record,
+    Retracted,
     TeacherLabeled,
 )
 from projections import graph
@@ -105,6 +106,10 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("source", _S), ("target", _S), ("weight", _F), ("kind", _S), ("relevance", _F),
         ("last_seq", _B),
     ),
+    "retractions": (
+        ("seq", _B), ("ts", _T), ("actor", _S), ("target_seq", _B), ("kind", _S),
+        ("node_id", _S), ("reason", _S),
+    ),
 }  # fmt: skip
 """Every table by name with its columns; each is also a view of the same name."""
 
@@ -167,6 +172,7 @@ class RowFold:
             TeacherLabeled: self._label,
             ConfigChanged: self._config,
             EdgeRelevanceSet: self._relevance,
+            Retracted: self._retracted,
         }
         self.reset()
 
@@ -461,6 +467,20 @@ class RowFold:
             (rec.seq, rec.ts, ev.trace_id, ev.hop, ev.node, ev.teacher)
             + (list(ev.targets), list(ev.scores))
         )
+
+    def _retracted(self, rec: Record, ev: Retracted) -> None:
+        """A retraction: its row; for an injection the node's removal (one delta row
+        per edge it took, rule ``retract``) and a ``retracted`` step of its life. The
+        reversal of an outcome or a label follows as its own ``edges_updated``."""
+        self.rows["retractions"].append(
+            (rec.seq, rec.ts, rec.actor, ev.target_seq, ev.kind, ev.node_id, ev.reason)
+        )
+        node = self.graph().nodes.get(ev.node_id) if ev.kind == "injection" else None
+        if node is None or node.kind == graph.CHUNK:
+            self._evolve(rec)
+            return
+        self._diff(rec, set(), [ev.node_id], "retract", rec.seq)
+        self._life(rec, ev.node_id, "retracted", None, "", "", str(ev.target_seq))
 
     def _config(self, rec: Record, ev: ConfigChanged) -> None:
         self.rows["config"].append((rec.seq, rec.ts, ev.key, json.dumps(ev.value)))

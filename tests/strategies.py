@@ -60,6 +60,7 @@ from ocb_events.schema import (
     RecordLost,
     ReflectChange,
     ReflectRan,
+    Retracted,
     RouteModelTrained,
     SeedHit,
     SeqRange,
@@ -477,6 +478,16 @@ def content_forgotten() -> st.SearchStrategy[ContentForgotten]:
     )
 
 
+def retracted() -> st.SearchStrategy[Retracted]:
+    return st.builds(
+        Retracted,
+        target_seq=seqs,
+        kind=st.sampled_from(["outcome", "label", "injection"]),
+        node_id=texts,
+        reason=texts,
+    )
+
+
 EVENT_BUILDERS: dict[type[Event], Callable[[], st.SearchStrategy[Any]]] = {
     WorkspaceAttached: workspace_attached,
     FileIndexed: file_indexed,
@@ -505,6 +516,7 @@ EVENT_BUILDERS: dict[type[Event], Callable[[], st.SearchStrategy[Any]]] = {
     RecordLost: record_lost,
     LogRepaired: log_repaired,
     ContentForgotten: content_forgotten,
+    Retracted: retracted,
 }
 """Every event type of ``ocb_events.schema.EVENT_TYPES`` with its builder."""
 

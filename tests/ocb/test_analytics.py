@@ -91,7 +91,9 @@ def learned_brain(built: Path) -> Brain:
     for i in range(6):
         answer = b.query(QUESTIONS[i % 3], chat_id=f"c{i % 2}")
         b.learn(1.0 if i % 3 else -1.0, trace_id=answer.trace_id)
-    b.inject("CORRECTION", "Never roll back without paging the on-call", chat_id="c0")
+    b.inject(
+        "CORRECTION", "Never roll back without paging the on-call", chat_id="c0", all_fired=True
+    )
     maintain(b, "decay,prune", clock=TickClock(start_ns=b.log.last_ts + 10**14))
     return b
 

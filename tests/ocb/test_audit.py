@@ -80,7 +80,9 @@ def test_an_edge_audit_lists_every_change_with_its_cause(used: Brain, tmp_path: 
 
 def test_a_stop_weight_and_an_injection_are_audited(used: Brain, tmp_path: Path) -> None:
     with used as b:
-        report = b.inject("CORRECTION", "Never roll back without paging on-call", chat_id="c4")
+        report = b.inject(
+            "CORRECTION", "Never roll back without paging on-call", chat_id="c4", all_fired=True
+        )
         with AnalyticsStore(tmp_path / "a.duckdb") as store:
             store.catch_up(b.log)
             src, _ = chosen_edge(b)

@@ -47,11 +47,14 @@ def test_repeated_positive_outcomes_compile_a_reflex_route_and_shrink_the_contex
     assert last.context_chars < first.context_chars
 
 
-def test_a_correction_vetoes_what_fired_for_that_question(brain: Brain) -> None:
+def test_a_correction_with_all_vetoes_everything_that_fired_for_that_question(
+    brain: Brain,
+) -> None:
     before = brain.query(QUESTION, chat_id="c1")
     corrected = before.results[0].id
-    report = brain.inject("CORRECTION", "Never skip CI for hotfixes", chat_id="c1")
-    assert report.created and corrected in report.inhibits
+    report = brain.inject("CORRECTION", "Never skip CI for hotfixes", chat_id="c1", all_fired=True)
+    assert report.created and report.selection == "all"
+    assert report.inhibits == sorted(before.fired) and [c.id for c in report.vetoed] == before.fired
     after = brain.query(QUESTION)
     assert corrected not in after.fired
     assert corrected not in [h.id for h in after.results]

@@ -324,7 +324,9 @@ def detach(brain: Brain, node: str) -> None:
 
 def test_connect_links_nodes_without_edges_to_their_most_similar_chunks(brain: Brain) -> None:
     teach = brain.inject("TEACHING", "Rollbacks are announced in #lumen-deploys").node_id
-    fix = brain.inject("CORRECTION", "Never roll back without paging", targets=[]).node_id
+    fix = brain.inject(
+        "CORRECTION", "Never roll back without paging", targets=["runbooks/rollback.md::0"]
+    ).node_id
     detach(brain, teach)
     detach(brain, fix)
     seq = brain.log.last_seq

@@ -3,6 +3,7 @@ settings, the real brain left untouched, settings moving weights the expected wa
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 
 from ocb.api import Brain
 from ocb.maintenance import maintain
+from ocb.teaching import teach
 from ocb.upkeep import NS_PER_DAY
 from ocb.whatif import diff, scratch_replay, what_if
 from ocb_events.clock import TickClock
@@ -97,6 +99,9 @@ ops = st.one_of(
         ),
     ),
     st.tuples(st.just("maintain"), st.sampled_from(["decay", "scale", "decay,scale,prune"])),
+    st.tuples(st.just("label"), st.sampled_from([-0.5, 0.8])),
+    st.tuples(st.just("correct")),
+    st.tuples(st.just("retract"), st.sampled_from(["outcome", "chat", "label", "injection"])),
 )
 
 
@@ -107,12 +112,46 @@ def write_workspace(root: Path, files: list[list[tuple[str, str]]]) -> None:
         (root / f"note{i}.md").write_text(f"# Note {i}\n\n{text}")
 
 
+def label(b: Brain, trace_id: str, score: float) -> int:
+    """Label the first decision of a trace (its first candidate); the label's seq or 0."""
+    steps = b.trace(trace_id).steps
+    if not steps or not steps[0].candidates:
+        return 0
+    first = steps[0]
+    line = {"trace_id": trace_id, "node": first.node, "hop": first.hop}
+    line["scores"] = {first.candidates[0].target: score}  # type: ignore[assignment]
+    return teach(b, [json.dumps(line)], apply=True, relevance=True).first_seq
+
+
+def take_back(b: Brain, what: str, last: dict[str, Any]) -> None:
+    """Retract the newest outcome (by seq or by chat), label or injection, if any."""
+    keys = {"outcome": "outcomes", "label": "labels", "injection": "injections"}
+    held = last.get(keys.get(what, ""), [])
+    try:
+        if what == "chat" and last.get("chats"):
+            b.retract(chat_id=sorted(last["chats"])[0], reason="wrong chat")
+        elif what == "injection" and held:
+            b.retract(node_id=held.pop())
+        elif held:
+            b.retract(seq=held.pop())
+    except InputError:  # taken back already (by chat), or its trace gave no outcome
+        pass
+
+
 def run_op(b: Brain, op: tuple[Any, ...], clock: TickClock, last: dict[str, Any]) -> None:
     kind = op[0]
-    if kind in ("trace", "chat", "fired") and "answer" not in last:
+    if kind in ("trace", "chat", "fired", "label", "correct") and "answer" not in last:
         run_op(b, ("query", " ".join(VOCAB[:4]), "c1"), clock, last)
     answer = last.get("answer")
-    if kind == "query":
+    if kind == "retract":
+        take_back(b, op[1], last)
+    elif kind == "label":
+        seq = label(b, answer.trace_id, op[1])
+        last["labels"] = last.get("labels", []) + ([seq] if seq else [])
+    elif kind == "correct" and answer.fired:
+        fix = b.inject("CORRECTION", f"fix {b.log.last_seq}", targets=[answer.fired[-1]])
+        last["injections"] = last.get("injections", []) + [fix.node_id]
+    elif kind == "query":
         last["answer"] = b.query(op[1], chat_id=op[2])
         last["chats"] = last.get("chats", set()) | ({op[2]} if op[2] else set())
     elif kind == "config":
@@ -121,15 +160,24 @@ def run_op(b: Brain, op: tuple[Any, ...], clock: TickClock, last: dict[str, Any]
         clock.advance(3 * NS_PER_DAY)
         maintain(b, op[1], clock=clock, budget=0.7, prune_below=0.05)
     elif answer is not None:
-        _, reward, rule, source, eta = op
-        extra = {} if eta is None else {"eta": eta}
-        if kind == "trace":
-            b.learn(reward, trace_id=answer.trace_id, rule=rule, source=source, again=True, **extra)
-        elif kind == "chat" and last.get("chats"):
-            chat = sorted(last["chats"])[0]
-            b.learn(reward, chat_id=chat, rule=rule, source=source, again=True)
-        elif kind == "fired" and len(answer.fired) > 1:
-            b.learn(reward, fired_ids=answer.fired[:3], rule=rule, source=source)
+        learn_op(b, op, answer, last)
+
+
+def learn_op(b: Brain, op: tuple[Any, ...], answer: Any, last: dict[str, Any]) -> None:
+    kind, reward, rule, source, eta = op
+    extra = {} if eta is None else {"eta": eta}
+    report = None
+    if kind == "trace":
+        report = b.learn(
+            reward, trace_id=answer.trace_id, rule=rule, source=source, again=True, **extra
+        )
+    elif kind == "chat" and last.get("chats"):
+        chat = sorted(last["chats"])[0]
+        report = b.learn(reward, chat_id=chat, rule=rule, source=source, again=True)
+    elif kind == "fired" and len(answer.fired) > 1:
+        report = b.learn(reward, fired_ids=answer.fired[:3], rule=rule, source=source)
+    if report is not None:
+        last["outcomes"] = last.get("outcomes", []) + [report.outcome_seq]
 
 
 @given(workspaces, st.lists(ops, min_size=2, max_size=20), st.data())
@@ -155,7 +203,9 @@ def test_what_if_with_the_recorded_settings_reproduces_the_brain_exactly(
                         )
                     s = r.stats
                     event(f"re-decided: {min(s.outcomes, 3)}; upkeep: {min(s.maintenance, 1)}")
-                    assert s.copied + s.outcomes + s.maintenance + s.replaced == end
+                    event(f"retractions re-decided: {min(s.retractions, 2)}")
+                    done = s.copied + s.outcomes + s.maintenance + s.replaced + s.retractions
+                    assert done == end
 
 
 def test_replay_copies_before_the_point_and_re_decides_after_it(brain: Brain) -> None:
@@ -296,6 +346,29 @@ def test_decay_is_re_decided_on_the_what_if_weights(brain: Brain) -> None:
     assert all(got[k] == pytest.approx(w * factor, abs=1e-12) for k, w in at_start.items())
     with scratch_replay(brain, start) as r:  # and with the recorded settings, exactly
         assert snapshot_bytes("graph", r.brain.graph) == snapshot_bytes("graph", brain.graph)
+
+
+def test_a_retracted_outcome_or_label_leaves_no_trace_in_any_what_if(brain: Brain) -> None:
+    answer = brain.query(QUESTIONS[0])
+    taken = [brain.learn(1.0, trace_id=answer.trace_id).outcome_seq]
+    taken.append(label(brain, answer.trace_id, 0.8))
+    for seq in taken:
+        brain.retract(seq=seq)
+    kept = brain.learn(-1.0, trace_id=brain.query(QUESTIONS[1]).trace_id).outcome_seq
+
+    def touched(seq: int) -> set[tuple[str, str]]:
+        update = next(iter(brain.log.read(seq + 1, seq + 1))).event
+        assert isinstance(update, EdgesUpdated) and update.cause_seq == seq
+        return {(d.source, d.target) for d in update.deltas}
+
+    only_taken = (touched(taken[0]) | touched(taken[1])) - touched(kept)
+    assert only_taken
+    for overrides in ({"eta": 0.5}, {"rule": "heuristic", "eta": 0.3}):
+        with scratch_replay(brain, 0, overrides) as r:
+            assert (r.stats.retractions, r.stats.outcomes) == (2, 2)
+            real, alt = weights(brain.graph), weights(r.brain.graph)
+            assert all(alt.get(p, 0.0) == pytest.approx(real.get(p, 0.0)) for p in only_taken)
+            assert real != alt  # the outcome that stays moved with the settings
 
 
 def test_an_update_the_record_lacks_shifts_later_seqs_and_their_causes_follow(

@@ -43,6 +43,7 @@ from ocb_events.schema import (
     Record,
     ReflectChange,
     ReflectRan,
+    Retracted,
     RouteModelTrained,
     WorkspaceAttached,
 )
@@ -301,6 +302,13 @@ events: st.SearchStrategy[Event] = st.one_of(
         trace_id=st.sampled_from(["", "t1", "t2"]),
     ),
     memory_events,
+    st.builds(
+        Retracted,
+        target_seq=st.integers(1, 50),
+        kind=st.sampled_from(["outcome", "label", "injection"]),
+        node_id=st.sampled_from(["", "correction::1", "teaching::1", "a.md::0"]),
+        reason=texts,
+    ),
 )
 
 
