@@ -635,10 +635,12 @@ class Brain(MemoryCommands):
         return LearnReport(seq + 1, trace_id, learn.rule, source, float(outcome), deltas)
 
     def _check_not_scored(self, trace_id: str, source: str, again: bool) -> None:
-        prev = self.state("traces").scored.get(trace_id, {}).get(source)
-        if prev is not None and not again:
+        """A trace is scored once per source (a retracted outcome does not count)."""
+        seqs = self.state("traces").scored.get(trace_id, {}).get(source, [])
+        live = [s for s in seqs if s not in self.graph.retracted]
+        if live and not again:
             raise InputError(
-                f"trace {trace_id} was already scored by {source} (outcome at seq {prev})",
+                f"trace {trace_id} was already scored by {source} (outcome at seq {live[-1]})",
                 "pass --again to score it once more, or give every attempt a --request-id "
                 "so that a retry is recorded once",
             )

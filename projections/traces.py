@@ -26,8 +26,8 @@ class State(msgspec.Struct, kw_only=True):
     by_id: dict[str, TraceRef] = msgspec.field(default_factory=dict)
     last_by_chat: dict[str, str] = msgspec.field(default_factory=dict)
     outcomes: dict[str, int] = msgspec.field(default_factory=dict)
-    scored: dict[str, dict[str, int]] = msgspec.field(default_factory=dict)
-    """By trace id and reward source, the seq of the last outcome."""
+    scored: dict[str, dict[str, list[int]]] = msgspec.field(default_factory=dict)
+    """By trace id and reward source, the seqs of its outcomes."""
     requests: dict[str, int] = msgspec.field(default_factory=dict)
     """The seq of the outcome recorded under each request id."""
 
@@ -47,7 +47,7 @@ def evolve(state: State, rec: Record | FoldRecord) -> State:
         case OutcomeRecorded(trace_id=tid, source=source, request_id=rid):
             if tid:
                 state.outcomes[tid] = state.outcomes.get(tid, 0) + 1
-                state.scored.setdefault(tid, {})[source] = rec.seq
+                state.scored.setdefault(tid, {}).setdefault(source, []).append(rec.seq)
             if rid:
                 state.requests[rid] = rec.seq
         case _:

@@ -170,7 +170,8 @@ def test_retracting_everything_newest_first_returns_every_value(
         seqs = []
         for kind, reward, rule in plan:
             if kind == "learn":
-                seqs.append(b.learn(reward, trace_id=answer.trace_id, rule=rule).outcome_seq)
+                got = b.learn(reward, trace_id=answer.trace_id, rule=rule, again=True)
+                seqs.append(got.outcome_seq)
             elif b.trace(answer.trace_id).steps:
                 seqs.append(label_first_step(b, answer.trace_id, reward))
         for seq in reversed(seqs):
