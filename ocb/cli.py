@@ -534,25 +534,45 @@ def replay(
 
 @app.command("verify")
 @handled
-def verify_command(brain: BrainOpt, as_json: JsonOpt = False) -> None:
-    """Check the log's framing, checksums and seqs, and every snapshot against a rebuild.
+def verify_command(
+    brain: BrainOpt,
+    repair: Annotated[
+        bool,
+        typer.Option(
+            "--repair",
+            help="First keep every intact record and turn damaged or lost ones into "
+            "tombstones that keep their seq (recorded as a log_repaired event).",
+        ),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check the log's framing, checksums, seqs and hash chain, and every snapshot
+    against a rebuild; with --repair, repair a damaged log first.
 
     \b
     Example:
       ocb verify --brain /tmp/brain
+      ocb verify --brain /tmp/brain --repair
     """
     from ocb.api import Brain
-    from ocb.history import findings_json, findings_text
+    from ocb.history import findings_json, findings_text, repair_json, repair_text
     from ocb.progress import ProgressBar
     from replay.verify import verify_segments, verify_snapshots
 
+    fixed = None
+    if repair:
+        from ocb.integrity import repair_brain
+
+        fixed = repair_brain(brain, warn=_warn)
+        if not as_json:
+            typer.echo(repair_text(fixed))
     found = [verify_segments(brain / "log")]
     if found[0].ok:
         bar = ProgressBar()
         with Brain(brain, writer=False, warn=_warn) as b:
             found += verify_snapshots(b.log, b.snapshots, lambda n, t: bar("verify", n, t))
         bar.close()
-    _out(found, as_json, findings_text, findings_json)
+    _out(found, as_json, findings_text, lambda f: findings_json(f) | repair_json(fixed))
     if not all(f.ok for f in found):
         raise typer.Exit(1)
 

@@ -77,3 +77,33 @@ def findings_json(found: list[Any]) -> dict[str, Any]:
 
 def findings_text(found: list[Any]) -> str:
     return "\n".join(f"{'PASS' if f.ok else 'FAIL'}  {f.what}: {f.detail}" for f in found)
+
+
+def repair_json(r: Any) -> dict[str, Any]:
+    """``{"repair": {...}}`` after ``--repair`` (empty otherwise)."""
+    if r is None:
+        return {}
+    return {
+        "repair": {
+            "lost": [{"first": a, "last": b} for a, b in r.lost],
+            "torn_bytes": r.torn_bytes,
+            "rebased_from": r.rebased_from,
+            "segments": r.segments,
+            "snapshots_removed": r.snapshots_removed,
+            "recorded": r.recorded,
+        }
+    }
+
+
+def repair_text(r: Any) -> str:
+    if not r.changed:
+        return "nothing to repair"
+    lost = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in r.lost) or "none"
+    lines = [
+        f"repaired the log: seqs lost (now tombstones): {lost}; "
+        f"unfinished batch dropped: {r.torn_bytes} bytes",
+        f"  hash chain recomputed from seq {r.rebased_from}; rewrote {len(r.segments)} "
+        f"segment(s); removed {r.snapshots_removed} snapshot(s) and the caches",
+        f"  recorded as log_repaired at seq {r.recorded}",
+    ]
+    return "\n".join(lines)

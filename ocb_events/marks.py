@@ -13,10 +13,10 @@ records, and a segment whose bytes before the end offset no longer give the same
 was changed (damage in acknowledged records). A TAIL that fails its own crc is
 ignored. The ``OCBSEG02`` format's 36-byte TAIL is ignored too (such logs are scanned).
 
-``SEALS`` lists every full segment with its seq range, chain, last ts and the
-(size, mtime, inode) it had when it was last verified end to end. A segment whose
-stat still matches is trusted on open; any other is verified again, so damage done
-to a sealed segment by anything but this log stops every command.
+``SEALS`` (with a crc32 of its own) lists every full segment with its seq range, chain,
+last ts and the (size, mtime, inode) it had when it was last verified end to end. A
+segment whose stat still matches is trusted on open; any other is verified again, so
+damage done to a sealed segment by anything but this log stops every command.
 """
 
 from __future__ import annotations
@@ -114,20 +114,25 @@ _SEALS_DECODER = msgspec.msgpack.Decoder(list[Seal])
 
 
 def read_seals(directory: Path) -> dict[int, Seal]:
-    """Seals by first seq (empty when the file is missing or unreadable)."""
+    """Seals by first seq (empty when the file is missing, damaged or unreadable: every
+    full segment is then verified again)."""
     try:
         raw = (directory / "SEALS").read_bytes()
     except OSError:
         return {}
+    body, crc = raw[:-4], raw[-4:]
+    if len(raw) < 4 or struct.pack("<I", zlib.crc32(body)) != crc:
+        return {}
     try:
-        return {s.first_seq: s for s in _SEALS_DECODER.decode(raw)}
+        return {s.first_seq: s for s in _SEALS_DECODER.decode(body)}
     except (msgspec.DecodeError, msgspec.ValidationError):
         return {}
 
 
 def write_seals(directory: Path, seals: dict[int, Seal]) -> None:
     """Replace the SEALS file (temp file, fsync, rename)."""
-    data = _SEALS_ENCODER.encode([seals[k] for k in sorted(seals)])
+    body = _SEALS_ENCODER.encode([seals[k] for k in sorted(seals)])
+    data = body + struct.pack("<I", zlib.crc32(body))
     path = directory / "SEALS"
     tmp = directory / "SEALS.tmp"
     try:

@@ -60,6 +60,9 @@ def verify_snapshots(
             at = info.seq
             if progress is not None:
                 progress(at, log.last_seq)
+        if store.chain(info) != log.chain_of(info.seq):
+            findings.append(_found(info, False, "belongs to another history; ignored when loading"))
+            continue
         findings.append(_check(store, info, states[info.name]))
     return findings
 
