@@ -220,8 +220,8 @@ class Brain(MemoryCommands):
     def __enter__(self) -> Brain:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        self.close(snapshot=exc_type is None)
 
     # ------------------------------------------------------------------ state
 
@@ -840,9 +840,11 @@ class Brain(MemoryCommands):
                 written.append((name, state.seq))
         return written
 
-    def close(self) -> None:
-        """Write due snapshots, commit and release the log."""
+    def close(self, *, snapshot: bool = True) -> None:
+        """Write due snapshots (unless ``snapshot`` is False: a failed command leaves
+        them for the next one), commit and release the log."""
         try:
-            self.save_snapshots()
+            if snapshot:
+                self.save_snapshots()
         finally:
             self.log.close()

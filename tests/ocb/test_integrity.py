@@ -130,7 +130,7 @@ def test_a_lost_end_of_the_log_is_refused_never_started_over(
     for args in commands(ws, path)[:3]:
         code, _, err = ocb(*args)
         assert code == 1
-        one_error(err, rf"error: the log ends at seq 0 but held records up to seq \d+")
+        one_error(err, r"error: the log ends at seq 0 but held records up to seq \d+")
     code, out, _ = ocb("doctor", "--brain", path)
     assert code == 1 and "FAIL  log integrity" in out
     code, _, _ = ocb("verify", "--brain", path)

@@ -1,0 +1,135 @@
+"""A full disk, for real: the brain is copied onto a small tmpfs mounted in a private
+mount namespace (``unshare``), the tmpfs is filled, and real ``ocb`` processes run on it.
+
+Once a command's records are acknowledged, a later failure (a snapshot that does not
+fit) is a warning, never a failed command; no temporary file is left; a retry with the
+same request id records nothing new; and a command that cannot append fails with one
+line and records nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from ocb.api import Brain
+from ocb_events.clock import TickClock
+
+REPO = Path(__file__).resolve().parents[2]
+QUESTION = "how do I roll back a bad deploy"
+
+DRIVER = textwrap.dedent(
+    """
+    import json, os, shutil, subprocess, sys
+    from pathlib import Path
+
+    mnt, src = Path(sys.argv[1]), Path(sys.argv[2])
+    brain = mnt / "brain"
+    shutil.copytree(src, brain)
+    filler = mnt / "filler"
+
+    def fill(leave):
+        st = os.statvfs(mnt)
+        free = st.f_bavail * st.f_frsize
+        with open(filler, "ab") as fh:
+            fh.write(b"\\0" * max(0, free - leave))
+
+    def ocb(*args):
+        cmd = [sys.executable, "-c", "from ocb.cli import main; main()", *args]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        return {"code": p.returncode, "out": p.stdout, "err": p.stderr}
+
+    def records():
+        p = ocb("events", "--brain", str(brain))
+        return len(p["out"].splitlines())
+
+    out = {"before": records()}
+    fill(leave=16 * 1024)
+    out["learn"] = ocb("learn", "--brain", str(brain), "--chat-id", "c1", "--outcome", "1",
+                       "--request-id", "r1")
+    out["after_learn"] = records()
+    out["retry"] = ocb("learn", "--brain", str(brain), "--chat-id", "c1", "--outcome", "1",
+                       "--request-id", "r1", "--json")
+    out["blind_retry"] = ocb("learn", "--brain", str(brain), "--chat-id", "c1", "--outcome", "1")
+    out["after_retries"] = records()
+    out["tmp"] = sorted(p.name for p in brain.rglob("*.tmp"))
+    fill(leave=0)
+    out["full"] = ocb("learn", "--brain", str(brain), "--chat-id", "c1", "--outcome", "1",
+                      "--again")
+    out["after_full"] = records()
+    out["tmp_full"] = sorted(p.name for p in brain.rglob("*.tmp"))
+    filler.unlink()
+    out["snapshot"] = ocb("snapshot", "--brain", str(brain))
+    out["verify"] = ocb("verify", "--brain", str(brain))
+    print(json.dumps(out))
+    """
+)
+
+
+def _env() -> dict[str, str]:
+    path = os.environ.get("PYTHONPATH", "")
+    return {**os.environ, "PYTHONPATH": str(REPO) + (os.pathsep + path if path else "")}
+
+
+@pytest.fixture
+def small_brain(tmp_path: Path, workspace: Path) -> Path:
+    path = tmp_path / "brain"
+    with Brain.create(path, clock=TickClock()) as b:
+        b.sync(workspace)
+        b.set_config("storage.snapshot_tail", 1)  # every command snapshots after recording
+        b.query(QUESTION, chat_id="c1")
+    shutil.rmtree(path / "cache")
+    return path
+
+
+def test_a_full_disk_after_the_append_is_a_warning_and_a_retry_records_once(
+    small_brain: Path, tmp_path: Path
+) -> None:
+    size = sum(p.stat().st_size for p in small_brain.rglob("*") if p.is_file())
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    script = tmp_path / "driver.py"
+    script.write_text(DRIVER)
+    tmpfs = f"mount -t tmpfs -o size={size + 2 * 1024 * 1024} tmpfs {mnt}"
+    run = f'{tmpfs} && exec "{sys.executable}" "{script}" "{mnt}" "{small_brain}"'
+    proc = subprocess.run(
+        ["unshare", "--mount", "--map-root-user", "sh", "-c", run],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    for step in ("learn", "retry", "blind_retry", "full", "snapshot", "verify"):
+        assert "Traceback" not in got[step]["err"], got[step]["err"]
+
+    learn = got["learn"]
+    assert learn["code"] == 0, learn
+    assert "recorded at seq" in learn["out"]
+    warnings = learn["err"].splitlines()
+    assert warnings and all(w.startswith("warning: could not write a snapshot") for w in warnings)
+    assert "No space left on device" in warnings[0]
+    assert got["after_learn"] == got["before"] + 2, "the outcome and its update, once"
+
+    retry = json.loads(got["retry"]["out"])
+    assert (got["retry"]["code"], retry["recorded"]) == (0, False)
+    blind = got["blind_retry"]
+    assert blind["code"] == 1 and "already scored by human" in blind["err"]
+    assert got["after_retries"] == got["after_learn"], "retries recorded nothing"
+    assert got["tmp"] == [] and got["tmp_full"] == [], "no temporary file is left behind"
+
+    full = got["full"]
+    assert full["code"] == 1
+    lines = full["err"].splitlines()
+    assert len(lines) == 2 and lines[0].startswith("error: could not append")
+    assert "nothing was recorded" in lines[1]
+    assert got["after_full"] == got["after_retries"]
+
+    assert got["snapshot"]["code"] == 0 and got["verify"]["code"] == 0, got["verify"]
