@@ -13,7 +13,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,8 @@ from ocb.commands import (
     unknown,
 )
 from ocb.embed import Embedder, HashEmbedder, Matrix, builtin_embedder
+from ocb.forget import ForgetReport
+from ocb.forget import forget as forget_content
 from ocb.indexing import changed_on_disk, plan_sync, unpack_matrix
 from ocb.memory_api import MemoryCommands
 from ocb.redaction import redact_input, scanner_of, warn_file
@@ -57,9 +59,11 @@ from ocb_events.schema import (
     EdgesUpdated,
     Event,
     FactsRecorded,
+    NodesEmbedded,
     OutcomeRecorded,
     QueryTraced,
     Record,
+    RouteModelTrained,
     Step,
     tag_of,
 )
@@ -839,6 +843,37 @@ class Brain(MemoryCommands):
                     break
                 written.append((name, state.seq))
         return written
+
+    def forget(self, **kw: Any) -> ForgetReport:
+        """Erase content from the whole history (see ``ocb.forget.forget``).
+
+        Raises:
+            InputError: nothing or several things named, or content no record holds.
+        """
+        return forget_content(self, **kw)
+
+    def forget_derived(self, renamed: Mapping[str, str]) -> None:
+        """Drop what was derived from the history before a redaction: the states and
+        indexes held in memory, every snapshot and cache file, and the vector blobs
+        ``renamed`` replaced that no record names any longer."""
+        self._states.clear()
+        self._resnapshot.clear()
+        self._index, self._index_key, self._scorer = None, "", None
+        self._fact_index = None
+        for p in self.snapshots.directory.glob("*.snap"):
+            p.unlink(missing_ok=True)
+        cache = self.path / "cache"
+        for p in sorted(cache.iterdir()) if cache.is_dir() else []:
+            if p.is_file() and not p.name.endswith(".lock"):
+                p.unlink(missing_ok=True)
+        if renamed:
+            named = {
+                rec.event.blob
+                for rec in self.log.read(light=True)
+                if isinstance(rec.event, (NodesEmbedded, RouteModelTrained))
+            }
+            for old in sorted(set(renamed) - named):
+                self.blobs.path(old).unlink(missing_ok=True)
 
     def close(self, *, snapshot: bool = True) -> None:
         """Write due snapshots (unless ``snapshot`` is False: a failed command leaves

@@ -108,7 +108,7 @@ def text_of(g: graph_projection.State, node_id: str) -> str | None:
     return "\n".join(p for p in parts if p)
 
 
-def _rebuilt(ev: NodesEmbedded, g: graph_projection.State, emb: Embedder) -> bytes | str:
+def embed_again(ev: NodesEmbedded, g: graph_projection.State, emb: Embedder) -> bytes | str:
     """The blob of ``ev`` made again, or why it cannot be."""
     texts = [text_of(g, nid) for nid in ev.node_ids]
     unknown = [nid for nid, t in zip(ev.node_ids, texts, strict=True) if t is None]
@@ -161,7 +161,7 @@ def _regenerate_one(
     if emb is None:
         why = f"embedder {ev.embedder_id} is not at hand; open the brain with it"
         return msgspec.structs.replace(lost, status="unreproducible", detail=why)
-    got = _rebuilt(ev, g, emb)
+    got = embed_again(ev, g, emb)
     if isinstance(got, str):
         return msgspec.structs.replace(lost, status="unreproducible", detail=got)
     digest = hashlib.sha256(got).hexdigest()

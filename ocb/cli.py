@@ -577,6 +577,45 @@ def verify_command(
         raise typer.Exit(1)
 
 
+@app.command()
+@handled
+def forget(
+    brain: BrainOpt,
+    seq: Annotated[int | None, typer.Option(help="Forget the content of this record.")] = None,
+    file: Annotated[
+        str | None, typer.Option(help="Forget every version of this workspace file.")
+    ] = None,
+    fact: Annotated[str | None, typer.Option(help="Forget this fact in every version.")] = None,
+    text: Annotated[
+        str | None, typer.Option(help="Forget this exact text wherever it was recorded.")
+    ] = None,
+    reason: Annotated[str, typer.Option(help="Why (recorded; never the content).")] = "",
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Name the records only; change nothing.")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Erase content from the whole history for good: the records keep their seq and
+    the hash chain still verifies, their text becomes [forgotten], vectors are embedded
+    again, snapshots and caches are rebuilt, and a content_forgotten event says what
+    was erased (never the content). The workspace's files are not touched.
+
+    \b
+    Example:
+      ocb forget --brain /tmp/brain --text "ghp_16C7e42F292c6912E7710c838347Ae178B4a" \\
+        --reason "token pasted by mistake"
+      ocb forget --brain /tmp/brain --file notes/old-secrets.md --dry-run
+    """
+    from ocb.api import Brain
+    from ocb.render import forget_json, forget_text
+
+    with Brain(brain, warn=_warn) as b:
+        report = b.forget(seq=seq, path=file, fact=fact, text=text, reason=reason, dry_run=dry_run)
+    for rel in report.still_in_workspace:
+        _warn(f"{rel} still holds it on disk: edit the file, or it is recorded again")
+    _out(report, as_json, forget_text, forget_json)
+
+
 # commands defined in their own modules register on ``app`` when imported
 from ocb import cli_history, cli_kg, cli_memory, cli_reflect, cli_retract, cli_whatif  # noqa: E402, F401
 

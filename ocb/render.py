@@ -267,3 +267,19 @@ def health_text(got: tuple[Health, list[Record]]) -> str:
         done = "applied" if recs else "proposed"
         lines.append(f"{done}: {p.key} {p.current:g} -> {p.proposed:g} ({p.reason})")
     return "\n".join(lines)
+
+
+def forget_json(r: Any) -> dict[str, Any]:
+    return msgspec.structs.asdict(r)
+
+
+def forget_text(r: Any) -> str:
+    seqs = ", ".join(str(s) for s in r.seqs[:12]) + (" ..." if len(r.seqs) > 12 else "")
+    head = "would forget" if r.dry_run else "forgot"
+    line = f"{head} {r.what} in {len(r.seqs)} record(s) (seq {seqs}): {r.fields} field(s)"
+    if r.dry_run:
+        return line
+    return (
+        f"{line}, {r.blobs} vector blob(s) embedded again; snapshots and caches rebuilt; "
+        f"recorded as content_forgotten at seq {r.recorded}"
+    )
