@@ -602,8 +602,7 @@ def forget(
 
     \b
     Example:
-      ocb forget --brain /tmp/brain --text "ghp_16C7e42F292c6912E7710c838347Ae178B4a" \\
-        --reason "token pasted by mistake"
+      ocb forget --brain /tmp/brain --text "staging password hunter2" --reason "pasted"
       ocb forget --brain /tmp/brain --file notes/old-secrets.md --dry-run
     """
     from ocb.api import Brain
