@@ -18,9 +18,10 @@ import typer
 from ocb.cli import BrainOpt, JsonOpt, _out, _warn, app, handled
 
 if TYPE_CHECKING:
-    from replay.analytics import AnalyticsStore, QueryResult
+    from replay.analytics import AnalyticsStore
     from replay.audit import Cause, EdgeAudit, NodeAudit
     from replay.report import HistoryReport
+    from replay.store_meta import QueryResult
 
 audit_app = typer.Typer(
     help="Why an edge or a node is the way it is: every change and its cause.",

@@ -41,8 +41,10 @@ from replay import confinement
 from replay.columns import column, grouped
 from replay.rows import HISTORY, TABLES, VARCHAR, RowFold
 from replay.store_lock import StoreLock
+from replay.store_meta import Meta, QueryResult, chain_at, same_history
+from replay.store_meta import first_ts as first_ts_of
 
-VERSION = 2
+VERSION = 3
 """The schema version; a store of another version is rebuilt."""
 
 CHUNK = 20_000
@@ -58,14 +60,6 @@ _MACROS = (
     "WHEN w >= 0.2 THEN 'habitual' WHEN w <= -0.01 THEN 'inhibitory' ELSE 'dormant' END",
 )
 _VIEW_EXTRA = {"edges": ", tier(weight) AS tier"}
-
-
-class QueryResult(msgspec.Struct, frozen=True):
-    """The rows of a query with their column names and DuckDB types."""
-
-    columns: list[str]
-    types: list[str]
-    rows: list[tuple[Any, ...]]
 
 
 def _first_line(exc: BaseException) -> str:
@@ -208,7 +202,7 @@ def _schema_sql() -> list[str]:
     out = ["CREATE SCHEMA store"]
     out.append(
         "CREATE TABLE store.meta(version INTEGER, last_seq BIGINT, graph_seq BIGINT, "
-        "first_ts BIGINT)"
+        "first_ts BIGINT, chain VARCHAR)"
     )
     out.append("CREATE TABLE store.graph(seq BIGINT, body BLOB)")
     out += list(_MACROS)
@@ -218,17 +212,6 @@ def _schema_sql() -> list[str]:
             f"CREATE VIEW main.{name} AS SELECT *{_VIEW_EXTRA.get(name, '')} FROM store.{name}"
         )
     return out
-
-
-class _Meta(msgspec.Struct, frozen=True):
-    version: int
-    last_seq: int
-    graph_seq: int
-    first_ts: int
-
-
-def _first_ts(log: EventLog) -> int:
-    return next((r.ts for r in log.read(1, 1, light=True)), 0)
 
 
 class _Damaged(Exception):
@@ -340,7 +323,7 @@ class AnalyticsStore:
         for p in (self.path, self.path.with_name(self.path.name + ".wal")):
             p.unlink(missing_ok=True)
 
-    def _peek(self) -> _Meta | None:
+    def _peek(self) -> Meta | None:
         """The meta row through a read-only connection, or None (missing or unreadable)."""
         if not self.path.exists():
             return None
@@ -372,16 +355,16 @@ class AnalyticsStore:
                 cannot be written (nothing is half-written: each commit holds a whole
                 chunk).
         """
-        first_ts = _first_ts(log)
+        first_ts = first_ts_of(log)
         end = log.last_seq if to_seq is None else max(0, min(to_seq, log.last_seq))
         self._hold("shared")
-        if self._holds(self._peek(), first_ts, end):
+        if self._holds(self._peek(), first_ts, end, log):
             return 0
         try:
             self._hold("exclusive")  # then the store's seq is read again, by the writer
             folded = self._fold_safely(log, end, first_ts, progress, chunk)
             self._hold("shared")  # the read-write connection is closed first
-            if not self._holds(self._peek(), first_ts, end):
+            if not self._holds(self._peek(), first_ts, end, log):
                 raise AnalyticsError(
                     f"the analytics store {self.path} cannot be read after catching up",
                     self._delete_hint(),
@@ -391,7 +374,7 @@ class AnalyticsStore:
             raise
         return folded
 
-    def _holds(self, meta: _Meta | None, first_ts: int, end: int) -> bool:
+    def _holds(self, meta: Meta | None, first_ts: int, end: int, log: EventLog) -> bool:
         """Whether the store holds this log's records up to ``end`` (and take its seq).
 
         NOTE: a store ahead of this process's view of the same log is trusted: a process
@@ -399,7 +382,7 @@ class AnalyticsStore:
         """
         if meta is None or (meta.version, meta.first_ts) != (VERSION, first_ts):
             return False
-        if meta.last_seq < end:
+        if meta.last_seq < end or not same_history(meta, log):
             return False
         self.last_seq = meta.last_seq
         return True
@@ -420,7 +403,7 @@ class AnalyticsStore:
             except (duckdb.Error, _Damaged) as again:
                 raise AnalyticsError(_first_line(again), self._delete_hint()) from again
 
-    def _open_for_writing(self, first_ts: int) -> _Meta:
+    def _open_for_writing(self, first_ts: int, log: EventLog) -> Meta:
         con = self._connect(read_only=False)
         meta = _read_meta(con)
         reason = ""
@@ -430,23 +413,27 @@ class AnalyticsStore:
             reason = f"has schema version {meta.version}, not {VERSION}"
         elif meta is not None and meta.first_ts != first_ts:
             reason = "was built from another log"  # (one ahead of this log: see _holds)
+        elif meta is not None and not same_history(meta, log):
+            reason = "was built from another history (the log was repaired or restored)"
         if reason:
             self.warn(f"analytics store {self.path} {reason}; rebuilt from the log")
             self._remove()
             con = self._connect(read_only=False)
         if meta is None or reason:
-            meta = _Meta(VERSION, 0, 0, first_ts)
+            meta = Meta(VERSION, 0, 0, first_ts, chain_at(log, 0))
             con.begin()
             for stmt in _schema_sql():
                 con.execute(stmt)
-            con.execute("INSERT INTO store.meta VALUES (?, 0, 0, ?)", [VERSION, first_ts])
+            con.execute(
+                "INSERT INTO store.meta VALUES (?, 0, 0, ?, ?)", [VERSION, first_ts, meta.chain]
+            )
             con.commit()
         return meta
 
     def _fold_into(
         self, log: EventLog, end: int, first_ts: int, progress: Progress | None, chunk: int
     ) -> int:
-        meta = self._open_for_writing(first_ts)
+        meta = self._open_for_writing(first_ts, log)
         con = self._connect(read_only=False)
         self.last_seq, self._graph_seq = meta.last_seq, meta.graph_seq
         if meta.last_seq >= end:  # another process caught it up while we waited
@@ -465,11 +452,11 @@ class AnalyticsStore:
             for rec in log.read(meta.last_seq + 1, end):
                 fold.add(rec)
                 if fold.count >= chunk:
-                    done += self._flush(con, fold, rec.seq)
+                    done += self._flush(con, fold, rec.seq, chain_at(log, rec.seq))
                     if progress is not None:
                         progress(done, total)
             if fold.count:
-                done += self._flush(con, fold, end)
+                done += self._flush(con, fold, end, chain_at(log, end))
         finally:
             if collecting:
                 gc.enable()
@@ -493,7 +480,7 @@ class AnalyticsStore:
         g.seq = self.last_seq  # no graph event lies between the snapshot and last_seq
         return g
 
-    def _flush(self, con: duckdb.DuckDBPyConnection, fold: RowFold, seq: int) -> int:
+    def _flush(self, con: duckdb.DuckDBPyConnection, fold: RowFold, seq: int, chain: str) -> int:
         """Commit the fold's rows, the present of what they touched, and the new seq."""
         n = fold.count
         con.begin()
@@ -512,7 +499,10 @@ class AnalyticsStore:
                 con.execute("DELETE FROM store.graph")
                 body = graph.snapshot(fold.g)
                 con.execute("INSERT INTO store.graph VALUES (?, ?)", [seq, body])
-            con.execute("UPDATE store.meta SET last_seq = ?, graph_seq = ?", [seq, graph_seq])
+            con.execute(
+                "UPDATE store.meta SET last_seq = ?, graph_seq = ?, chain = ?",
+                [seq, graph_seq, chain],
+            )
             con.commit()
         except BaseException:
             con.rollback()
@@ -543,16 +533,23 @@ class AnalyticsStore:
             raise AnalyticsError(_first_line(exc), _query_hint(exc)) from exc
 
 
-def _read_meta(con: duckdb.DuckDBPyConnection) -> _Meta | None:
+def _read_meta(con: duckdb.DuckDBPyConnection) -> Meta | None:
     found = con.execute(
         "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'store' AND table_name = 'meta'"
     ).fetchone()
     if not found or not found[0]:
         return None
-    rows = con.execute("SELECT version, last_seq, graph_seq, first_ts FROM store.meta").fetchall()
+    cols = {str(r[0]) for r in con.execute("DESCRIBE store.meta").fetchall()}
+    if "chain" not in cols:  # a store of an older version, rebuilt by the caller
+        row = con.execute("SELECT version FROM store.meta LIMIT 1").fetchone()
+        return Meta(int(row[0]) if row else 0, 0, 0, 0)
+    rows = con.execute(
+        "SELECT version, last_seq, graph_seq, first_ts, chain FROM store.meta"
+    ).fetchall()
     if len(rows) != 1:
         raise _Damaged(f"store.meta holds {len(rows)} rows")
-    return _Meta(*(int(v) for v in rows[0]))
+    v, last, graph_seq, first, chain = rows[0]
+    return Meta(int(v), int(last), int(graph_seq), int(first), str(chain or ""))
 
 
 def _has_tables(con: duckdb.DuckDBPyConnection) -> bool:

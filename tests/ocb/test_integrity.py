@@ -207,3 +207,23 @@ def test_readers_never_say_they_recovered_anything(brain: tuple[Path, Path]) -> 
     assert err.startswith("warning: recovered the log: dropped an unfinished batch")
     with SegmentLog(path / "log", writer=False) as log:
         assert log.chain_of(log.last_seq - 1) == chain, "the query is after the kept history"
+
+
+def test_an_analytics_store_of_an_abandoned_history_is_rebuilt(
+    brain: tuple[Path, Path], tmp_path: Path
+) -> None:
+    ws, path = brain
+    code, out, _ = ocb("sql", "--brain", path, "SELECT count(*) n FROM events", "--json")
+    assert code == 0
+    other = tmp_path / "other"
+    with Brain.create(other, clock=TickClock()) as b:  # same first record, other history
+        b.sync(ws)
+        for i in range(40):
+            b.query(f"who is on call this week {i}")
+    shutil.rmtree(path / "log")
+    shutil.copytree(other / "log", path / "log")
+    shutil.rmtree(path / "snapshots")
+    code, out, err = ocb("sql", "--brain", path, "SELECT count(*) n FROM traces", "--json")
+    assert code == 0, err
+    assert "built from another history" in err
+    assert json.loads(out) == [{"n": 40}], "only the traces of the history the log holds"
