@@ -46,7 +46,9 @@ def _log_check(path: Path) -> Check:
         return Check("log integrity", FAIL, exc.message)
     n = sum(r.records for r in reports)
     return Check(
-        "log integrity", PASS, f"{n} records in {len(reports)} segment(s), checksums and seqs ok"
+        "log integrity",
+        PASS,
+        f"{n} records in {len(reports)} segment(s): checksums, seqs, chain ok",
     )
 
 

@@ -16,7 +16,7 @@ from ocb.recall import FactIndex, RecallItem, RecallRequest, decide_recall
 from ocb.redaction import redact_input, warn_file
 from ocb.search import SearchIndex
 from ocb.settings import Memory, resolve
-from ocb_events.errors import InputError, WorkspaceError
+from ocb_events.errors import InputError, OcbError, WorkspaceError
 from projections.memory import Fact
 from projections.memory import State as MemoryState
 from workspace_sync import (
@@ -163,7 +163,14 @@ def retain(
     at = [msgspec.structs.replace(f, line=line, end_line=line) for f in found]
     warn_file(brain.warn, rel, at, "from the retained fact before writing and recording")
     write_workspace_file(Path(root), rel, text)
-    brain.sync(root, cause="retain")
+    try:
+        brain.sync(root, cause="retain")
+    except OcbError as exc:
+        raise WorkspaceError(
+            f"{rel} holds the fact, but it was not recorded: {exc.message}",
+            "free disk space, then run ocb init to record it (retaining it again would "
+            "write a second bullet)",
+        ) from exc
     mem = brain.state("memory")
     ff = mem.files.get(rel)
     for fid in ff.ids if ff else ():

@@ -36,7 +36,7 @@ import msgspec
 from ocb.bank import ENTITIES, OPINIONS, FileWrite, aliases, bank_texts, write_pages
 from ocb.dates import since_window
 from ocb.redaction import redact_input
-from ocb_events.errors import InputError, WorkspaceError
+from ocb_events.errors import InputError, OcbError, WorkspaceError
 from ocb_events.schema import ReflectChange, ReflectRan
 from projections.memory import Fact
 from projections.memory import State as MemoryState
@@ -577,7 +577,13 @@ def reflect(
         write_pages(root, plan.writes)
         event = _redacted(brain, plan.event)
         recorded = brain.record([event], "reflect", expected_seq=seq)[0].seq
-        brain.sync(root, cause="reflect")
+        try:
+            brain.sync(root, cause="reflect")
+        except OcbError as exc:  # the run is recorded: the pages' facts come next time
+            brain.warn(
+                f"the bank pages are written but their facts are not recorded yet "
+                f"({exc.message}); the next sync (ocb init) records them"
+            )
     written = [w.path for w in plan.writes]
     start = window.start_ns
     return ReflectReport(recorded, start, iso(start), [*plan.priority], [*plan.items], written)

@@ -154,7 +154,12 @@ class SearchIndex:
     # ------------------------------------------------------------------ cache file
 
     def save(self, path: Path) -> None:
-        """Write the index as one file of aligned raw arrays (atomically)."""
+        """Write the index as one file of aligned raw arrays (atomically; a failed
+        write leaves no temp file).
+
+        Raises:
+            OSError: the disk refused the write.
+        """
         arrays: dict[str, npt.NDArray[Any]] = {
             "ptr": self.ptr,
             "docs": self.docs,
@@ -174,12 +179,16 @@ class SearchIndex:
         base = math.ceil((len(_MAGIC) + 8 + len(head)) / _ALIGN) * _ALIGN
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
-        with open(tmp, "wb") as fh:
-            fh.write(_MAGIC + len(head).to_bytes(8, "little") + head)
-            for name, arr in arrays.items():
-                fh.seek(base + offsets[name][2])
-                fh.write(np.ascontiguousarray(arr).tobytes())
-        os.replace(tmp, path)
+        try:
+            with open(tmp, "wb") as fh:
+                fh.write(_MAGIC + len(head).to_bytes(8, "little") + head)
+                for name, arr in arrays.items():
+                    fh.seek(base + offsets[name][2])
+                    fh.write(np.ascontiguousarray(arr).tobytes())
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)  # a cache: nothing else to undo
+            raise
 
     @classmethod
     def load(cls, path: Path) -> SearchIndex | None:

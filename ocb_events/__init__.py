@@ -6,6 +6,7 @@ from ocb_events.codec import decode_record, encode_record, record_to_json, regis
 from ocb_events.errors import (
     AnalyticsError,
     BlobMissing,
+    BlobWriteFailed,
     BrainError,
     BrainExists,
     BrainLocked,
@@ -32,6 +33,7 @@ __all__ = [
     "AnyEvent",
     "BlobMissing",
     "BlobStore",
+    "BlobWriteFailed",
     "BrainError",
     "BrainExists",
     "BrainLocked",

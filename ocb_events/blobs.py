@@ -11,7 +11,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from ocb_events.errors import BlobMissing
+from ocb_events.errors import BlobMissing, BlobWriteFailed
 
 
 class BlobStore:
@@ -24,18 +24,26 @@ class BlobStore:
         return self.directory / digest[:2] / digest
 
     def put(self, data: bytes) -> str:
-        """Store ``data`` (once) and return its sha256 hex name."""
+        """Store ``data`` (once) and return its sha256 hex name.
+
+        Raises:
+            BlobWriteFailed: the disk refused the write (no temp file is left).
+        """
         digest = hashlib.sha256(data).hexdigest()
         path = self.path(digest)
         if path.exists():
             return digest
-        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(digest + ".tmp")
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise BlobWriteFailed(path, exc.strerror or str(exc)) from exc
         return digest
 
     def get(self, digest: str, *, verify: bool = False) -> bytes:

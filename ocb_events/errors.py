@@ -16,6 +16,7 @@ that describes the condition. The CLI prints ``error: <message>`` and
     │   ├── BrainNotFound        no brain at the path
     │   ├── BrainExists          init on a brain built from another workspace
     │   ├── BlobMissing          a vector blob named by the log is gone or damaged
+    │   ├── BlobWriteFailed      the disk refused a blob (nothing was recorded)
     │   └── EmbedderMismatch     the brain was built with another embedder
     ├── WorkspaceError           a missing, empty or non-directory workspace
     ├── AnalyticsError           a SQL error, or an analytics store that cannot be
@@ -167,6 +168,18 @@ class BlobMissing(BrainError):
             "run `ocb doctor --repair` to regenerate lost vectors from the log",
         )
         self.digest = digest
+
+
+class BlobWriteFailed(BrainError):
+    """The operating system refused to store a blob; the records naming it were not
+    appended."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(
+            f"could not store {path}: {reason}",
+            "free disk space or fix permissions, then retry; nothing was recorded",
+        )
+        self.path = path
 
 
 class EmbedderMismatch(BrainError):

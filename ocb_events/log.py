@@ -42,11 +42,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal, overload
 
-import msgspec
-
 from ocb_events.clock import Clock, system_clock
 from ocb_events.codec import decode_for_fold, decode_record, encode_record
-from ocb_events.errors import LogConflict, LogCorrupt, LogError, LogTruncated, LogWriteFailed
+from ocb_events.errors import LogConflict, LogCorrupt, LogError, LogWriteFailed
 from ocb_events.frames import (
     CURRENT,
     LENGTH_MASK,
@@ -61,6 +59,14 @@ from ocb_events.frames import (
     scan_offsets,
     segment_header,
 )
+from ocb_events.integrity import (
+    SegmentReport,
+    check_claims,
+    check_sealed,
+    check_tail,
+    drop_unwritten,
+    verify_log,
+)
 from ocb_events.marks import Seal, Tail, TailWriter, read_seals, read_tail, write_seals
 from ocb_events.rewrite import migrate_legacy, needs_migration, redact_records, sweep_temp
 from ocb_events.schema import Event, FoldRecord, Record
@@ -70,10 +76,18 @@ from ocb_events.segments import (
     acquire_lock,
     fsync_dir,
     list_segments,
-    locate_damage,
     segment_name,
-    verify_segment,
 )
+
+__all__ = [
+    "SEGMENT_BYTES",
+    "Durability",
+    "Recovery",
+    "SegmentLog",
+    "SegmentReport",
+    "frame_records",
+    "verify_log",
+]
 
 SEGMENT_BYTES = 16 * 1024 * 1024
 """A new segment starts past this size; it also bounds the crc check of every open."""
@@ -165,57 +179,22 @@ class SegmentLog:
                 tail, segs = read_tail(self.directory), list_segments(self.directory)
         self._seals = read_seals(self.directory)
         self._segments = segs
-        self._drop_unwritten(tail)
-        resealed = self._check_sealed()
+        drop_unwritten(self._segments, tail, writer=self.writer)
+        resealed = check_sealed(self._segments, self._seals)
         if self._segments:
-            self._recover_last(tail)
-        self._check_claims(tail)
+            try:
+                self._recover_last(tail)
+            except LogCorrupt:
+                fresh = read_tail(self.directory)
+                if fresh == tail or self.writer:
+                    raise
+                tail = fresh  # a writer rewrote the segment (forget) while we read
+                self._recover_last(tail)
+        check_claims(tail, self._seals.values(), self._last_seq)
         if self.writer:
             if resealed:
                 write_seals(self.directory, self._seals)
             self._write_tail()
-
-    def _drop_unwritten(self, tail: Tail | None) -> None:
-        """Drop a last segment without a complete header: created but never written,
-        unless the TAIL says records were committed to it."""
-        while self._segments:
-            seg = self._segments[-1]
-            buf, size = map_file(seg.path)
-            try:
-                if read_header(buf, size, seg.name, seg.first_seq) is not None:
-                    return
-            finally:
-                if isinstance(buf, mmap.mmap):
-                    buf.close()
-            if tail is not None and tail.first_seq == seg.first_seq:
-                if tail.last_seq >= seg.first_seq:
-                    raise LogTruncated(
-                        seg.first_seq - 1, tail.last_seq, f"TAIL; {seg.name} lost its header"
-                    )
-            if self.writer:
-                seg.path.unlink()
-            self._segments.pop()
-
-    def _check_sealed(self) -> bool:
-        """Verify every full segment that changed since it was sealed; True when a
-        seal was written or renewed."""
-        segs, changed = self._segments, False
-        if segs and segs[0].first_seq != 1:
-            raise LogCorrupt(segs[0].name, 0, 1, f"the log starts at seq {segs[0].first_seq}")
-        prev: Seal | None = None
-        for seg, nxt in zip(segs, segs[1:], strict=False):
-            seal = self._seals.get(seg.first_seq)
-            if seal is None or not seal.matches(seg.path.stat()):
-                seal, _ = verify_segment(seg, prev)
-                if seg.fmt is not None and seg.fmt.chained:
-                    self._seals[seg.first_seq] = seal
-                    changed = True
-            else:
-                seg.fmt = CURRENT
-            if seal.last_seq + 1 != nxt.first_seq:
-                raise LogCorrupt(seg.name, seal.size, seal.last_seq + 1, "record missing")
-            prev = seal
-        return changed
 
     def _recover_last(self, tail: Tail | None) -> None:
         """Find the end of the last segment, checking what the TAIL says of it."""
@@ -233,7 +212,7 @@ class SegmentLog:
             last_ts = prev.last_ts if prev is not None else self._prev_last_ts()
             prefix: int | None = None
             if tail is not None and tail.first_seq == seg.first_seq and fmt.chained:
-                self._check_tail(buf, size, seg, fmt, tail, chain, last_ts)
+                check_tail(buf, size, seg, fmt, tail, chain, last_ts)
                 with memoryview(buf)[: tail.offset] as head_bytes:
                     prefix = zlib.crc32(head_bytes)
                 start, expected, last_ts = tail.offset, tail.last_seq + 1, tail.last_ts
@@ -263,36 +242,6 @@ class SegmentLog:
             got.chain,
         )
 
-    def _check_tail(
-        self,
-        buf: bytes | mmap.mmap,
-        size: int,
-        seg: Segment,
-        fmt: Format,
-        tail: Tail,
-        chain: bytes,
-        last_ts: int,
-    ) -> None:
-        """The segment must still hold, unchanged, the bytes the TAIL covers.
-
-        Raises:
-            LogTruncated: the segment is shorter than the TAIL's end.
-            LogCorrupt: those bytes changed (naming the first damaged record).
-        """
-        if tail.offset > size or tail.offset < fmt.header_size:
-            got = scan(
-                buf, fmt.header_size, size, first_expected=seg.first_seq, name=seg.name,
-                last_ts=last_ts, chain=chain, fmt=fmt,
-            )  # fmt: skip
-            raise LogTruncated(
-                got.last_seq,
-                tail.last_seq,
-                f"TAIL; {seg.name} holds {size} bytes, it had {tail.offset}",
-            )
-        with memoryview(buf)[: tail.offset] as covered:
-            if zlib.crc32(covered) != tail.prefix_crc:
-                locate_damage(buf, seg, fmt, tail.offset, chain)
-
     def _prev_last_ts(self) -> int:
         if len(self._segments) < 2:
             return 0
@@ -302,16 +251,6 @@ class SegmentLog:
             return 0
         with open(seg.path, "rb") as fh:
             return int(_HEAD.unpack(os.pread(fh.fileno(), _HEAD.size, offsets[-1]))[3])
-
-    def _check_claims(self, tail: Tail | None) -> None:
-        held, why = 0, ""
-        if tail is not None and tail.last_seq > held:
-            held, why = tail.last_seq, "its TAIL checkpoint says so"
-        for seal in self._seals.values():
-            if seal.last_seq > held:
-                held, why = seal.last_seq, f"the seal of {segment_name(seal.first_seq)} says so"
-        if held > self._last_seq:
-            raise LogTruncated(self._last_seq, held, why)
 
     def _truncate(self, seg: Segment, offset: int) -> None:
         fd = os.open(seg.path, os.O_WRONLY)
@@ -649,77 +588,3 @@ class SegmentLog:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-class SegmentReport(msgspec.Struct, frozen=True):
-    """The result of verifying one segment end to end."""
-
-    segment: str
-    records: int
-    first_seq: int
-    last_seq: int
-    chained: bool = True
-
-
-def verify_log(directory: Path) -> list[SegmentReport]:
-    """Check framing, checksums, decoding, seq continuity and the hash chain of every
-    segment, and that the log holds everything its TAIL and seals name.
-
-    Raises:
-        LogCorrupt: naming the first bad seq and its offset.
-        LogTruncated: records the log held are gone.
-        UnknownEventType: a record this version cannot decode.
-    """
-    directory = Path(directory)
-    reports: list[SegmentReport] = []
-    tail = read_tail(directory)
-    segs = list_segments(directory)
-    expected, prev = 1, None
-    for i, seg in enumerate(segs):
-        if seg.first_seq != expected:
-            raise LogCorrupt(seg.name, 0, expected, f"segment starts at seq {seg.first_seq}")
-        last = i == len(segs) - 1
-        if last and seg.path.stat().st_size < CURRENT.header_size:
-            buf, size = map_file(seg.path)
-            try:
-                unwritten = read_header(buf, size, seg.name, seg.first_seq) is None
-            finally:
-                if isinstance(buf, mmap.mmap):
-                    buf.close()
-            if unwritten:
-                break  # created but never written
-        seal, end = verify_segment(seg, prev, last=last)
-        _decode_all(seg, end)
-        assert seg.fmt is not None
-        reports.append(
-            SegmentReport(
-                seg.name, seal.last_seq - expected + 1, expected, seal.last_seq, seg.fmt.chained
-            )
-        )
-        expected, prev = seal.last_seq + 1, seal
-    held, why = (tail.last_seq, "its TAIL checkpoint says so") if tail else (0, "")
-    for seal in read_seals(directory).values():
-        if seal.last_seq > held:
-            held, why = seal.last_seq, f"the seal of {segment_name(seal.first_seq)} says so"
-    if held > expected - 1:
-        raise LogTruncated(expected - 1, held, why)
-    return reports
-
-
-def _decode_all(seg: Segment, end: int) -> None:
-    fmt = seg.fmt
-    assert fmt is not None
-    buf, _ = map_file(seg.path)
-    try:
-        off = fmt.header_size
-        mask = LENGTH_MASK if fmt.chained else ~MORE
-        while off < end:
-            word = _HEAD.unpack_from(buf, off)[1]
-            stop = off + fmt.frame_size + (word & mask)
-            skip = _REDACTED_SKIP if fmt.chained and word & REDACTED else 0
-            with memoryview(buf)[off + fmt.frame_size + skip : stop] as payload:
-                decode_record(payload, segment=seg.name, offset=off)
-            off = stop
-    finally:
-        if isinstance(buf, mmap.mmap):
-            buf.close()

@@ -1,11 +1,12 @@
-"""Segment files of a log directory: listing, locking, and verifying a segment end to
-end (framing, checksums, seqs, hash chain)."""
+"""Segment files of a log directory: listing, locking, and verifying a segment or the
+whole log end to end (framing, checksums, seqs, hash chain, what the marks name)."""
 
 from __future__ import annotations
 
 import fcntl
 import mmap
 import os
+import struct
 from pathlib import Path
 
 import msgspec
@@ -23,6 +24,8 @@ from ocb_events.frames import (
     scan,
 )
 from ocb_events.marks import Seal
+
+_HEAD = struct.Struct("<IIQq")  # crc, word, seq, ts: the same in every format
 
 
 class Recovery(msgspec.Struct, frozen=True):

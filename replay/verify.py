@@ -35,7 +35,7 @@ def verify_segments(directory: Path) -> Finding:
         return Finding("log", False, exc.message)
     n = sum(r.records for r in reports)
     return Finding(
-        "log", True, f"{n} records in {len(reports)} segment(s): framing, checksums, seqs"
+        "log", True, f"{n} records in {len(reports)} segment(s): framing, checksums, seqs, chain"
     )
 
 

@@ -67,7 +67,7 @@ def env() -> dict[str, str]:
 
 def ocb_argv(args: list[str], brain: Path) -> list[str]:
     cmd = [sys.executable, "-c", "from ocb.cli import main; main()", *args]
-    return cmd if args[0] == "init" else [*cmd, "--brain", str(brain)]
+    return cmd if "--brain" in args else [*cmd, "--brain", str(brain)]
 
 
 @dataclass
@@ -102,9 +102,11 @@ class Harness:
         except OSError:
             return b""
 
-    def run(self, command: str, *, after_append: bool, window_s: float) -> Outcome:
-        """Run one trial of ``command``: kill it a random moment within ``window_s``
-        after its append (``after_append``) or after its start."""
+    def run(
+        self, command: str, *, after_append: bool, window_s: float, low_s: float = 0.0
+    ) -> Outcome:
+        """Run one trial of ``command``: kill it a random moment ``low_s`` to ``low_s +
+        window_s`` seconds after its append (``after_append``) or after its start."""
         n = self.trials.get(command, 0)
         self.trials[command] = n + 1
         if command == "init":
@@ -124,7 +126,9 @@ class Harness:
                         break
                     time.sleep(0.0005)
                 landed = proc.poll() is None and self._tail() != tail
-            time.sleep(self.rng.random() * window_s)
+            until = time.monotonic() + low_s + self.rng.random() * window_s
+            while proc.poll() is None and time.monotonic() < until:
+                time.sleep(0.0005)
             if proc.poll() is None:
                 os.kill(proc.pid, signal.SIGKILL)
                 killed = True

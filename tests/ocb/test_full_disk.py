@@ -62,6 +62,7 @@ DRIVER = textwrap.dedent(
     fill(leave=0)
     out["full"] = ocb("learn", "--brain", str(brain), "--chat-id", "c1", "--outcome", "1",
                       "--again")
+    out["inject_full"] = ocb("inject", "--brain", str(brain), "--content", "check the canary")
     out["after_full"] = records()
     out["tmp_full"] = sorted(p.name for p in brain.rglob("*.tmp"))
     filler.unlink()
@@ -107,7 +108,7 @@ def test_a_full_disk_after_the_append_is_a_warning_and_a_retry_records_once(
     )
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout)
-    for step in ("learn", "retry", "blind_retry", "full", "snapshot", "verify"):
+    for step in ("learn", "retry", "blind_retry", "full", "inject_full", "snapshot", "verify"):
         assert "Traceback" not in got[step]["err"], got[step]["err"]
 
     learn = got["learn"]
@@ -130,6 +131,9 @@ def test_a_full_disk_after_the_append_is_a_warning_and_a_retry_records_once(
     lines = full["err"].splitlines()
     assert len(lines) == 2 and lines[0].startswith("error: could not append")
     assert "nothing was recorded" in lines[1]
+    inject = [x for x in got["inject_full"]["err"].splitlines() if not x.startswith("warning:")]
+    assert got["inject_full"]["code"] == 1 and len(inject) == 2
+    assert inject[0].startswith("error: could not store") and "nothing was recorded" in inject[1]
     assert got["after_full"] == got["after_retries"]
 
     assert got["snapshot"]["code"] == 0 and got["verify"]["code"] == 0, got["verify"]

@@ -1,0 +1,204 @@
+"""The integrity checks of a log: those it runs when it opens, before any command may
+read or append (a last segment created but never written, full segments changed since
+they were sealed, the bytes the TAIL covers, the records the log is known to have
+held), and ``verify_log``, which checks every frame of every segment end to end."""
+
+from __future__ import annotations
+
+import mmap
+import struct
+import zlib
+from collections.abc import Iterable
+from pathlib import Path
+
+import msgspec
+
+from ocb_events.codec import decode_record
+from ocb_events.errors import LogCorrupt, LogTruncated
+from ocb_events.frames import (
+    CURRENT,
+    LENGTH_MASK,
+    MORE,
+    REDACTED,
+    Format,
+    map_file,
+    read_header,
+    scan,
+)
+from ocb_events.marks import Seal, Tail, read_seals, read_tail
+from ocb_events.segments import (
+    Segment,
+    list_segments,
+    locate_damage,
+    segment_name,
+    verify_segment,
+)
+
+_HEAD = struct.Struct("<IIQq")  # crc, word, seq, ts: the same in every format
+
+
+def drop_unwritten(segs: list[Segment], tail: Tail | None, *, writer: bool) -> None:
+    """Drop (a writer: delete) a last segment without a complete header: created but
+    never written, unless the TAIL says records were committed to it.
+
+    Raises:
+        LogTruncated: the TAIL names records in a segment that lost its header.
+    """
+    while segs:
+        seg = segs[-1]
+        buf, size = map_file(seg.path)
+        try:
+            if read_header(buf, size, seg.name, seg.first_seq) is not None:
+                return
+        finally:
+            if isinstance(buf, mmap.mmap):
+                buf.close()
+        if tail is not None and tail.first_seq == seg.first_seq:
+            if tail.last_seq >= seg.first_seq:
+                raise LogTruncated(
+                    seg.first_seq - 1, tail.last_seq, f"TAIL; {seg.name} lost its header"
+                )
+        if writer:
+            seg.path.unlink()
+        segs.pop()
+
+
+def check_sealed(segs: list[Segment], seals: dict[int, Seal]) -> bool:
+    """Verify every full segment that changed since it was sealed (``seals`` gains the
+    new seals); True when a seal was written or renewed.
+
+    Raises:
+        LogCorrupt: a damaged record, or records missing between segments.
+    """
+    changed = False
+    if segs and segs[0].first_seq != 1:
+        raise LogCorrupt(segs[0].name, 0, 1, f"the log starts at seq {segs[0].first_seq}")
+    prev: Seal | None = None
+    for seg, nxt in zip(segs, segs[1:], strict=False):
+        seal = seals.get(seg.first_seq)
+        if seal is None or not seal.matches(seg.path.stat()):
+            seal, _ = verify_segment(seg, prev)
+            if seg.fmt is not None and seg.fmt.chained:
+                seals[seg.first_seq] = seal
+                changed = True
+        else:
+            seg.fmt = CURRENT
+        if seal.last_seq + 1 != nxt.first_seq:
+            raise LogCorrupt(seg.name, seal.size, seal.last_seq + 1, "record missing")
+        prev = seal
+    return changed
+
+
+def check_tail(
+    buf: bytes | mmap.mmap,
+    size: int,
+    seg: Segment,
+    fmt: Format,
+    tail: Tail,
+    chain: bytes,
+    last_ts: int,
+) -> None:
+    """The segment must still hold, unchanged, the bytes the TAIL covers.
+
+    Raises:
+        LogTruncated: the segment is shorter than the TAIL's end.
+        LogCorrupt: those bytes changed (naming the first damaged record).
+    """
+    if tail.offset > size or tail.offset < fmt.header_size:
+        got = scan(
+            buf, fmt.header_size, size, first_expected=seg.first_seq, name=seg.name,
+            last_ts=last_ts, chain=chain, fmt=fmt,
+        )  # fmt: skip
+        raise LogTruncated(
+            got.last_seq,
+            tail.last_seq,
+            f"TAIL; {seg.name} holds {size} bytes, it had {tail.offset}",
+        )
+    with memoryview(buf)[: tail.offset] as covered:
+        if zlib.crc32(covered) != tail.prefix_crc:
+            locate_damage(buf, seg, fmt, tail.offset, chain)
+
+
+def check_claims(tail: Tail | None, seals: Iterable[Seal], last_seq: int) -> None:
+    """The log must hold every record its TAIL and its seals name.
+
+    Raises:
+        LogTruncated: naming the lost seqs and what says they existed.
+    """
+    held, why = 0, ""
+    if tail is not None and tail.last_seq > held:
+        held, why = tail.last_seq, "its TAIL checkpoint says so"
+    for seal in seals:
+        if seal.last_seq > held:
+            held, why = seal.last_seq, f"the seal of {segment_name(seal.first_seq)} says so"
+    if held > last_seq:
+        raise LogTruncated(last_seq, held, why)
+
+
+class SegmentReport(msgspec.Struct, frozen=True):
+    """The result of verifying one segment end to end."""
+
+    segment: str
+    records: int
+    first_seq: int
+    last_seq: int
+    chained: bool = True
+
+
+def verify_log(directory: Path) -> list[SegmentReport]:
+    """Check framing, checksums, decoding, seq continuity and the hash chain of every
+    segment, and that the log holds everything its TAIL and seals name.
+
+    Raises:
+        LogCorrupt: naming the first bad seq and its offset.
+        LogTruncated: records the log held are gone.
+        UnknownEventType: a record this version cannot decode.
+    """
+    directory = Path(directory)
+    reports: list[SegmentReport] = []
+    tail = read_tail(directory)
+    segs = list_segments(directory)
+    expected, prev = 1, None
+    for i, seg in enumerate(segs):
+        if seg.first_seq != expected:
+            raise LogCorrupt(seg.name, 0, expected, f"segment starts at seq {seg.first_seq}")
+        last = i == len(segs) - 1
+        if last and seg.path.stat().st_size < CURRENT.header_size:
+            buf, size = map_file(seg.path)
+            try:
+                unwritten = read_header(buf, size, seg.name, seg.first_seq) is None
+            finally:
+                if isinstance(buf, mmap.mmap):
+                    buf.close()
+            if unwritten:
+                break  # created but never written
+        seal, end = verify_segment(seg, prev, last=last)
+        _decode_all(seg, end)
+        assert seg.fmt is not None
+        reports.append(
+            SegmentReport(
+                seg.name, seal.last_seq - expected + 1, expected, seal.last_seq, seg.fmt.chained
+            )
+        )
+        expected, prev = seal.last_seq + 1, seal
+    check_claims(tail, read_seals(directory).values(), expected - 1)
+    return reports
+
+
+def _decode_all(seg: Segment, end: int) -> None:
+    fmt = seg.fmt
+    assert fmt is not None
+    buf, _ = map_file(seg.path)
+    try:
+        off = fmt.header_size
+        mask = LENGTH_MASK if fmt.chained else ~MORE
+        while off < end:
+            word = _HEAD.unpack_from(buf, off)[1]
+            stop = off + fmt.frame_size + (word & mask)
+            skip = 16 if fmt.chained and word & REDACTED else 0
+            with memoryview(buf)[off + fmt.frame_size + skip : stop] as payload:
+                decode_record(payload, segment=seg.name, offset=off)
+            off = stop
+    finally:
+        if isinstance(buf, mmap.mmap):
+            buf.close()
