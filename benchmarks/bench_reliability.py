@@ -11,8 +11,9 @@ per part) and writes ``benchmarks/results/reliability.json``.
   the example workspace (a snapshot after every command) and SIGKILLs it: half of the
   trials (alternate rounds of all commands) a random 0-60 ms after its records are
   committed (while it folds, snapshots and closes), the others a random moment from
-  60 % to 110 % of the command's measured run time after its start (start-up alone is
-  most of a run, so earlier kills prove nothing). Then (``tests/crash_harness.py``)
+  65 % to 105 % of the command's measured run time after its start (start-up alone is
+  most of a run, so earlier kills prove nothing), until ``--kills`` trials have killed
+  a running command (a command that ends first is not counted). Then (``tests/crash_harness.py``)
   the brain must open, keep every record it held before byte for byte with the same
   hash chain, load projections equal to a full rebuild, and leave no temp file; a
   killed ``learn`` is retried with its request id and must count once.
@@ -104,23 +105,27 @@ def kills(root: Path, trials: int, seed: int) -> dict[str, Any]:
     times = command_times(h)
     outcomes: list[Outcome] = []
     commands = sorted(WRITING)
-    for i in range(trials):
+    i = 0
+    while sum(o.killed for o in outcomes) < trials and i < 4 * trials:
         command = commands[i % len(commands)]
         if (i // len(commands)) % 2 == 0:
             got = h.run(command, after_append=True, window_s=0.06)
-        else:  # the last 40 % of its run time and a little past it
-            low = 0.6 * times[command]
-            got = h.run(command, after_append=False, low_s=low, window_s=0.5 * times[command])
+        else:  # from late in start-up to just past the end of its usual run
+            low = 0.65 * times[command]
+            got = h.run(command, after_append=False, low_s=low, window_s=0.4 * times[command])
         outcomes.append(got)
         if command == "learn" and got.killed:
             outcomes.append(h.retry())
-        if (i + 1) % 50 == 0:
-            print(f"  kills: {i + 1}/{trials}", file=sys.stderr)
+        i += 1
+        if i % 100 == 0:
+            print(f"  kills: {sum(o.killed for o in outcomes)}/{trials}", file=sys.stderr)
     return {
         "times_s": times,
         "tried": sum(o.killed for o in outcomes),
         "after_append": sum(o.after_append for o in outcomes),
         "finished_first": sum(not o.killed for o in outcomes),
+        "runs": len(outcomes),
+        "failed_runs": sum(not o.survived for o in outcomes),
         "survived": sum(o.survived for o in outcomes if o.killed),
         "acked_lost": sum(o.acked_lost for o in outcomes),
         "silent_wrong": sum(o.silent_wrong for o in outcomes),

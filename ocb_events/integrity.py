@@ -97,8 +97,9 @@ def check_tail(
     tail: Tail,
     chain: bytes,
     last_ts: int,
-) -> None:
-    """The segment must still hold, unchanged, the bytes the TAIL covers.
+) -> int:
+    """The segment must still hold, unchanged, the bytes the TAIL covers; returns
+    their crc32.
 
     Raises:
         LogTruncated: the segment is shorter than the TAIL's end.
@@ -115,8 +116,10 @@ def check_tail(
             f"TAIL; {seg.name} holds {size} bytes, it had {tail.offset}",
         )
     with memoryview(buf)[: tail.offset] as covered:
-        if zlib.crc32(covered) != tail.prefix_crc:
-            locate_damage(buf, seg, fmt, tail.offset, chain)
+        crc = zlib.crc32(covered)
+    if crc != tail.prefix_crc:
+        locate_damage(buf, seg, fmt, tail.offset, chain)
+    return crc
 
 
 def check_claims(tail: Tail | None, seals: Iterable[Seal], last_seq: int) -> None:

@@ -212,9 +212,7 @@ class SegmentLog:
             last_ts = prev.last_ts if prev is not None else self._prev_last_ts()
             prefix: int | None = None
             if tail is not None and tail.first_seq == seg.first_seq and fmt.chained:
-                check_tail(buf, size, seg, fmt, tail, chain, last_ts)
-                with memoryview(buf)[: tail.offset] as head_bytes:
-                    prefix = zlib.crc32(head_bytes)
+                prefix = check_tail(buf, size, seg, fmt, tail, chain, last_ts)
                 start, expected, last_ts = tail.offset, tail.last_seq + 1, tail.last_ts
                 chain = tail.chain
             got = scan(

@@ -13,6 +13,7 @@ from ocb_events.schema import (
     ChunkSpan,
     ChunkText,
     ConfigChanged,
+    ContentForgotten,
     EdgeDelta,
     EdgeRef,
     EdgeRelevanceSet,
@@ -29,6 +30,7 @@ from ocb_events.schema import (
     FileIndexed,
     FileRemoved,
     KgFactSet,
+    LogRepaired,
     MaintenanceRan,
     NodeInjected,
     NodesEmbedded,
@@ -41,10 +43,12 @@ from ocb_events.schema import (
     RecallHit,
     RecallTraced,
     Record,
+    RecordLost,
     ReflectChange,
     ReflectRan,
     Retracted,
     RouteModelTrained,
+    SeqRange,
     WorkspaceAttached,
 )
 
@@ -300,6 +304,7 @@ events: st.SearchStrategy[Event] = st.one_of(
         reward=st.floats(-1, 1),
         source=st.sampled_from(["human", "self"]),
         trace_id=st.sampled_from(["", "t1", "t2"]),
+        request_id=st.sampled_from(["", "r1", "r2"]),
     ),
     memory_events,
     st.builds(
@@ -309,6 +314,9 @@ events: st.SearchStrategy[Event] = st.one_of(
         node_id=st.sampled_from(["", "correction::1", "teaching::1", "a.md::0"]),
         reason=texts,
     ),
+    st.builds(RecordLost, reason=st.just("damaged record")),  # a tombstone of a repair
+    st.builds(LogRepaired, lost=st.just((SeqRange(first=1, last=2),)), rebased_from=st.just(1)),
+    st.builds(ContentForgotten, what=st.just("record 3"), seqs=st.just((3,))),
 )
 
 
