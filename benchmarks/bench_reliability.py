@@ -58,6 +58,7 @@ from tests.crash_harness import (  # noqa: E402
     Outcome,
     env,
     ocb_argv,
+    run_on_tmpfs,
 )
 
 EXAMPLE = REPO / "examples" / "workspace"
@@ -444,14 +445,7 @@ def full_disk(root: Path) -> dict[str, Any]:
     mnt.mkdir()
     driver = root / "disk_driver.py"
     driver.write_text(DISK_DRIVER)
-    tmpfs = f"mount -t tmpfs -o size={2 * size + (4 << 20)} tmpfs {mnt}"
-    run = f'{tmpfs} && exec "{sys.executable}" "{driver}" "{mnt}" "{ws}" "{REPO}"'
-    proc = subprocess.run(
-        ["unshare", "--mount", "--map-root-user", "sh", "-c", run],
-        capture_output=True,
-        text=True,
-        env=env(),
-    )
+    proc = run_on_tmpfs(driver, 2 * size + (4 << 20), mnt, str(ws), str(REPO))
     if proc.returncode != 0:
         return {"tried": 0, "error": proc.stderr[-500:]}
     rows = json.loads(proc.stdout)

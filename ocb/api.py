@@ -15,12 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import numpy as np
 
-from ocb.blob_repair import BlobReport, regenerate
 from ocb.commands import (
     assemble_context,
     decide_inject,
@@ -30,14 +29,10 @@ from ocb.commands import (
     unknown,
 )
 from ocb.embed import Embedder, HashEmbedder, Matrix, builtin_embedder
-from ocb.forget import ForgetReport
-from ocb.forget import forget as forget_content
 from ocb.indexing import changed_on_disk, plan_sync, unpack_matrix
 from ocb.memory_api import MemoryCommands
 from ocb.redaction import redact_input, scanner_of, warn_file
 from ocb.reports import Answer, Cited, InjectReport, LearnReport, SyncReport
-from ocb.retract import RetractReport
-from ocb.retract import retract as retract_record
 from ocb.search import SearchIndex
 from ocb.settings import Indexing, Learning, S, Storage, Traversal, check_key, resolve
 from ocb.traverse import Scorer
@@ -72,7 +67,12 @@ from replay import PROJECTIONS, SnapshotStore, fold, load_states, resolve_point
 from workspace_sync import FileText, Skipped, scan_workspace
 from workspace_sync.secrets import Scanner
 
-__all__ = ["Answer", "Brain", "InjectReport", "LearnReport", "RetractReport", "SyncReport"]
+if TYPE_CHECKING:
+    from ocb.blob_repair import BlobReport
+    from ocb.forget import ForgetReport
+    from ocb.retract import RetractReport
+
+__all__ = ["Answer", "Brain", "InjectReport", "LearnReport", "SyncReport"]
 
 Progress = Callable[[str, int, int], None]
 Warn = Callable[[str], None]
@@ -423,6 +423,8 @@ class Brain(MemoryCommands):
                 return self._embedder
             return builtin_embedder(embedder_id)
 
+        from ocb.blob_repair import regenerate  # on use: cold commands skip it
+
         return regenerate(self.log, self.blobs, embedder_for, to_seq=self.horizon)
 
     def sync(
@@ -730,6 +732,8 @@ class Brain(MemoryCommands):
             InputError: nothing or more than one thing named, unknown ids, a record that
                 cannot be retracted or already was, a view of the past.
         """
+        from ocb.retract import retract as retract_record  # on use: cold commands skip it
+
         return retract_record(
             self,
             seq=seq,
@@ -850,6 +854,8 @@ class Brain(MemoryCommands):
         Raises:
             InputError: nothing or several things named, or content no record holds.
         """
+        from ocb.forget import forget as forget_content  # on use: cold commands skip it
+
         return forget_content(self, **kw)
 
     def forget_derived(self, renamed: Mapping[str, str]) -> None:

@@ -8,9 +8,9 @@ file, are fsynced, then renamed into place.
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 
+from ocb_events.durable import replace_file
 from ocb_events.errors import BlobMissing, BlobWriteFailed
 
 
@@ -33,16 +33,10 @@ class BlobStore:
         path = self.path(digest)
         if path.exists():
             return digest
-        tmp = path.with_name(digest + ".tmp")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            with open(tmp, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
+            replace_file(path, [data], path.with_name(digest + ".tmp"))
         except OSError as exc:
-            tmp.unlink(missing_ok=True)
             raise BlobWriteFailed(path, exc.strerror or str(exc)) from exc
         return digest
 

@@ -44,6 +44,7 @@ from typing import Literal, overload
 
 from ocb_events.clock import Clock, system_clock
 from ocb_events.codec import decode_for_fold, decode_record, encode_record
+from ocb_events.durable import fsync_dir
 from ocb_events.errors import LogConflict, LogCorrupt, LogError, LogWriteFailed
 from ocb_events.frames import (
     CURRENT,
@@ -74,7 +75,6 @@ from ocb_events.segments import (
     Recovery,
     Segment,
     acquire_lock,
-    fsync_dir,
     list_segments,
     segment_name,
 )

@@ -28,6 +28,8 @@ from pathlib import Path
 
 import msgspec
 
+from ocb_events.durable import replace_file
+
 TAIL_MAGIC = b"OCBTAIL3"
 _TAIL = struct.Struct("<8sQQQq16sI")
 TAIL_SIZE = _TAIL.size + 4
@@ -133,14 +135,4 @@ def write_seals(directory: Path, seals: dict[int, Seal]) -> None:
     """Replace the SEALS file (temp file, fsync, rename)."""
     body = _SEALS_ENCODER.encode([seals[k] for k in sorted(seals)])
     data = body + struct.pack("<I", zlib.crc32(body))
-    path = directory / "SEALS"
-    tmp = directory / "SEALS.tmp"
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    replace_file(directory / "SEALS", [data], directory / "SEALS.tmp")

@@ -11,11 +11,11 @@ opens the log.
 from __future__ import annotations
 
 import mmap
-import os
 import zlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from ocb_events.durable import fsync_dir, replace_file
 from ocb_events.errors import LogCorrupt
 from ocb_events.frames import (
     LOST,
@@ -34,7 +34,7 @@ from ocb_events.frames import (
     segment_header,
 )
 from ocb_events.marks import Seal, Tail, read_seals, read_tail, write_seals
-from ocb_events.segments import Recovery, Segment, fsync_dir
+from ocb_events.segments import Recovery, Segment
 
 TEMP_SUFFIXES = (".rewrite", ".migrating")
 
@@ -49,16 +49,7 @@ def sweep_temp(directory: Path) -> None:
 
 def replace_segment(path: Path, data: bytes | bytearray, suffix: str = ".rewrite") -> None:
     """Put ``data`` in place of the segment at ``path`` atomically."""
-    tmp = path.with_name(path.name + suffix)
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    replace_file(path, [data], path.with_name(path.name + suffix))
     fsync_dir(path.parent)
 
 

@@ -69,14 +69,6 @@ def list_segments(directory: Path) -> list[Segment]:
     return segs
 
 
-def fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def acquire_lock(directory: Path) -> int:
     """Take the writer lock of a log directory (its fd); raises BrainLocked."""
     fd = os.open(directory / "LOCK", os.O_RDWR | os.O_CREAT, 0o644)

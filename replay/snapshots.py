@@ -21,7 +21,6 @@ Snapshots are derived data: deleting any or all of them is always safe.
 from __future__ import annotations
 
 import hashlib
-import os
 import struct
 import zlib
 from collections.abc import Callable
@@ -30,6 +29,7 @@ from typing import Any
 
 import msgspec
 
+from ocb_events.durable import replace_file
 from ocb_events.protocol import EventLog
 from replay.rebuild import PROJECTIONS, fold
 
@@ -84,16 +84,8 @@ class SnapshotStore:
         path = self.directory / f"{name}-{seq:020d}.snap"
         tmp = path.with_suffix(".tmp")
         digest = hashlib.sha256(body).digest()
-        try:
-            with open(tmp, "wb") as fh:
-                fh.write(_HEAD.pack(MAGIC, seq, len(body), zlib.crc32(body), digest, chain))
-                fh.write(body)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+        head = _HEAD.pack(MAGIC, seq, len(body), zlib.crc32(body), digest, chain)
+        replace_file(path, [head, body], tmp)
         self._retain(name, max(1, checkpoint_every))
         return path
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import random
+import shlex
 import signal
 import subprocess
 import sys
@@ -63,6 +64,23 @@ APPENDING = ("query", "learn", "inject", "retain", "recall", "kg", "config", "an
 def env() -> dict[str, str]:
     path = os.environ.get("PYTHONPATH", "")
     return {**os.environ, "PYTHONPATH": str(REPO) + (os.pathsep + path if path else "")}
+
+
+def run_on_tmpfs(
+    script: Path, size: int, mnt: Path, *args: str, timeout: float | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run a Python ``script`` with ``mnt`` and ``args`` in a private mount namespace
+    where a tmpfs of ``size`` bytes is mounted on ``mnt`` (``unshare``: no privilege is
+    needed where user namespaces are allowed). The mount ends with the script."""
+    argv = " ".join(shlex.quote(str(a)) for a in (sys.executable, script, mnt, *args))
+    run = f"mount -t tmpfs -o size={size} tmpfs {shlex.quote(str(mnt))} && exec {argv}"
+    return subprocess.run(
+        ["unshare", "--mount", "--map-root-user", "sh", "-c", run],
+        capture_output=True,
+        text=True,
+        env=env(),
+        timeout=timeout,
+    )
 
 
 def ocb_argv(args: list[str], brain: Path) -> list[str]:

@@ -9,10 +9,7 @@ line and records nothing."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -20,8 +17,8 @@ import pytest
 
 from ocb.api import Brain
 from ocb_events.clock import TickClock
+from tests.crash_harness import run_on_tmpfs
 
-REPO = Path(__file__).resolve().parents[2]
 QUESTION = "how do I roll back a bad deploy"
 
 DRIVER = textwrap.dedent(
@@ -73,11 +70,6 @@ DRIVER = textwrap.dedent(
 )
 
 
-def _env() -> dict[str, str]:
-    path = os.environ.get("PYTHONPATH", "")
-    return {**os.environ, "PYTHONPATH": str(REPO) + (os.pathsep + path if path else "")}
-
-
 @pytest.fixture
 def small_brain(tmp_path: Path, workspace: Path) -> Path:
     path = tmp_path / "brain"
@@ -97,15 +89,7 @@ def test_a_full_disk_after_the_append_is_a_warning_and_a_retry_records_once(
     mnt.mkdir()
     script = tmp_path / "driver.py"
     script.write_text(DRIVER)
-    tmpfs = f"mount -t tmpfs -o size={size + 2 * 1024 * 1024} tmpfs {mnt}"
-    run = f'{tmpfs} && exec "{sys.executable}" "{script}" "{mnt}" "{small_brain}"'
-    proc = subprocess.run(
-        ["unshare", "--mount", "--map-root-user", "sh", "-c", run],
-        capture_output=True,
-        text=True,
-        env=_env(),
-        timeout=300,
-    )
+    proc = run_on_tmpfs(script, size + 2 * 1024 * 1024, mnt, str(small_brain), timeout=300)
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout)
     for step in ("learn", "retry", "blind_retry", "full", "inject_full", "snapshot", "verify"):

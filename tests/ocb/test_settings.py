@@ -206,3 +206,18 @@ def test_config_json_is_stable(small: Path) -> None:
     code, out, _ = ocb("config", "--brain", small, "--json")
     assert code == 0
     check("cli/config.json", out)
+
+
+def test_a_section_field_of_an_unsupported_type_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class Odd(msgspec.Struct, frozen=True):
+        """A section whose field no setting can hold."""
+
+        ratio: Annotated[list[int], Meta(description="not a scalar")] = msgspec.field(
+            default_factory=list
+        )
+
+    monkeypatch.setitem(SECTIONS, "odd", Odd)
+    with pytest.raises(TypeError, match="setting odd.ratio must be an int"):
+        registry()
