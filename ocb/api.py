@@ -397,7 +397,7 @@ class Brain(MemoryCommands):
             report = brain.sync(workspace, progress=progress, scanned=scanned)
             return brain, msgspec.structs.replace(report, blobs_regenerated=regenerated)
         except BaseException:
-            brain.close()
+            brain.close(snapshot=False)
             raise
 
     def _restore_lost_vectors(self) -> int:
@@ -659,7 +659,7 @@ class Brain(MemoryCommands):
         upd = recs[1].event if len(recs) > 1 else None
         caused = isinstance(upd, EdgesUpdated) and upd.cause_seq == outcome_seq
         deltas = list(upd.deltas) if isinstance(upd, EdgesUpdated) and caused else []
-        rule = upd.rule if isinstance(upd, EdgesUpdated) and caused else ""
+        rule = upd.rule if isinstance(upd, EdgesUpdated) and caused else self.setting(Learning).rule
         return LearnReport(
             outcome_seq, out.trace_id, rule, out.source, out.reward, deltas, recorded=False
         )

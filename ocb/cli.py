@@ -15,7 +15,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from ocb_events.errors import InputError, OcbError
+from ocb_events.errors import InputError, LogError, OcbError
 
 app = typer.Typer(
     help="OpenClawBrain: a learning memory graph over a Markdown workspace.",
@@ -252,7 +252,12 @@ def doctor(
 
     if repair and as_of is not None:
         raise InputError("--repair mends the brain as it is now", "drop --as-of")
-    fixed = repair_blobs(brain) if repair else None
+    fixed = None
+    if repair:
+        try:
+            fixed = repair_blobs(brain)
+        except LogError:
+            pass  # a damaged log: the doctor's report says so and names its repair
     checks = run_doctor(brain, as_of=as_of)
     if as_json:
         _out(checks, True, doctor_text, lambda c: doctor_json(c, fixed))
@@ -504,7 +509,7 @@ def snapshot(brain: BrainOpt, as_json: JsonOpt = False) -> None:
 
     with Brain(brain, warn=_warn) as b:
         b.load(*PROJECTIONS)
-        written = b.save_snapshots(force=True)
+        written = b.save_snapshots(force=True, strict=True)
     _out(written, as_json, snapshot_text, lambda w: [{"projection": n, "seq": s} for n, s in w])
 
 
@@ -597,7 +602,8 @@ def forget(
 ) -> None:
     """Erase content from the whole history for good: the records keep their seq and
     the hash chain still verifies, their text becomes [forgotten], vectors are embedded
-    again, snapshots and caches are rebuilt, and a content_forgotten event says what
+    again, snapshots and caches are deleted (commands rebuild them from the log; the
+    time-travel checkpoints go too), and a content_forgotten event says what
     was erased (never the content). The workspace's files are not touched.
 
     \b

@@ -310,6 +310,31 @@ class Injection(msgspec.Struct):
     spared: list[str] = msgspec.field(default_factory=list)
 
 
+def _check_same_vetoes(
+    graph: State,
+    node_id: str,
+    trace: QueryTraced | None,
+    targets: Sequence[str],
+    all_fired: bool,
+) -> None:
+    """An injection that repeats a node's content repeats it only when it asks for no
+    veto the node lacks (``--all`` or named targets after a correction by content).
+
+    Raises:
+        InputError: naming the node to retract first.
+    """
+    wanted = set(targets)
+    if all_fired and trace is not None:
+        wanted |= {f for f in trace.fired if f in graph.nodes and graph.nodes[f].kind == CHUNK}
+    held = {t for t, e in graph.out.get(node_id, {}).items() if e.weight < 0}
+    if wanted - held:
+        raise InputError(
+            f"{node_id} already holds this content and vetoes {len(held)} chunk(s), "
+            f"not the {len(wanted - held)} more asked for",
+            f"take it back first: ocb retract --node {node_id}, then inject it again",
+        )
+
+
 def _check_inject(
     graph: State,
     kind: str,
@@ -391,6 +416,7 @@ def decide_inject(
     anchor = trace.query if trace is not None else ""
     for n in graph.nodes.values():
         if n.kind == kind and n.text == text and n.anchor == anchor:
+            _check_same_vetoes(graph, n.id, trace, targets, all_fired)
             return Injection([], [], n.id)
     ordinal = graph.injected.get(kind, 0) + 1
     while f"{kind.lower()}::{ordinal}" in graph.nodes:

@@ -16,7 +16,7 @@ a file that still holds the content is named in a warning.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +24,7 @@ import msgspec
 
 from ocb.blob_repair import embed_again
 from ocb_events.codec import encode_record
-from ocb_events.errors import InputError
+from ocb_events.errors import BrainError, InputError, LogError
 from ocb_events.schema import (
     ChunkText,
     ConfigChanged,
@@ -40,6 +40,7 @@ from ocb_events.schema import (
     NodesEmbedded,
     NodeSplit,
     QueryTraced,
+    RecallHit,
     RecallTraced,
     Record,
     RecordLost,
@@ -59,22 +60,24 @@ MIN_TEXT = 4
 
 CONTENT: dict[type[msgspec.Struct], tuple[str, ...]] = {
     ChunkText: ("text", "heading"),
-    FactSpec: ("content",),
+    FactSpec: ("content", "entities"),
+    RecallHit: ("via",),
     ConfigChanged: ("value",),
     Setting: ("value",),
-    KgFactSet: ("value", "source"),
+    KgFactSet: ("subject", "predicate", "value", "source"),
     MaintenanceRan: ("summary",),
     NodeInjected: ("content", "anchor_query"),
     QueryTraced: ("query",),
     RecallTraced: ("query",),
-    ReflectChange: ("before", "after"),
+    ReflectChange: ("subject", "before", "after"),
     Retracted: ("reason",),
     RecordLost: ("reason",),
     LogRepaired: ("reason",),
     ContentForgotten: ("reason",),
 }
-"""The free-text fields of every struct that has any: what a user or an agent wrote,
-as opposed to ids, paths, hashes and kinds (tests hold every event type to it)."""
+"""The free-text fields of every struct that has any (a string or a tuple of strings):
+what a user or an agent wrote, names of entities and subjects included, as opposed to
+ids, paths, hashes and kinds (tests hold every event type to it)."""
 
 Edit = Callable[[str], str]
 
@@ -112,6 +115,10 @@ def _redact(obj: Any, edit: Edit, select: Callable[[Any], bool]) -> tuple[Any, i
             new = edit(value)
             if new != value:
                 changes[name], n = new, n + 1
+        elif name in fields and isinstance(value, tuple):
+            items = tuple(edit(v) if isinstance(v, str) else v for v in value)
+            if items != value:
+                changes[name], n = items, n + sum(a != b for a, b in zip(items, value, strict=True))
         elif isinstance(value, (tuple, msgspec.Struct)):
             new_value, k = _redact(value, edit, select)
             if k:
@@ -123,21 +130,41 @@ def _whole(_: str) -> str:
     return MARKER
 
 
+def _erase(texts: Iterable[str]) -> Edit:
+    """An edit replacing each of ``texts`` (longest first) with the marker."""
+    ordered = sorted({t for t in texts if len(t) >= MIN_TEXT}, key=lambda t: (-len(t), t))
+
+    def edit(value: str) -> str:
+        for t in ordered:
+            value = value.replace(t, MARKER)
+        return value
+
+    return edit
+
+
 def _selector(
-    *, seq: int | None, path: str | None, fact: str | None, text: str | None
+    *,
+    seq: int | None,
+    path: str | None,
+    fact: str | None,
+    text: str | None,
+    facts: tuple[str, ...] = (),
 ) -> Callable[[Record], tuple[Edit, Callable[[Any], bool]] | None]:
-    """For each record: how to edit its content fields and which structs to edit."""
+    """For each record: how to edit its content fields and which structs to edit.
+    ``facts`` are the contents of the facts forgotten with a fact or a file: their
+    text is erased wherever else it was recorded (the chunk of the bullet they were
+    parsed from, a page reflect copied them to, a query)."""
     if text is not None:
-        edit: Edit = lambda v: v.replace(text, MARKER)  # noqa: E731
-        return lambda rec: (edit, lambda _: True)
+        return lambda rec: (_erase([text]), lambda _: True)
     if seq is not None:
         return lambda rec: (_whole, lambda _: True) if rec.seq == seq else None
+    elsewhere = _erase(facts)
     if fact is not None:
 
         def of_fact(rec: Record) -> tuple[Edit, Callable[[Any], bool]] | None:
-            if not isinstance(rec.event, FactsRecorded):
-                return None
-            return _whole, lambda s: isinstance(s, FactSpec) and s.id == fact
+            if isinstance(rec.event, FactsRecorded) and any(f.id == fact for f in rec.event.facts):
+                return _whole, lambda s: isinstance(s, FactSpec) and s.id == fact
+            return elsewhere, lambda _: True
 
         return of_fact
     assert path is not None
@@ -151,9 +178,24 @@ def _selector(
             return _whole, lambda _: True
         if isinstance(ev, ReflectRan):
             return _whole, lambda s: isinstance(s, ReflectChange) and s.path == path
-        return None
+        return elsewhere, lambda _: True
 
     return of_file
+
+
+def _facts_of(brain: Brain, path: str | None, fact: str | None) -> dict[str, tuple[str, ...]]:
+    """The contents every version of the forgotten facts had, by the file holding them."""
+    out: dict[str, set[str]] = {}
+    if path is None and fact is None:
+        return {}
+    for rec in brain.log.read():
+        ev = rec.event
+        if not isinstance(ev, FactsRecorded):
+            continue
+        for f in ev.facts:
+            if (fact is not None and f.id == fact) or (path is not None and ev.path == path):
+                out.setdefault(ev.path, set()).add(f.content)
+    return {p: tuple(sorted(c)) for p, c in sorted(out.items())}
 
 
 def _texts_changed(old: Any, new: Any) -> set[str]:
@@ -253,16 +295,21 @@ def _redacted_log(brain: Brain, plan: dict[int, Record]) -> Iterator[Record]:
         yield plan.get(rec.seq, rec)
 
 
-def _still_on_disk(brain: Brain, path: str | None, text: str | None) -> list[str]:
+def _still_on_disk(
+    brain: Brain, path: str | None, text: str | None, facts: dict[str, tuple[str, ...]]
+) -> list[str]:
     root = brain.graph.workspace
     if not root or not Path(root).is_dir():
         return []
     if path is not None:
         return [path] if (Path(root) / path).exists() else []
-    if text is None:
+    texts = [text] if text is not None else [c for cs in facts.values() for c in cs]
+    if not texts:
         return []
     files, _ = scan_workspace(Path(root))
-    return [f.path for f in files if isinstance(f, FileText) and text in f.text]
+    return [
+        f.path for f in files if isinstance(f, FileText) and any(t and t in f.text for t in texts)
+    ]
 
 
 def forget(
@@ -281,16 +328,23 @@ def forget(
         InputError: not exactly one of seq, path, fact or text; an out-of-range seq, a
             too short text, or content that no record holds; a brain opened as of a
             past point.
+        LogWriteFailed: the disk refused the rewrite (each segment is whole, as it was
+            or erased).
+        BrainError: the content was erased but the record saying so could not be
+            appended.
     """
     if brain.as_of is not None:
         raise InputError("a view of the past changes nothing", "drop --as-of to forget")
     what = _check(brain, seq, path, fact, text)
     brain.load("config", "graph")
-    plan, fields, touched = _plan(brain, _selector(seq=seq, path=path, fact=fact, text=text))
+    facts = _facts_of(brain, path, fact)
+    every = tuple(c for cs in facts.values() for c in cs)
+    select = _selector(seq=seq, path=path, fact=fact, text=text, facts=every)
+    plan, fields, touched = _plan(brain, select)
     if not plan:
         raise InputError(f"no record holds {what}", "check it with ocb events or ocb sql")
     report = ForgetReport(what, sorted(plan), fields, 0, 0, dry_run)
-    report.still_in_workspace = _still_on_disk(brain, path, text)
+    report.still_in_workspace = _still_on_disk(brain, path, text, facts)
     if dry_run:
         return report
     renamed = _reembed(brain, plan, touched)
@@ -300,5 +354,13 @@ def forget(
         what=what, seqs=tuple(sorted(plan)), fields=fields, blobs=len(renamed), reason=reason
     )
     report.blobs = len(renamed)
-    report.recorded = brain.record([event], "cli", expected_seq=brain.log.last_seq)[0].seq
+    try:
+        report.recorded = brain.record([event], "cli", expected_seq=brain.log.last_seq)[0].seq
+    except LogError as exc:
+        raise BrainError(
+            f"erased {what} from {len(plan)} record(s), but could not record "
+            f"content_forgotten: {exc.message}",
+            "the erased records stay erased and flagged as redacted in the log; free disk "
+            "space before the next command",
+        ) from exc
     return report

@@ -280,6 +280,7 @@ def forget_text(r: Any) -> str:
     if r.dry_run:
         return line
     return (
-        f"{line}, {r.blobs} vector blob(s) embedded again; snapshots and caches rebuilt; "
+        f"{line}, {r.blobs} vector blob(s) embedded again; snapshots and caches deleted "
+        "(commands rebuild them from the log); "
         f"recorded as content_forgotten at seq {r.recorded}"
     )

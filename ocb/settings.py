@@ -29,8 +29,6 @@ from ocb.names import unknown
 from ocb_events.errors import InputError
 from workspace_sync.secrets import parse_allow, parse_patterns
 
-ROUTE_MODES = ("edge", "edge+sim", "learned")
-RULES = ("pg", "heuristic")
 REWARD_SOURCES = ("human", "self", "harvester", "teacher")
 
 RouteMode = Literal["edge", "edge+sim", "learned"]

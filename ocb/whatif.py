@@ -436,10 +436,15 @@ class Replay:
             fired=[],
         )
         plan = UPKEEP[ev.op](view)
+        self.stats.maintenance += 1
+        if ev.op == "decay" and not plan.events:
+            # too little to decay under today's rule: like ``ocb maintain``, nothing is
+            # recorded, not even the run, and the time carries over to the next one
+            self._seqs.note(rec.seq, self._next_seq - 1)
+            return True
         self._seqs.note(rec.seq, self._next_seq)
         self._add(rec, [ev, *plan.events])
         self.flush()
-        self.stats.maintenance += 1
         return True
 
     def _record(self, rec: Record, w: _Window, limit: int) -> None:

@@ -65,10 +65,12 @@ def drop_unwritten(segs: list[Segment], tail: Tail | None, *, writer: bool) -> N
 
 def check_sealed(segs: list[Segment], seals: dict[int, Seal]) -> bool:
     """Verify every full segment that changed since it was sealed (``seals`` gains the
-    new seals); True when a seal was written or renewed.
+    new seals); True when a seal was written or renewed. A changed segment must still
+    hold the records its seal names, ending on the same chain (a redaction keeps both).
 
     Raises:
-        LogCorrupt: a damaged record, or records missing between segments.
+        LogCorrupt: a damaged record, records missing between segments, or a sealed
+            segment whose records were replaced.
     """
     changed = False
     if segs and segs[0].first_seq != 1:
@@ -77,7 +79,11 @@ def check_sealed(segs: list[Segment], seals: dict[int, Seal]) -> bool:
     for seg, nxt in zip(segs, segs[1:], strict=False):
         seal = seals.get(seg.first_seq)
         if seal is None or not seal.matches(seg.path.stat()):
-            seal, _ = verify_segment(seg, prev)
+            old, (seal, _) = seal, verify_segment(seg, prev)
+            if old is not None and old.last_seq > seal.last_seq:
+                raise LogCorrupt(seg.name, seal.size, seal.last_seq + 1, "record missing")
+            if old is not None and (old.last_seq, old.chain) != (seal.last_seq, seal.chain):
+                raise LogCorrupt(seg.name, 0, seg.first_seq, "records replaced since it was sealed")
             if seg.fmt is not None and seg.fmt.chained:
                 seals[seg.first_seq] = seal
                 changed = True

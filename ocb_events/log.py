@@ -144,6 +144,8 @@ class SegmentLog:
         self._mutex = threading.RLock()
         self._group_depth = 0
         self._dirty = False
+        self._broken = ""  # why appends are refused until the log is reopened
+        self._durable: tuple[int, int, int, bytes, int] = (0, 0, 0, ZERO_CHAIN, 0)
         self._fd: int | None = None
         self._lock_fd: int | None = None
         self._index: dict[int, array[int]] = {}
@@ -157,6 +159,15 @@ class SegmentLog:
             self._lock_fd = acquire_lock(self.directory)
         try:
             self._open()
+        except OSError as exc:
+            self.close()
+            reason = exc.strerror or str(exc)
+            if writer:
+                raise LogWriteFailed(self.directory, reason) from exc
+            raise LogError(
+                f"could not read the log in {self.directory}: {reason}",
+                "check that the brain directory is readable",
+            ) from exc
         except BaseException:
             self.close()
             raise
@@ -195,6 +206,7 @@ class SegmentLog:
             if resealed:
                 write_seals(self.directory, self._seals)
             self._write_tail()
+            self._mark_durable()
 
     def _recover_last(self, tail: Tail | None) -> None:
         """Find the end of the last segment, checking what the TAIL says of it."""
@@ -411,11 +423,14 @@ class SegmentLog:
 
         Raises:
             LogConflict: ``expected_seq`` is stale.
-            LogWriteFailed: the disk refused the write; the segment is rolled back.
+            LogWriteFailed: the disk refused the write or its fsync; the segment is
+                rolled back to its last committed record.
         """
         if not self.writer:
             raise LogWriteFailed(self.directory, "the log was opened read-only")
         with self._mutex:
+            if self._broken:
+                raise LogWriteFailed(self.directory, self._broken)
             if expected_seq is not None and expected_seq != self._last_seq:
                 raise LogConflict(expected_seq, self._last_seq)
             if not events:
@@ -451,7 +466,7 @@ class SegmentLog:
                 n = os.write(self._fd, view)
                 view = view[n:]
         except OSError as exc:
-            os.ftruncate(self._fd, start)
+            self._cut(start)
             raise LogWriteFailed(self._segments[-1].path, exc.strerror or str(exc)) from exc
         self._end = start + len(data)
         self._dirty = True
@@ -489,9 +504,11 @@ class SegmentLog:
         self._end = len(header)
         self._prefix_crc = zlib.crc32(header)
         self._write_tail()
+        self._mark_durable()
 
     def _seal_last(self) -> None:
-        """Record the last segment as full and verified (it is never written again)."""
+        """Record the last segment as full (it is never written again), so the next
+        open trusts it while its size, mtime and inode stay the same."""
         seg = self._segments[-1]
         st = seg.path.stat()
         self._seals[seg.first_seq] = Seal(
@@ -512,24 +529,56 @@ class SegmentLog:
             try:
                 os.fsync(self._fd)
             except OSError as exc:
+                self._roll_back()
                 raise LogWriteFailed(
                     self._segments[-1].path, f"fsync failed: {exc.strerror or exc}"
                 ) from exc
         self._dirty = False
         self._write_tail()
+        self._mark_durable()
+
+    def _mark_durable(self) -> None:
+        self._durable = (self._end, self._last_seq, self._last_ts, self._chain, self._prefix_crc)
+
+    def _roll_back(self) -> None:
+        """Forget every record since the last commit, in the file and in memory (a
+        failed fsync leaves their bytes of unknown fate: they were never acknowledged)."""
+        end, self._last_seq, self._last_ts, self._chain, self._prefix_crc = self._durable
+        self._cut(end)
+        self._end, self._dirty = end, False
+        offsets = self._index.get(self._segments[-1].first_seq)
+        while offsets and offsets[-1] >= end:
+            offsets.pop()
+
+    def _cut(self, end: int) -> None:
+        """Truncate the open segment to ``end``; when even that fails, appends are
+        refused until the log is reopened (which keeps what reached the disk whole)."""
+        assert self._fd is not None
+        try:
+            os.ftruncate(self._fd, end)
+        except OSError as exc:
+            self._broken = (
+                f"a failed write could not be undone ({exc.strerror or exc}); reopen the brain"
+            )
 
     def _write_tail(self) -> None:
         """Rewrite the TAIL checkpoint; a failure leaves it stale, which is safe."""
-        if not self._segments:
+        tail = self._tail_now()
+        if tail is None:
             return
-        seg = self._segments[-1]
-        tail = Tail(
-            seg.first_seq, self._end, self._last_seq, self._last_ts, self._chain, self._prefix_crc
-        )
         try:
             self._tail.write(tail)
         except OSError:
             pass  # a stale TAIL only makes the next open scan further
+
+    def _tail_now(self) -> Tail | None:
+        """The TAIL of what this writer holds (None before the first segment)."""
+        if not self._segments:
+            return None
+        seg = self._segments[-1]
+        return Tail(
+            seg.first_seq, self._end, self._last_seq, self._last_ts, self._chain, self._prefix_crc
+        )
 
     @contextmanager
     def group(self) -> Iterator[None]:
@@ -552,6 +601,8 @@ class SegmentLog:
 
         Raises:
             LogError: the log is not a writer or a seq is out of range.
+            LogWriteFailed: the disk refused a rewrite (each segment is whole, old or
+                redacted; run the command again).
         """
         if not self.writer:
             raise LogWriteFailed(self.directory, "the log was opened read-only")
@@ -563,8 +614,13 @@ class SegmentLog:
             if self._fd is not None:
                 os.close(self._fd)
                 self._fd = None
-            redact_records(self.directory, self._segments, payloads)
-            self._open()
+            self._tail.close()  # the TAIL is replaced, not written in place
+            try:
+                redact_records(self.directory, self._segments, payloads, self._tail_now())
+            except OSError as exc:
+                raise LogWriteFailed(self.directory, exc.strerror or str(exc)) from exc
+            finally:
+                self._open()
 
     def close(self) -> None:
         """Commit pending appends, close the segment and release the lock."""

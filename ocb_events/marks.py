@@ -28,7 +28,7 @@ from pathlib import Path
 
 import msgspec
 
-from ocb_events.durable import replace_file
+from ocb_events.durable import fsync_dir, replace_file
 
 TAIL_MAGIC = b"OCBTAIL3"
 _TAIL = struct.Struct("<8sQQQq16sI")
@@ -86,14 +86,27 @@ class TailWriter:
             os.ftruncate(self._fd, TAIL_SIZE)
         os.pwrite(self._fd, tail.encode(), 0)
 
-    def sync(self) -> None:
-        if self._fd is not None:
-            os.fsync(self._fd)
-
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def replace_tail(directory: Path, tail: Tail | None) -> None:
+    """Replace the TAIL durably by a rewrite of the segment it covers: ``None`` removes
+    it (before the segment is renamed into place, so a crash between the two never
+    leaves a TAIL describing other bytes; a log without one is scanned), a Tail puts the
+    new one in place (after the rename).
+
+    Raises:
+        OSError: the disk refused the write.
+    """
+    path = directory / "TAIL"
+    if tail is None:
+        path.unlink(missing_ok=True)
+    else:
+        replace_file(path, [tail.encode()], directory / "TAIL.tmp")
+    fsync_dir(directory)
 
 
 class Seal(msgspec.Struct, frozen=True, array_like=True):

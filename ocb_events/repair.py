@@ -26,7 +26,7 @@ from pathlib import Path
 import msgspec
 
 from ocb_events.codec import encode_record
-from ocb_events.errors import LogCorrupt
+from ocb_events.errors import LogCorrupt, LogWriteFailed
 from ocb_events.frames import (
     LOST,
     MAX_FRAME,
@@ -44,7 +44,7 @@ from ocb_events.frames import (
     read_header,
     segment_header,
 )
-from ocb_events.marks import Tail, read_seals, read_tail, write_seals
+from ocb_events.marks import Tail, read_seals, read_tail, replace_tail, write_seals
 from ocb_events.rewrite import replace_segment, seal_of, sweep_temp
 from ocb_events.schema import Record, RecordLost
 from ocb_events.segments import Segment, acquire_lock, list_segments, segment_name
@@ -61,6 +61,7 @@ class Kept(msgspec.Struct, frozen=True):
     flags: int
     chain: bytes
     content: bytes
+    size: int  # of the frame, header included
 
 
 class Lost(msgspec.Struct, frozen=True):
@@ -164,7 +165,9 @@ def _walk_segment(walk: _Walk, seg: Segment, expected: int, last: bool, held: in
                 payload = bytes(buf[start : info.end])
                 content = content_digest(buf, info)
                 walk.entries.setdefault(seg.first_seq, []).append(
-                    Kept(info.seq, info.ts, payload, info.flags, info.chain, content)
+                    Kept(
+                        info.seq, info.ts, payload, info.flags, info.chain, content, info.end - off
+                    )
                 )
                 walk.last_ts = max(walk.last_ts, info.ts)
                 expected, off = expected + 1, info.end
@@ -201,7 +204,7 @@ def _torn_batch(walk: _Walk, first_seq: int, held: int) -> None:
         k -= 1
     if k < len(entries) and isinstance(entries[-1], Kept) and entries[-1].seq > held:
         dropped = entries[k:]
-        walk.torn_bytes += sum(len(e.payload) for e in dropped if isinstance(e, Kept))
+        walk.torn_bytes += sum(e.size for e in dropped if isinstance(e, Kept))
         walk.problem(dropped[0].seq)
         del entries[k:]
 
@@ -216,10 +219,6 @@ def _walk(segs: list[Segment], held: int) -> tuple[_Walk, int]:
     walk, expected = _Walk(), 1
     for i, seg in enumerate(segs):
         last = i == len(segs) - 1
-        if seg.first_seq > expected:
-            into = segs[i - 1].first_seq if i else seg.first_seq
-            walk.lose(expected, seg.first_seq - 1, "segment missing", seg.name, 0, into)
-            expected = seg.first_seq
         got = _walk_segment(walk, seg, expected, last, held)
         nxt = segs[i + 1].first_seq if not last else None
         if nxt is not None and got < nxt:
@@ -293,6 +292,8 @@ def repair_log(directory: Path, *, held: int = 0) -> RepairReport:
 
     Raises:
         BrainLocked: another process writes the log.
+        LogWriteFailed: the disk refused a rewrite (each segment is whole, old or
+            repaired; run the repair again).
     """
     directory = Path(directory)
     lock = acquire_lock(directory)
@@ -307,15 +308,40 @@ def repair_log(directory: Path, *, held: int = 0) -> RepairReport:
         report = RepairReport(_ranges(walk), walk.torn_bytes, 0, [], last_seq)
         if firsts:
             report.rebased_from = min(firsts)
-            _rewrite(directory, segs, walk, report)
+            tail = _rewrite(directory, segs, walk, report)
+        else:
+            tail = _tail_of(segs, walk)
+        if tail is not None:
+            # after the segments: a repair killed before this leaves a TAIL that does
+            # not match, which the next repair replaces
+            replace_tail(directory, tail)
         return report
+    except OSError as exc:
+        raise LogWriteFailed(directory, exc.strerror or str(exc)) from exc
     finally:
         os.close(lock)
 
 
-def _rewrite(directory: Path, segs: list[Segment], walk: _Walk, report: RepairReport) -> None:
+def _tail_of(segs: list[Segment], walk: _Walk) -> Tail | None:
+    """The TAIL of an intact log's last segment (its stored chain verified)."""
+    if not segs or segs[-1].first_seq not in walk.headers:
+        return None
+    seg = segs[-1]
+    data = seg.path.read_bytes()
+    kept = [e for e in walk.entries.get(seg.first_seq, []) if isinstance(e, Kept)]
+    if kept:
+        last_seq, last_ts, chain = kept[-1].seq, kept[-1].ts, kept[-1].chain
+    else:
+        last_seq, last_ts, chain = seg.first_seq - 1, walk.last_ts, walk.headers[seg.first_seq]
+    return Tail(seg.first_seq, len(data), last_seq, last_ts, chain, zlib.crc32(data))
+
+
+def _rewrite(
+    directory: Path, segs: list[Segment], walk: _Walk, report: RepairReport
+) -> Tail | None:
     """Rewrite every segment from the one holding ``report.rebased_from`` on, chaining
-    each record from the one before it as the repaired log holds it."""
+    each record from the one before it as the repaired log holds it; returns the TAIL
+    of the new last segment."""
     start = report.rebased_from
     seals = {s: v for s, v in read_seals(directory).items() if s < start}
     chain, tail = ZERO_CHAIN, None
@@ -333,5 +359,4 @@ def _rewrite(directory: Path, segs: list[Segment], walk: _Walk, report: RepairRe
         else:
             tail = Tail(seg.first_seq, len(data), last_seq, last_ts, chain, zlib.crc32(data))
     write_seals(directory, seals)
-    if tail is not None:
-        (directory / "TAIL").write_bytes(tail.encode())
+    return tail

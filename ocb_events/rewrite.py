@@ -15,6 +15,8 @@ import zlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+import msgspec
+
 from ocb_events.durable import fsync_dir, replace_file
 from ocb_events.errors import LogCorrupt
 from ocb_events.frames import (
@@ -33,7 +35,7 @@ from ocb_events.frames import (
     scan,
     segment_header,
 )
-from ocb_events.marks import Seal, Tail, read_seals, read_tail, write_seals
+from ocb_events.marks import Seal, Tail, read_seals, replace_tail, write_seals
 from ocb_events.segments import Recovery, Segment
 
 TEMP_SUFFIXES = (".rewrite", ".migrating")
@@ -45,6 +47,7 @@ def sweep_temp(directory: Path) -> None:
         for p in directory.glob(f"*.seg{suffix}"):
             p.unlink(missing_ok=True)
     (directory / "SEALS.tmp").unlink(missing_ok=True)
+    (directory / "TAIL.tmp").unlink(missing_ok=True)
 
 
 def replace_segment(path: Path, data: bytes | bytearray, suffix: str = ".rewrite") -> None:
@@ -129,13 +132,18 @@ def _upgrade(buf: bytes | mmap.mmap, first_seq: int, end: int, chain: bytes) -> 
     return bytes(out), chain
 
 
-def redact_records(directory: Path, segs: list[Segment], payloads: Mapping[int, bytes]) -> None:
+def redact_records(
+    directory: Path, segs: list[Segment], payloads: Mapping[int, bytes], tail: Tail | None
+) -> None:
     """Replace the payload of each record in ``payloads`` (by seq) with the given record
     bytes, flagged redacted and keeping the original payload's digest, so seqs,
-    framing, checksums and the hash chain all still verify. Updates the seals and the
-    TAIL of the rewritten segments."""
+    framing, checksums and the hash chain all still verify. Updates the seals of the
+    rewritten segments and, from ``tail`` (what the writer holds), the TAIL.
+
+    Raises:
+        OSError: the disk refused a write (every segment is whole, old or new).
+    """
     seals = read_seals(directory)
-    tail = read_tail(directory)
     firsts = [s.first_seq for s in segs]
     by_seg: dict[int, list[int]] = {}
     for seq in sorted(payloads):
@@ -145,16 +153,19 @@ def redact_records(directory: Path, segs: list[Segment], payloads: Mapping[int, 
         if seg.first_seq not in by_seg:
             continue
         data, end = _redacted(seg, payloads)
-        replace_segment(seg.path, data)
         if seg.first_seq in seals:
+            replace_segment(seg.path, data)
             old = seals[seg.first_seq]
             seals[seg.first_seq] = seal_of(
                 seg.path, old.first_seq, old.last_seq, old.last_ts, old.chain
             )
         elif tail is not None and tail.first_seq == seg.first_seq:
+            replace_tail(directory, None)
+            replace_segment(seg.path, data)
             crc = zlib.crc32(data[:end])
-            tail = Tail(seg.first_seq, end, tail.last_seq, tail.last_ts, tail.chain, crc)
-            (directory / "TAIL").write_bytes(tail.encode())
+            replace_tail(directory, msgspec.structs.replace(tail, offset=end, prefix_crc=crc))
+        else:
+            replace_segment(seg.path, data)
     write_seals(directory, seals)
 
 

@@ -532,8 +532,8 @@ class SeqRange(_Part):
 
 class RecordLost(Event, tag="record_lost"):
     """A tombstone that ``ocb verify --repair`` put in place of a record that was
-    damaged or lost (its seq and, when its frame still said so, its ts are kept; its
-    content is gone). Folded by nothing."""
+    damaged or lost: its seq is kept, its ts is that of the last whole record before
+    it, its content is gone. Folded by nothing."""
 
     reason: str
     segment: str = ""

@@ -113,6 +113,10 @@ def _reading(con: duckdb.DuckDBPyConnection, text: str) -> str:
         stmts = con.extract_statements(text)
     except duckdb.Error as exc:
         raise AnalyticsError(_first_line(exc), _query_hint(exc)) from exc
+    except (TypeError, UnicodeError) as exc:  # undecodable bytes in the argument
+        raise AnalyticsError(
+            "the SQL is not valid UTF-8 text", "retype the statement in UTF-8"
+        ) from exc
     if not stmts:
         raise confinement.no_statement()
     if len(stmts) > 1:
@@ -123,13 +127,13 @@ def _reading(con: duckdb.DuckDBPyConnection, text: str) -> str:
     except ValueError:  # a statement kind the Python API cannot name (UPDATE EXTENSIONS)
         return confinement.kind_of(text, "this statement")
     if kind == duckdb.StatementType.EXPLAIN:
-        for inner in confinement.explained(st.query):
-            try:
-                if _reading(con, inner) == "SELECT":
-                    return "SELECT"
-            except (AnalyticsError, InputError):
-                continue
-        return "EXPLAIN " + confinement.kind_of(confinement.explained(st.query)[0], "a statement")
+        inner = confinement.explained(st.query)
+        try:
+            if inner and _reading(con, inner[0]) == "SELECT":
+                return "SELECT"
+        except (AnalyticsError, InputError):
+            pass
+        return "EXPLAIN " + confinement.kind_of(inner[0] if inner else "", "a statement")
     if kind == duckdb.StatementType.MULTI:  # a PIVOT without an IN list
         return "PIVOT"
     return "SELECT" if kind == _SELECT else confinement.kind_of(st.query, kind.name)

@@ -15,6 +15,8 @@ import re
 from datetime import UTC
 from typing import Any
 
+import duckdb
+
 from ocb_events.errors import AnalyticsError, InputError
 
 CONFIG = {
@@ -42,7 +44,6 @@ _KIND_HINTS = {
     "e.g. PIVOT deltas ON rule IN ('pg', 'decay') USING count(*)",
 }
 _LEAD = re.compile(r"(?:\s+|--[^\n]*|/\*.*?\*/|\()*", re.S)
-_EXPLAIN = re.compile(r"EXPLAIN\b(?:\s+|--[^\n]*|/\*.*?\*/)*(?:ANALY[SZ]E\b)?", re.S | re.I)
 _GENERIC = ("", "WITH", "FROM", "VALUES", "TABLE")
 
 
@@ -61,16 +62,40 @@ def kind_of(sql: str, kind: str) -> str:
 
 
 def explained(text: str) -> list[str]:
-    """The texts an EXPLAIN statement may be explaining, to parse in turn: what follows
-    ``EXPLAIN [ANALYZE]``, and that without a leading option list (``(FORMAT json)``)."""
-    lead = _lstrip(text)
-    m = _EXPLAIN.match(lead)
-    rest = lead[m.end() :] if m else ""
-    out = [rest]
-    if rest.lstrip().startswith("("):
-        close = rest.find(")")
-        out.append(rest[close + 1 :] if close >= 0 else "")
-    return out
+    """The text an EXPLAIN statement explains, found with DuckDB's own lexer (so nested
+    comments and dollar-quoted strings read as DuckDB reads them): what follows
+    ``EXPLAIN``, ``ANALYZE`` and an option list (``(FORMAT json)``), or the query in
+    parentheses that is all that follows. Empty when the text does not start so."""
+    try:
+        tokens = [t for t in duckdb.tokenize(text) if t[1] != duckdb.token_type.comment]
+    except (duckdb.Error, RuntimeError):
+        return []
+    starts = [pos for pos, _ in tokens] + [len(text)]
+    # a token's text: up to the next token, less any comment between them
+    words = [
+        (text[a:b].split("--")[0].split("/*")[0].strip(), kind)
+        for (a, kind), b in zip(tokens, starts[1:], strict=True)
+    ]
+    if not words or words[0][0].upper() != "EXPLAIN":
+        return []
+    i = 1
+    if i < len(words) and words[i][0].upper() in ("ANALYZE", "ANALYSE"):
+        i += 1
+    if i < len(words) and words[i] == ("(", duckdb.token_type.operator):
+        query = i  # or a query in parentheses: ``EXPLAIN (SELECT 1)``
+        depth = 0
+        while i < len(words):
+            word, kind = words[i]
+            if kind == duckdb.token_type.operator:
+                depth += word.count("(") - word.count(")")
+            i += 1
+            if depth <= 0:
+                break
+        if depth:
+            return []
+        if i == len(tokens):
+            i = query
+    return [text[starts[i] :]] if i < len(tokens) else []
 
 
 def refused(kind: str) -> AnalyticsError:

@@ -101,7 +101,7 @@ Unit = tuple[int, int] | Piece
 
 def _split_block(lines: list[str], b: _Block, target: int, cap: int) -> list[Unit]:
     """Cut a long block into line ranges of about ``target`` characters, none over
-    ``cap`` (a line over ``cap`` becomes slices)."""
+    ``cap`` (a line over ``cap`` becomes slices) and none of blank lines only."""
     size = _size(lines, b.start, b.end)
     if size <= target:
         return [(b.start, b.end)]
@@ -116,7 +116,8 @@ def _split_block(lines: list[str], b: _Block, target: int, cap: int) -> list[Uni
             cur, used = i, 0
         used += n
     out.append((cur, b.end))
-    return [u for s, e in out for u in _capped(lines, s, e, target, cap)]
+    text = [(s, e) for s, e in out if any(lines[i].strip() for i in range(s, e + 1))]
+    return [u for s, e in text for u in _capped(lines, s, e, target, cap)]
 
 
 def _capped(lines: list[str], s: int, e: int, target: int, cap: int) -> list[Unit]:

@@ -135,10 +135,11 @@ _KEYWORDS = re.compile(
 )
 """Names that announce a secret, matched in the lower-cased text (``DB_PASSWORD``)."""
 _ASSIGNED = re.compile(
-    r"""["'*_]*[ \t]*(?P<sep>:=|=>|=|:)[ \t]*[*_]*[ \t]*"""
+    r"""(?:[_.-][A-Za-z0-9]+){0,3}["'*_]*[ \t]*(?P<sep>:=|=>|=|:)[ \t]*[*_]*[ \t]*"""
     r"""(?:(?P<q>["'`])(?P<qv>[^"'`\r\n]{4,200}?)(?P=q)|(?P<v>[^\s"'`,;<>(){}\[\]]{4,200}))"""
 )
-"""What follows such a name: a separator and a value, quoted or not."""
+"""What follows such a name: the rest of an identifier (``SECRET_KEY``,
+``token_v2``, ``secret.key``), a separator and a value, quoted or not."""
 _WORD_KINDS = {
     "pass": "password",
     "secret": "secret",
@@ -262,7 +263,7 @@ def parse_patterns(spec: str) -> tuple[tuple[str, str], ...]:
             kind, regex = "custom", entry
         try:
             rx = re.compile(regex)
-        except re.error as exc:
+        except (re.error, OverflowError, RecursionError) as exc:
             raise ValueError(f"pattern {regex!r} is not a regular expression ({exc})") from None
         if rx.search("") is not None:
             raise ValueError(f"pattern {regex!r} matches the empty string")
@@ -282,7 +283,7 @@ def parse_allow(spec: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         if entry.startswith("re:"):
             try:
                 re.compile(entry[3:])
-            except re.error as exc:
+            except (re.error, OverflowError, RecursionError) as exc:
                 raise ValueError(f"allow {entry!r} is not a regular expression ({exc})") from None
             regexes.append(entry[3:])
         else:

@@ -138,14 +138,14 @@ def writable_target(root: Path, rel: str) -> Path:
     return target
 
 
-def _open_temp(folder: Path, name: str) -> tuple[int, Path]:
-    """A new temp file of ours in ``folder``, open for writing and locked. Its mode is
-    what ``open()`` gives under the umask (mkstemp's would be 0600)."""
+def _open_temp(folder: Path, name: str, mode: int) -> tuple[int, Path]:
+    """A new temp file of ours in ``folder`` (``mode`` under the umask), open for
+    writing and locked."""
     short = os.fsdecode(os.fsencode(name)[:_NAME_MAX])
     while True:
         tmp = folder / f".{short}.ocb-{os.urandom(4).hex()}.tmp"
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
         except FileExistsError:
             continue
         try:
@@ -218,13 +218,16 @@ def _replace(target: Path, text: str) -> None:
         old: os.stat_result | None = os.stat(target, follow_symlinks=False)
     except FileNotFoundError:
         old = None
-    fd, tmp = _open_temp(folder, target.name)
+    # a file being replaced: the temp file starts private and takes its owner and mode
+    # before it holds a byte, so the new text is never readable by more than the old;
+    # a new file gets what open() gives under the umask
+    fd, tmp = _open_temp(folder, target.name, 0o600 if old is not None else 0o666)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
             if old is not None:
                 _keep_metadata(fh.fileno(), old)
+            fh.write(text)
+            fh.flush()
             os.fsync(fh.fileno())
             os.replace(tmp, target)  # while locked, so no sweep can take it first
     except BaseException:

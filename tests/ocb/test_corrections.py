@@ -49,6 +49,25 @@ def test_a_correction_must_name_what_it_corrects(brain: Brain) -> None:
     assert brain.inject("TEACHING", "Hotfixes go through ci-hotfix").created  # needs no target
 
 
+def test_repeating_a_correction_with_more_vetoes_is_refused_until_it_is_retracted(
+    brain: Brain,
+) -> None:
+    """The same correction again is nothing new; the same content with ``--all`` asks
+    for vetoes the node lacks, which a repeat cannot give: retract it, then inject."""
+    fired = brain.query(HOTFIX, chat_id="c1").fired
+    first = brain.inject("CORRECTION", FIX, chat_id="c1")
+    assert not brain.inject("CORRECTION", FIX, chat_id="c1").created
+    last = brain.log.last_seq
+    with pytest.raises(InputError, match="already holds this content") as info:
+        brain.inject("CORRECTION", FIX, chat_id="c1", all_fired=True)
+    assert f"ocb retract --node {first.node_id}" in info.value.hint
+    assert brain.log.last_seq == last
+    brain.retract(node_id=first.node_id)
+    again = brain.inject("CORRECTION", FIX, chat_id="c1", all_fired=True)
+    assert again.created and set(again.inhibits) == {f for f in fired if "::" in f}
+    assert not brain.inject("CORRECTION", FIX, chat_id="c1", all_fired=True).created
+
+
 def test_units_carry_negation_withdrawal_and_past_tense() -> None:
     got = units("Never skip CI. A note said hotfixes may skip CI; it is withdrawn.\nWe skipped CI")
     assert [(sorted(u.terms), u.negated) for u in got] == [

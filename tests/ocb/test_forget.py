@@ -47,6 +47,7 @@ def leaky(tmp_path: Path, workspace: Path) -> tuple[Path, Path]:
         b.sync(workspace)
         b.retain(f"the demo account uses {TOKEN}", entities=["Priya"])
         b.kg_set("staging", "password", TOKEN)
+        b.kg_set(f"host-{TOKEN}", "owner", "Priya")  # names can hold it too
         b.set_config("storage.snapshot_tail", 1)
         b.query("how do I roll back a bad deploy")
     assert TOKEN.encode() in every_byte(path)
@@ -127,6 +128,24 @@ def test_forgetting_a_fact_erases_it_in_every_version_and_nothing_else(
                 assert all(f.content == MARKER for f in rec.event.facts if f.id == fid)
 
 
+def test_forgetting_a_fact_erases_its_text_from_the_chunk_it_was_parsed_from(
+    leaky: tuple[Path, Path],
+) -> None:
+    """A retained fact is a bullet of a workspace file: its text is in that file's
+    chunk records and vectors too, and the file on disk is named."""
+    workspace, path = leaky
+    with Brain(path) as b:
+        b.sync(workspace)
+        mem = b.state("memory")
+        fact = next(f for f in mem.facts.values() if TOKEN in f.content)
+        assert any(fact.content in n.text for n in b.graph.nodes.values())
+        report = b.forget(fact=fact.id)
+    assert report.still_in_workspace, "the workspace file still holds the bullet"
+    assert fact.content.encode() not in every_byte(path)
+    with Brain(path) as b:
+        assert not any(fact.content in n.text for n in b.graph.nodes.values())
+
+
 def test_forgetting_a_record_and_the_refusals(leaky: tuple[Path, Path]) -> None:
     _, path = leaky
     with Brain(path) as b:
@@ -151,9 +170,9 @@ STRUCTURAL = {
     "id", "node_id", "node_ids", "path", "content_hash", "text_hash", "removed", "trace_id",
     "chat_id", "fired", "vetoed", "fired_ids", "request_id", "source", "target", "targets",
     "kind", "tier", "key", "cause", "rule", "embedder_id", "blob", "features", "kept",
-    "absorbed", "node", "chosen", "followed", "mode", "stop_reason", "fact_id", "via",
-    "subject", "predicate", "change", "supporting", "contradicting", "priority", "teacher",
-    "op", "root", "what", "segment", "actor", "entities", "evidence", "day",
+    "absorbed", "node", "chosen", "followed", "mode", "stop_reason", "fact_id",
+    "change", "supporting", "contradicting", "priority", "teacher",
+    "op", "root", "what", "segment", "actor", "evidence", "day",
 }  # fmt: skip
 """String fields that name things (ids, paths, hashes, kinds), not free text."""
 
@@ -167,5 +186,4 @@ def test_every_free_text_field_of_every_event_is_known_to_forget() -> None:
         content = set(CONTENT.get(cls, ()))
         assert content <= strs, cls
         unknown = strs - content - STRUCTURAL
-        kg = cls is schema.KgFactSet and unknown <= {"subject", "predicate"}
-        assert not unknown or kg, f"{cls.__name__}: classify {sorted(unknown)} in ocb.forget"
+        assert not unknown, f"{cls.__name__}: classify {sorted(unknown)} in ocb.forget"

@@ -61,6 +61,7 @@ DRIVER = textwrap.dedent(
                       "--again")
     out["inject_full"] = ocb("inject", "--brain", str(brain), "--content", "check the canary")
     out["after_full"] = records()
+    out["snapshot_full"] = ocb("snapshot", "--brain", str(brain))
     out["tmp_full"] = sorted(p.name for p in brain.rglob("*.tmp"))
     filler.unlink()
     out["snapshot"] = ocb("snapshot", "--brain", str(brain))
@@ -92,7 +93,8 @@ def test_a_full_disk_after_the_append_is_a_warning_and_a_retry_records_once(
     proc = run_on_tmpfs(script, size + 2 * 1024 * 1024, mnt, str(small_brain), timeout=300)
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout)
-    for step in ("learn", "retry", "blind_retry", "full", "inject_full", "snapshot", "verify"):
+    steps = ("learn", "retry", "blind_retry", "full", "inject_full", "snapshot_full", "snapshot")
+    for step in (*steps, "verify"):
         assert "Traceback" not in got[step]["err"], got[step]["err"]
 
     learn = got["learn"]
@@ -119,5 +121,8 @@ def test_a_full_disk_after_the_append_is_a_warning_and_a_retry_records_once(
     assert got["inject_full"]["code"] == 1 and len(inject) == 2
     assert inject[0].startswith("error: could not store") and "nothing was recorded" in inject[1]
     assert got["after_full"] == got["after_retries"]
+    snap = got["snapshot_full"]
+    assert snap["code"] == 1, "writing snapshots is the whole command: it fails"
+    assert snap["err"].startswith("error: could not write a snapshot of ")
 
     assert got["snapshot"]["code"] == 0 and got["verify"]["code"] == 0, got["verify"]

@@ -112,6 +112,16 @@ def test_damage_in_the_middle_stops_every_command_until_repaired(
         assert code == 0, (args, err)
 
 
+def test_doctor_reports_a_damaged_log_with_or_without_repair(brain: tuple[Path, Path]) -> None:
+    """Blob regeneration needs the log; on a damaged one ``doctor --repair`` gives the
+    same report as ``doctor`` (whose failing check names the log repair)."""
+    _, path = brain
+    damage_record(path, 30)
+    plain = ocb("doctor", "--brain", path)
+    assert plain[0] == 1 and plain[1].startswith("FAIL  log integrity: log corrupt at seq 30")
+    assert ocb("doctor", "--brain", path, "--repair") == plain
+
+
 @pytest.mark.parametrize("how", ["truncated", "deleted"])
 @pytest.mark.parametrize("tail", ["kept", "deleted"])
 def test_a_lost_end_of_the_log_is_refused_never_started_over(

@@ -348,6 +348,44 @@ def test_decay_is_re_decided_on_the_what_if_weights(brain: Brain) -> None:
         assert snapshot_bytes("graph", r.brain.graph) == snapshot_bytes("graph", brain.graph)
 
 
+def test_a_decay_too_small_for_todays_rule_carries_its_time_over_in_a_what_if(
+    brain: Brain, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A brain recorded a decay that today's rule finds too small to record (it took
+    off less than ``MIN_DECAY``): the what-if records nothing for it, as ``ocb
+    maintain`` would now, and the next decay covers its time."""
+    clock = brain.clock  # one clock for the decisions and the records
+    assert isinstance(clock, TickClock)
+
+    def decay_after(days: float) -> None:
+        clock.now_ns += int(days * NS_PER_DAY)
+        maintain(brain, "decay", clock=clock)
+
+    decay_after(1)
+    start = brain.log.last_seq
+    with monkeypatch.context() as m:
+        m.setattr("ocb.upkeep.MIN_DECAY", 1e-6)  # the rule an older brain was recorded with
+        decay_after(0.01)
+    decay_after(30)
+
+    def decays(b: Brain) -> list[float]:
+        return [
+            float(dict((p.key, p.value) for p in r.event.params)["factor"])
+            for r in b.log.read(start + 1)
+            if isinstance(r.event, MaintenanceRan) and r.event.op == "decay"
+        ]
+
+    real = decays(brain)
+    assert len(real) == 2 and 1 - real[0] < 1e-3
+    with scratch_replay(brain, start) as r:
+        assert len(decays(r.brain)) == 1, "the small decay is not recorded"
+        alt = weights(r.brain.graph)
+    # one decay over both spans takes off what the two recorded ones took together
+    got = weights(brain.graph)
+    assert alt.keys() == got.keys()
+    assert all(alt[k] == pytest.approx(w, rel=1e-9, abs=1e-12) for k, w in got.items())
+
+
 def test_a_retracted_outcome_or_label_leaves_no_trace_in_any_what_if(brain: Brain) -> None:
     answer = brain.query(QUESTIONS[0])
     taken = [brain.learn(1.0, trace_id=answer.trace_id).outcome_seq]

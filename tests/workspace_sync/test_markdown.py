@@ -37,7 +37,7 @@ def test_pieces_cover_every_character_once_match_the_file_and_keep_the_cap(
     spans: dict[int, list[tuple[int, int]]] = {}  # 0-based line -> covered [from, to)
     for p in pieces:
         assert 1 <= p.start_line <= p.end_line <= len(lines)
-        assert p.text and len(p.text) <= cap
+        assert p.text.strip() and len(p.text) <= cap  # no piece of blank lines only
         assert p.text == located(lines, p)
         whole = "\n".join(lines[p.start_line - 1 : p.end_line])
         if p.text != whole:  # a slice is part of one line
@@ -53,6 +53,13 @@ def test_pieces_cover_every_character_once_match_the_file_and_keep_the_cap(
         assert got == sorted(got) and all(a[1] <= b[0] for a, b in zip(got, got[1:], strict=False))
         gaps = zip([0] + [b for _, b in got], [a for a, _ in got] + [len(x)], strict=True)
         assert not "".join(x[a:b] for a, b in gaps).strip()  # every character once
+
+
+def test_a_blank_line_between_two_long_lines_of_a_fence_is_no_piece() -> None:
+    doc = "# Log\n\n```\n" + "a" * 2500 + "\n\n" + "b" * 2500 + "\n```\n"
+    pieces = chunk_text(doc)
+    assert all(p.text.strip() for p in pieces)
+    assert 5 not in {p.start_line for p in pieces}
 
 
 @given(st.lists(st.text(alphabet="abcdefghij", min_size=1, max_size=30), min_size=1, max_size=400))

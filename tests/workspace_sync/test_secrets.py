@@ -165,6 +165,9 @@ WORDS = (
 ).split()
 TRICKY = [
     "token: rotated monthly",
+    "token-based: authentication",
+    "the secretary: Jane",
+    "max_tokens_per_minute: 4000",
     "password: see the vault",
     "secret: lumen-db-credentials",
     "max_tokens=4000",
@@ -209,6 +212,10 @@ def test_each_known_format_is_found_and_replaced_by_its_marker(kind: str) -> Non
         ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
          "aws_secret_access_key = [REDACTED:aws-secret-key]", "aws-secret-key"),
         ("DB_PASSWORD=hunter2", "DB_PASSWORD=[REDACTED:password]", "password"),
+        ("SECRET_KEY=hunter2hunter2", "SECRET_KEY=[REDACTED:secret]", "secret"),
+        ("PASSWORD_PROD=hunter2", "PASSWORD_PROD=[REDACTED:password]", "password"),
+        ("ADMIN_TOKEN_V2=abc123xyz", "ADMIN_TOKEN_V2=[REDACTED:token]", "token"),
+        ('app.secret_key = "dev-key-123"', 'app.secret_key = "[REDACTED:secret]"', "secret"),
         ('"api_key": "12ab34cd56ef"', '"api_key": "[REDACTED:api-key]"', "api-key"),
         ("token: abc123xyz", "token: [REDACTED:token]", "token"),
         ("**Password:** Tr0ub4dor&3", "**Password:** [REDACTED:password]", "password"),
@@ -332,13 +339,18 @@ def test_extra_patterns_redact_their_group_or_match_with_their_kind() -> None:
 
 @pytest.mark.parametrize(
     ("spec", "message"),
-    [("acme=ACME-[", "not a regular expression"), ("x*", "matches the empty string")],
+    [
+        ("acme=ACME-[", "not a regular expression"),
+        ("a{1,99999999999}", "not a regular expression"),
+        ("x*", "matches the empty string"),
+    ],
 )
 def test_bad_extra_patterns_are_refused(spec: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         parse_patterns(spec)
-    with pytest.raises(ValueError, match="not a regular expression"):
-        parse_allow("re:(")
+    for bad in ("re:(", "re:a{1,99999999999}"):
+        with pytest.raises(ValueError, match="not a regular expression"):
+            parse_allow(bad)
 
 
 def test_scanning_off_keeps_the_text_as_it_is() -> None:

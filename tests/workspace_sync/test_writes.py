@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from ocb_events.errors import WorkspaceError
-from workspace_sync import sweep_temp_files, write_workspace_file
+from workspace_sync import sweep_temp_files, write_workspace_file, writes
 
 LOG = "memory/2026-11-20.md"
 OLD = "# 2026-11-20\n\n## Retain\n- W @Peter: owns billing\n"
@@ -60,6 +60,25 @@ def test_an_existing_file_keeps_its_mode(ws: Path, mode: int) -> None:
     assert (ws / LOG).read_text() == NEW
     assert stat.S_IMODE((ws / LOG).stat().st_mode) == mode
     assert temps(ws) == []
+
+
+def test_a_private_files_new_text_is_never_readable_by_more_than_the_old(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The temp file takes the old file's mode before it holds a byte of the text."""
+    os.chmod(ws / LOG, 0o600)
+    seen: list[os.stat_result] = []
+    real = writes._keep_metadata
+
+    def watched(fd: int, old: os.stat_result) -> None:
+        seen.append(os.fstat(fd))
+        real(fd, old)
+
+    monkeypatch.setattr(writes, "_keep_metadata", watched)
+    write_workspace_file(ws, LOG, NEW)
+    assert len(seen) == 1 and seen[0].st_size == 0
+    assert stat.S_IMODE(seen[0].st_mode) & 0o077 == 0, "private from its creation"
+    assert stat.S_IMODE((ws / LOG).stat().st_mode) == 0o600 and (ws / LOG).read_text() == NEW
 
 
 def test_a_new_file_gets_the_mode_open_gives_under_the_umask(ws: Path) -> None:
@@ -200,7 +219,7 @@ def test_a_killed_writers_temp_file_is_swept_on_the_next_write_and_nothing_else(
         import sys
         from pathlib import Path
         from workspace_sync.writes import _open_temp
-        fd, tmp = _open_temp(Path(sys.argv[1]), "2026-11-20.md")
+        fd, tmp = _open_temp(Path(sys.argv[1]), "2026-11-20.md", 0o600)
         print(tmp.name, flush=True)
         sys.stdin.read()
     """
