@@ -54,8 +54,23 @@ WRITING: dict[str, Args] = {
     "init": lambda n, b, w: ["init", "--workspace", str(w)],
     "reflect": lambda n, b, w: ["reflect", "--since", "3650d"],
     "snapshot": lambda n, b, w: ["snapshot"],
+    "retract": lambda n, b, w: ["retract", "--chat-id", f"c{n % 3}", "--reason", f"trial {n}"],
+    "train-route": lambda n, b, w: ["train-route"],
+    # rewrites every record holding the question since the last one (the queries of
+    # the rounds between), then records content_forgotten
+    "forget": lambda n, b, w: ["forget", "--text", QUESTION, "--reason", f"trial {n}"],
 }  # fmt: skip
 """Every command that writes, with arguments for its n-th trial."""
+
+MAY_REFUSE = ("forget", "retract", "train-route")
+"""Commands a trial may find nothing to do for (everything forgotten or retracted, too
+few outcomes to train on): they refuse with one line and record nothing."""
+
+
+def _refused(command: str, code: int, err: str) -> bool:
+    lines = err.splitlines()
+    return command in MAY_REFUSE and code == 1 and len(lines) <= 2 and err.startswith("error: ")
+
 
 APPENDING = ("query", "learn", "inject", "retain", "recall", "kg", "config", "anchor")
 """Commands that always append (a kill after their append is always possible)."""
@@ -86,6 +101,18 @@ def run_on_tmpfs(
 def ocb_argv(args: list[str], brain: Path) -> list[str]:
     cmd = [sys.executable, "-c", "from ocb.cli import main; main()", *args]
     return cmd if "--brain" in args else [*cmd, "--brain", str(brain)]
+
+
+def _unredacted(now: Record, before: Record) -> Record:
+    """``before`` when ``now`` is it redacted by ``ocb forget`` (same seq, ts, actor and
+    event type: only content differs; the hash chain is checked apart), else ``now``."""
+    same = (now.seq, now.ts, now.actor, type(now.event)) == (
+        before.seq,
+        before.ts,
+        before.actor,
+        type(before.event),
+    )
+    return before if same else now
 
 
 @dataclass
@@ -153,7 +180,9 @@ class Harness:
         finally:
             _, err = proc.communicate(timeout=60)
         out = Outcome(command, killed, landed and killed)
-        if not killed and proc.returncode != 0:
+        if not killed and _refused(command, proc.returncode, err.decode()):
+            pass  # nothing left to take back or to forget: refused with one line
+        elif not killed and proc.returncode != 0:
             out.survived, out.detail = False, f"exit {proc.returncode}: {err.decode()[-300:]}"
             return out
         self.check(out)
@@ -179,6 +208,8 @@ class Harness:
             out.survived, out.detail = False, f"log: {exc}"
             return
         kept = records[: len(self.history)]
+        if out.command == "forget":  # records may be redacted: the same but for content
+            kept = [_unredacted(a, b) for a, b in zip(kept, self.history, strict=False)]
         if kept != self.history:
             out.acked_lost = sum(a != b for a, b in zip(kept, self.history, strict=False))
             out.acked_lost += len(self.history) - len(kept)
