@@ -31,7 +31,7 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
-from ocb.api import Brain
+from ocb.brain import Brain
 from ocb_events.log import SegmentLog
 from ocb_events.schema import ConfigChanged, EdgesUpdated, OutcomeRecorded, QueryTraced
 from replay import rebuild

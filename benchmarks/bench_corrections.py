@@ -4,7 +4,7 @@ written from the example workspace, against the chunks it should veto.
 Each case is a question asked in a chat, a correction of its answer as a user would
 type it, and the chunks holding the advice the correction withdraws (often none: then
 every veto is a false positive). For each ``indexing.correction_min_similarity`` the
-script decides each correction (``ocb.commands.decide_inject``, nothing recorded) and
+script decides each correction (``ocb.graph.inject.decide_inject``, nothing recorded) and
 sums true and false positives and misses over the cases; ``--all`` (every chunk that
 fired) is the baseline. Prints a Markdown table, writes JSON to ``--out``.
 
@@ -24,8 +24,8 @@ from typing import Any
 
 import msgspec
 
-from ocb.api import Brain
-from ocb.commands import decide_inject
+from ocb.brain import Brain
+from ocb.graph.inject import decide_inject
 
 HERE = Path(__file__).resolve().parent
 WORKSPACE = HERE.parent / "examples" / "workspace"

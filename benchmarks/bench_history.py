@@ -35,7 +35,7 @@ sys.path.insert(0, str(HERE))
 
 import bench_core  # noqa: E402
 
-from ocb.api import Brain  # noqa: E402
+from ocb.brain import Brain  # noqa: E402
 from ocb_events.log import SegmentLog  # noqa: E402
 from replay import PROJECTIONS, SnapshotStore, fold, load_states, rebuild  # noqa: E402
 

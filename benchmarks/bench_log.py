@@ -80,7 +80,7 @@ def _cold_query(checkout: Path, brain: Path) -> float:
     code = (
         f"import sys, time; sys.path.insert(0, {str(checkout)!r}); t = time.perf_counter(); "
         "sys.argv = ['ocb', 'query', 'how do I roll back a bad deploy', '--brain', "
-        f"{str(brain)!r}]; from ocb.cli import main\n"
+        f"{str(brain)!r}]; from ocb.cli.app import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "print(time.perf_counter() - t, file=sys.stderr)"
     )
@@ -91,7 +91,7 @@ def _cold_query(checkout: Path, brain: Path) -> float:
 def _brain(checkout: Path, root: Path) -> Path:
     brain = root / f"brain-{checkout.name}"
     code = (
-        f"import sys; sys.path.insert(0, {str(checkout)!r}); from ocb.api import Brain\n"
+        f"import sys; sys.path.insert(0, {str(checkout)!r}); from ocb.brain import Brain\n"
         f"b, _ = Brain.init({str(brain)!r}, {str(REPO / 'examples' / 'workspace')!r})\n"
         "b.close()"
     )

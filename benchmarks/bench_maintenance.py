@@ -33,8 +33,8 @@ from typing import Any
 
 from bench_core import machine, make_workspace
 
-from ocb.api import Brain
-from ocb.maintenance import OPS, maintain
+from ocb.brain import Brain
+from ocb.upkeep.maintain import OPS, maintain
 from ocb_events.clock import TickClock
 
 HERE = Path(__file__).resolve().parent

@@ -58,7 +58,7 @@ sys.path.insert(0, str(HERE))
 
 import bench_core  # noqa: E402  (machine facts, python loop speed)
 
-from ocb.api import Brain  # noqa: E402
+from ocb.brain import Brain  # noqa: E402
 from ocb_events.clock import TickClock  # noqa: E402
 
 DAY_NS = 86_400 * 10**9

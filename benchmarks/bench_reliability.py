@@ -46,7 +46,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from ocb.api import Brain  # noqa: E402
+from ocb.brain import Brain  # noqa: E402
 from ocb_events.clock import TickClock  # noqa: E402
 from ocb_events.log import SegmentLog  # noqa: E402
 from ocb_events.schema import Record  # noqa: E402

@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ocb.engine.traverse import traverse
 from ocb.settings import Traversal
-from ocb.traverse import traverse
 from ocb_events.schema import ChunkText, EdgesCreated, EdgeSpec, FileIndexed, Record
 from projections import graph
 

@@ -1,6 +1,6 @@
 """OpenClawBrain: the brain package (API, commands, CLI).
 
-The library is the product; the ``ocb`` CLI is a thin layer over ``ocb.api``.
+The library is the product; the ``ocb`` CLI is a thin layer over ``ocb.brain``.
 """
 
 import os

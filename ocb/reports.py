@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from ocb.commands import Hit
+from ocb.graph.query import Hit
 from ocb_events.schema import EdgeDelta
 
 

@@ -42,7 +42,7 @@ def _m(description: str, **constraints: Any) -> Meta:
 
 
 class Traversal(msgspec.Struct, frozen=True):
-    """How a query seeds and walks the graph (see ``ocb.traverse``).
+    """How a query seeds and walks the graph (see ``ocb.engine.traverse``).
 
     Tiers (on the damped weight): reflex >= ``reflex`` is followed automatically;
     habitual in [``habitual``, ``reflex``) is chosen by the route policy, a softmax over
@@ -123,7 +123,7 @@ class Indexing(msgspec.Struct, frozen=True):
     cross-file edges between similar chunks. No chunk is longer than
     ``max_chunk_chars`` (a longer line is cut at word boundaries into pieces of about
     ``chunk_chars``). A correction given only a chat or a trace vetoes the chunks whose
-    opposition to it reaches ``correction_min_similarity`` (see ``ocb.stance``)."""
+    opposition to it reaches ``correction_min_similarity`` (see ``ocb.engine.stance``)."""
 
     chunk_chars: Annotated[int, _m("target size of a chunk in characters", ge=1)] = 600
     sibling_weight: Annotated[float, _m("weight of the edges between neighbouring chunks")] = 0.3
@@ -146,7 +146,7 @@ class Indexing(msgspec.Struct, frozen=True):
 
 
 class Maintenance(msgspec.Struct, frozen=True):
-    """How ``ocb maintain`` changes the graph (see ``ocb.maintenance``).
+    """How ``ocb maintain`` changes the graph (see ``ocb.upkeep.maintain``).
 
     Decay halves edge weights every ``half_life_days`` (canonical nodes at half the
     rate); prune removes edges with ``|w| < prune_below``; merge joins chunks whose
@@ -186,7 +186,7 @@ class Storage(msgspec.Struct, frozen=True):
 
 
 class Memory(msgspec.Struct, frozen=True):
-    """How recall scores and spreads (see ``ocb.recall``).
+    """How recall scores and spreads (see ``ocb.memory.recall``).
 
     Score = ``w_match`` * match + ``w_salience`` * salience + ``w_access`` * access, where
     access = 0.5 ** (days since last recall / ``half_life_days``) * (1 + ``access_boost``

@@ -17,7 +17,7 @@ every later record is copied or re-decided, in order, with its original ts and a
   parameters (half-life and time, budget) on the scratch weights, since both multiply
   weights: copying their recorded deltas would not decay the what-if's weights;
 * a ``retracted`` outcome or teacher label is re-decided: its reversal is decided
-  again (``ocb.retract.decide_retract``) from the update the scratch log holds for it
+  again (``ocb.graph.retract.decide_retract``) from the update the scratch log holds for it
   (re-decided or copied) and the weights that update found, which the replay keeps for
   every record a later retraction names; the recorded reversal is dropped;
 * everything else is copied as recorded: file events, injections and their
@@ -48,12 +48,12 @@ from pathlib import Path
 
 import msgspec
 
-from ocb.api import Brain
-from ocb.commands import decide_learn, steps_from_ids
-from ocb.embed import HashEmbedder
-from ocb.retract import Held, Target, decide_retract
+from ocb.brain import Brain
+from ocb.engine.embed import HashEmbedder
+from ocb.graph.learn import decide_learn, steps_from_ids
+from ocb.graph.retract import Held, Target, decide_retract
 from ocb.settings import Indexing, Learning, Maintenance, Traversal, check_key, resolve
-from ocb.upkeep import OpPlan, View, decide_decay, decide_scale
+from ocb.upkeep.weights import OpPlan, View, decide_decay, decide_scale
 from ocb_events.blobs import BlobStore
 from ocb_events.errors import InputError
 from ocb_events.protocol import EventLog

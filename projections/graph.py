@@ -13,7 +13,7 @@ otherwise a folded state and a restored one would encode differently.
 
 Merged chunks (``NodesMerged``): the absorbed chunk stays as an *alias*, a node with
 no text and no edges that keeps its id, path, lines and text hash, so that
-``ocb.indexing.previous_files`` and the workspace differ still recognise it. Its
+``ocb.graph.sync.previous_files`` and the workspace differ still recognise it. Its
 survivor lists the alias's source in ``Node.also``. Folding keeps them in step:
 
 * a re-sync that moves the alias's lines updates the survivor's ``also``;

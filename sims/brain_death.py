@@ -11,9 +11,9 @@ config event, and the same questions route again.
 
 from __future__ import annotations
 
-from ocb.api import Brain
-from ocb.health import check
-from ocb.maintenance import maintain
+from ocb.brain import Brain
+from ocb.upkeep.health import check
+from ocb.upkeep.maintain import maintain
 from ocb_events.clock import TickClock
 from sims.common import DAY_NS, Result, rebuild_equal, scratch_brain, topic_files
 

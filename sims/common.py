@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from ocb.api import Brain
+from ocb.brain import Brain
 from ocb_events.clock import TickClock
 from ocb_events.schema import EdgesCreated, EdgeSpec
 from replay import PROJECTIONS, rebuild

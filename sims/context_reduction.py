@@ -15,7 +15,7 @@ outlast decay.
 
 from __future__ import annotations
 
-from ocb.maintenance import maintain
+from ocb.upkeep.maintain import maintain
 from ocb_events.clock import TickClock
 from sims.common import DAY_NS, Result, rebuild_equal, scratch_brain, topic_files, weight
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import random
 import re
 
-from ocb.api import Brain
+from ocb.brain import Brain
 from sims.common import Result, rebuild_equal, scratch_brain, topic_files
 
 NAME = "domain_separation"

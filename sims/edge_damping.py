@@ -11,7 +11,7 @@ same brain answers under both settings (recorded as config events).
 
 from __future__ import annotations
 
-from ocb.api import Brain
+from ocb.brain import Brain
 from ocb_events.schema import QueryTraced
 from sims.common import Result, connect, rebuild_equal, scratch_brain
 

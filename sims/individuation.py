@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 from contextlib import ExitStack
 
-from ocb.api import Brain
+from ocb.brain import Brain
 from replay import PROJECTIONS
 from sims.common import Result, rebuild_equal, scratch_brain, topic_files
 

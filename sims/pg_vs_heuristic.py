@@ -18,7 +18,7 @@ on the route.
 
 from __future__ import annotations
 
-from ocb.api import Brain
+from ocb.brain import Brain
 from sims.common import Result, connect, paragraphs, rebuild_equal, scratch_brain, weight
 
 NAME = "pg_vs_heuristic"

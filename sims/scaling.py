@@ -19,7 +19,7 @@ import random
 import statistics
 import time
 
-from ocb.api import Brain
+from ocb.brain import Brain
 from sims.common import Result, rebuild_equal, scratch_brain, topic_files
 
 NAME = "scaling"

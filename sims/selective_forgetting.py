@@ -12,8 +12,8 @@ the learning rate is 0.3 so that three reinforcements a day outpace the decay.
 
 from __future__ import annotations
 
-from ocb.maintenance import maintain
-from ocb.traverse import tier_of
+from ocb.engine.traverse import tier_of
+from ocb.upkeep.maintain import maintain
 from ocb_events.clock import TickClock
 from ocb_events.schema import STOP
 from sims.common import DAY_NS, Result, rebuild_equal, scratch_brain, topic_files

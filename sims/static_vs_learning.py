@@ -9,7 +9,7 @@ are recorded, no outcome ever is), the learning one scores every answer +1 (a hu
 outcome on the recorded trace).
 
 Path confidence is read from each recorded trace: at every route node, the policy's
-probability of the next route node (``ocb.learning.softmax`` of the step's candidate
+probability of the next route node (``ocb.engine.learning.softmax`` of the step's candidate
 logits and STOP logit at the trace's tau), multiplied along the route; a route node
 the walk never decided at contributes 0. The answer node's activation (its score among
 the results, 0 when it did not fire) is reported too: activation flows as that same
@@ -19,7 +19,7 @@ route. Settings: one seed, default learning.
 
 from __future__ import annotations
 
-from ocb.learning import softmax
+from ocb.engine.learning import softmax
 from ocb_events.schema import QueryTraced
 from sims.common import Result, connect, paragraphs, rebuild_equal, scratch_brain
 

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ocb.api import Brain
+from ocb.brain import Brain
 from ocb_events.log import SegmentLog
 from ocb_events.schema import OutcomeRecorded, Record
 from replay import PROJECTIONS, rebuild
@@ -99,7 +99,7 @@ def run_on_tmpfs(
 
 
 def ocb_argv(args: list[str], brain: Path) -> list[str]:
-    cmd = [sys.executable, "-c", "from ocb.cli import main; main()", *args]
+    cmd = [sys.executable, "-c", "from ocb.cli.app import main; main()", *args]
     return cmd if "--brain" in args else [*cmd, "--brain", str(brain)]
 
 

@@ -42,7 +42,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ocb.api import Brain
+from ocb.brain import Brain
 from ocb_events.clock import TickClock
 
 DAY_NS = 86_400 * 10**9

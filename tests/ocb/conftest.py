@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ocb.api import Brain
+from ocb.brain import Brain
 from ocb_events.clock import TickClock
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "workspace"

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ocb.api import Brain
-from ocb.maintenance import maintain
+from ocb.brain import Brain
+from ocb.upkeep.maintain import maintain
 from ocb_events.clock import TickClock
 from ocb_events.errors import AnalyticsError
 from ocb_events.schema import STOP, EdgesUpdated, OutcomeRecorded, QueryTraced

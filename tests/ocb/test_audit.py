@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ocb.api import Brain
-from ocb.maintenance import maintain
+from ocb.brain import Brain
+from ocb.upkeep.maintain import maintain
 from ocb_events.clock import TickClock
 from ocb_events.errors import InputError
 from ocb_events.schema import QueryTraced

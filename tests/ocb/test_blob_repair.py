@@ -10,9 +10,9 @@ from pathlib import Path
 import msgspec
 from typer.testing import CliRunner
 
-from ocb.api import Brain
-from ocb.cli import app
-from ocb.maintenance import maintain
+from ocb.brain import Brain
+from ocb.cli.app import app
+from ocb.upkeep.maintain import maintain
 from ocb_events.clock import TickClock
 from ocb_events.schema import NodesEmbedded, RouteModelTrained
 from tests.ocb.test_maintenance import copy_and_ask

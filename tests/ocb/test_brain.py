@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from ocb.api import Brain
-from ocb.doctor import FAIL, run_doctor
-from ocb.embed import HashEmbedder
+from ocb.brain import Brain
+from ocb.checks.brain import FAIL, run_doctor
+from ocb.engine.embed import HashEmbedder
 from ocb_events.clock import TickClock
 from ocb_events.errors import BrainExists, EmbedderMismatch, InputError, WorkspaceError
 from ocb_events.schema import STOP, EdgesUpdated, OutcomeRecorded, QueryTraced

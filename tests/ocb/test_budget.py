@@ -11,7 +11,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ocb.api import Brain
+from ocb.brain import Brain
 from ocb_events.clock import TickClock
 from workspace_sync import split_lines
 

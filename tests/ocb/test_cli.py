@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ocb.cli import app
+from ocb.cli.app import app
 from tests.golden_files import check
 
 QUESTION = "how do I roll back a bad deploy"

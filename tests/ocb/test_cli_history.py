@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ocb.api import Brain
-from ocb.cli import app
+from ocb.brain import Brain
+from ocb.cli.app import app
 from ocb_events.clock import TickClock
 from tests.ocb.test_whatif import tree_bytes
 

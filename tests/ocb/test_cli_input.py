@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ocb.cli import app
+from ocb.cli.app import app
 from tests.ocb.conftest import EXAMPLE
 
 runner = CliRunner()

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from ocb.api import Brain
-from ocb.cli import app
+from ocb.brain import Brain
+from ocb.cli.app import app
 from ocb.whatif import diff
 from ocb_events.clock import TickClock
 from ocb_events.schema import STOP, EdgesUpdated, OutcomeRecorded

@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from ocb.api import Brain
+from ocb.brain import Brain
 from ocb_events.clock import TickClock
 from tests.crash_harness import APPENDING, QUESTION, Harness, Outcome
 

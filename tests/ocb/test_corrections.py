@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ocb.api import Brain
-from ocb.stance import judge, units
+from ocb.brain import Brain
+from ocb.engine.stance import judge, units
 from ocb_events.errors import InputError
 from projections.graph import Node
 

@@ -11,9 +11,9 @@ import msgspec
 import pytest
 from typer.testing import CliRunner
 
-from ocb.api import Brain
-from ocb.cli import app
-from ocb.forget import CONTENT, MARKER
+from ocb.brain import Brain
+from ocb.cli.app import app
+from ocb.upkeep.forget import CONTENT, MARKER
 from ocb_events import schema
 from ocb_events.clock import TickClock
 from ocb_events.errors import InputError
@@ -186,4 +186,4 @@ def test_every_free_text_field_of_every_event_is_known_to_forget() -> None:
         content = set(CONTENT.get(cls, ()))
         assert content <= strs, cls
         unknown = strs - content - STRUCTURAL
-        assert not unknown, f"{cls.__name__}: classify {sorted(unknown)} in ocb.forget"
+        assert not unknown, f"{cls.__name__}: classify {sorted(unknown)} in ocb.upkeep.forget"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ocb.api import Brain
+from ocb.brain import Brain
 from ocb_events.clock import TickClock
 from tests.crash_harness import run_on_tmpfs
 
@@ -38,7 +38,7 @@ DRIVER = textwrap.dedent(
             fh.write(b"\\0" * max(0, free - leave))
 
     def ocb(*args):
-        cmd = [sys.executable, "-c", "from ocb.cli import main; main()", *args]
+        cmd = [sys.executable, "-c", "from ocb.cli.app import main; main()", *args]
         p = subprocess.run(cmd, capture_output=True, text=True)
         return {"code": p.returncode, "out": p.stdout, "err": p.stderr}
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ocb.api import Brain
-from ocb.health import assess, check
+from ocb.brain import Brain
 from ocb.settings import Traversal
+from ocb.upkeep.health import assess, check
 from ocb_events.schema import ConfigChanged, EdgeDeltas, EdgesUpdated, QueryTraced, SeedHit
 from tests.ocb.graphs import build
 from tests.projections.streams import PARAMS

@@ -1,4 +1,4 @@
-"""Current facts (``ocb.kg`` and ``ocb kg``): the latest value wins and the history
+"""Current facts (``ocb.memory.kg`` and ``ocb kg``): the latest value wins and the history
 stays, time travel shows the value of its time, stale facts carry a caveat, other
 sources' recent values are flagged as conflicts, and bad input is one error and one
 hint line that records nothing."""
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ocb.api import Brain
-from ocb.cli import app
-from ocb.kg import check_source, kg_get, kg_history, kg_set
+from ocb.brain import Brain
+from ocb.cli.app import app
+from ocb.memory.kg import check_source, kg_get, kg_history, kg_set
 from ocb_events.clock import TickClock
 from ocb_events.errors import InputError
 from projections import kg

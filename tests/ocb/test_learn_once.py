@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ocb.api import Brain
+from ocb.brain import Brain
 from ocb_events.errors import InputError
 
 QUESTION = "how do I roll back a bad deploy"

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ocb.learning import decide_deltas, heuristic_deltas, pg_deltas, softmax
+from ocb.engine.learning import decide_deltas, heuristic_deltas, pg_deltas, softmax
 from ocb.settings import Learning
 from ocb_events.schema import STOP, Candidate, Step
 

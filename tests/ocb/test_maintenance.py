@@ -13,16 +13,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from ocb.api import Brain
-from ocb.cli import app
-from ocb.doctor import FAIL, run_doctor
-from ocb.embed import HashEmbedder
-from ocb.learning import group_by_source
-from ocb.maintenance import OPS, anchor, maintain, parse_ops
-from ocb.merge import split_pieces
-from ocb.render import answer_json, maintenance_json
+from ocb.brain import Brain
+from ocb.checks.brain import FAIL, run_doctor
+from ocb.cli.app import app
+from ocb.cli.render.text import answer_json, maintenance_json
+from ocb.engine.embed import HashEmbedder
+from ocb.engine.learning import group_by_source
 from ocb.settings import Indexing, Maintenance
-from ocb.upkeep import NS_PER_DAY, View, decay_factor, decide_decay, decide_scale
+from ocb.upkeep.maintain import OPS, anchor, maintain, parse_ops
+from ocb.upkeep.structure import split_pieces
+from ocb.upkeep.weights import NS_PER_DAY, View, decay_factor, decide_decay, decide_scale
 from ocb_events.clock import TickClock
 from ocb_events.errors import InputError
 from ocb_events.schema import (

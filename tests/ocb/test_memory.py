@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from ocb.api import Brain
-from ocb.dates import DAY_NS, day_start
-from ocb.recall import access_decay, co_weights, composite, spread
+from ocb.brain import Brain
+from ocb.memory.dates import DAY_NS, day_start
+from ocb.memory.recall import access_decay, co_weights, composite, spread
 from ocb.settings import Memory
 from ocb_events.clock import TickClock
 from ocb_events.errors import InputError, WorkspaceError

@@ -15,10 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from ocb.api import Brain
-from ocb.cli import app
-from ocb.doctor import MEMORY_CHECKS, PASS, SKIP, WARN, Check, run_doctor
-from ocb.memory_doctor import (
+from ocb.brain import Brain
+from ocb.checks.brain import MEMORY_CHECKS, PASS, SKIP, WARN, Check, run_doctor
+from ocb.checks.memory import (
     budget_check,
     cold_start_check,
     decay_check,
@@ -27,6 +26,7 @@ from ocb.memory_doctor import (
     memory_checks,
     near_duplicates,
 )
+from ocb.cli.app import app
 from ocb.settings import Memory
 from ocb_events.clock import TickClock
 from ocb_events.schema import (

@@ -15,16 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from ocb.api import Brain
-from ocb.cli import app
-from ocb.dates import DAY_NS, day_start
-from ocb.reflect import (
-    bank_texts,
-    decide_reflect,
-    default_judge,
-    move_confidence,
-    reflect,
-)
+from ocb.brain import Brain
+from ocb.cli.app import app
+from ocb.memory.dates import DAY_NS, day_start
+from ocb.memory.reflect import bank_texts, decide_reflect, default_judge, move_confidence, reflect
 from ocb_events.clock import TickClock
 from ocb_events.errors import InputError, WorkspaceError
 from ocb_events.schema import ReflectRan

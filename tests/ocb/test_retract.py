@@ -15,11 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ocb.api import Brain
-from ocb.maintenance import maintain
-from ocb.route_model import collect_examples
-from ocb.teaching import teach
-from ocb.upkeep import NS_PER_DAY
+from ocb.brain import Brain
+from ocb.engine.route_model import collect_examples
+from ocb.graph.teach import teach
+from ocb.upkeep.maintain import maintain
+from ocb.upkeep.weights import NS_PER_DAY
 from ocb_events.clock import TickClock
 from ocb_events.errors import InputError
 from ocb_events.schema import STOP, EdgesUpdated, OutcomeRecorded, Retracted

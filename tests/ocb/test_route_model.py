@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ocb.api import Brain
-from ocb.doctor import WARN, run_doctor
-from ocb.render import train_text
-from ocb.route_model import FEATURES, Examples, fit, load_scorer, train
+from ocb.brain import Brain
+from ocb.checks.brain import WARN, run_doctor
+from ocb.cli.render.text import train_text
+from ocb.engine.route_model import FEATURES, Examples, fit, load_scorer
+from ocb.graph.route import train
 from ocb_events.errors import InputError
 from ocb_events.schema import RouteModelTrained
 from replay import PROJECTIONS, rebuild

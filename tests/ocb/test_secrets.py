@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ocb.api import Brain
-from ocb.cli import app
-from ocb.dates import day_start
-from ocb.reflect import reflect
+from ocb.brain import Brain
+from ocb.cli.app import app
+from ocb.memory.dates import day_start
+from ocb.memory.reflect import reflect
 from ocb_events.clock import TickClock
 from ocb_events.errors import InputError
 from tests.ocb.test_reflect import BASE, make_ws

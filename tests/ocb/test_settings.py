@@ -14,8 +14,8 @@ from msgspec import Meta
 from typer.main import get_command
 from typer.testing import CliRunner
 
-from ocb.api import Brain
-from ocb.cli import app
+from ocb.brain import Brain
+from ocb.cli.app import app
 from ocb.settings import SECTIONS, Memory, Setting, Traversal, Value, registry
 from ocb_events.clock import TickClock
 from ocb_events.errors import InputError

@@ -23,8 +23,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from ocb.api import Brain
-from ocb.cli import app
+from ocb.brain import Brain
+from ocb.cli.app import app
 from ocb_events.clock import TickClock
 from ocb_events.errors import AnalyticsError, InputError
 from replay.analytics import AnalyticsStore, _open, check_query
@@ -57,7 +57,7 @@ with store:
     print(store.last_seq, n, top, flush=True)
 log.close()
 """
-OCB = [sys.executable, "-c", "from ocb.cli import main; main()"]
+OCB = [sys.executable, "-c", "from ocb.cli.app import main; main()"]
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ocb.api import Brain
-from ocb.learning import softmax
-from ocb.teaching import DecisionPoint, teach, teach_with
+from ocb.brain import Brain
+from ocb.engine.learning import softmax
+from ocb.graph.teach import DecisionPoint, teach, teach_with
 from ocb_events.errors import InputError
 from ocb_events.schema import EdgeRelevanceSet, EdgesUpdated, TeacherLabeled
 

@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from ocb.api import Brain
-from ocb.cli import app
-from ocb.maintenance import maintain
+from ocb.brain import Brain
+from ocb.cli.app import app
+from ocb.upkeep.maintain import maintain
 from ocb_events.clock import TickClock
 from ocb_events.errors import InputError
 from replay import PROJECTIONS, rebuild

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from ocb.api import Brain
-from ocb.maintenance import maintain
-from ocb.teaching import teach
-from ocb.upkeep import NS_PER_DAY
+from ocb.brain import Brain
+from ocb.graph.teach import teach
+from ocb.upkeep.maintain import maintain
+from ocb.upkeep.weights import NS_PER_DAY
 from ocb.whatif import diff, scratch_replay, what_if
 from ocb_events.clock import TickClock
 from ocb_events.errors import InputError
@@ -364,7 +364,7 @@ def test_a_decay_too_small_for_todays_rule_carries_its_time_over_in_a_what_if(
     decay_after(1)
     start = brain.log.last_seq
     with monkeypatch.context() as m:
-        m.setattr("ocb.upkeep.MIN_DECAY", 1e-6)  # the rule an older brain was recorded with
+        m.setattr("ocb.upkeep.weights.MIN_DECAY", 1e-6)  # the rule an older brain was recorded with
         decay_after(0.01)
     decay_after(30)
 

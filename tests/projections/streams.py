@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from ocb.learning import group_by_source
+from ocb.engine.learning import group_by_source
 from ocb_events.schema import (
     STOP,
     AuthoritySet,

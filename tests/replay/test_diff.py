@@ -6,9 +6,9 @@ import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ocb.learning import group_by_source
+from ocb.engine.learning import group_by_source
+from ocb.engine.traverse import tier_of
 from ocb.settings import Traversal
-from ocb.traverse import tier_of
 from ocb_events.schema import (
     STOP,
     ChunkSpan,

@@ -1,0 +1,263 @@
+"""Health checks of a brain, each with a clear pass / warn / fail line."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from ocb.brain import Brain
+from ocb.engine.embed import unpack_matrix
+from ocb.engine.traverse import tier_of
+from ocb.settings import Memory, Traversal, resolve
+from ocb.upkeep.blobs import ROUTE_MODEL, BlobReport, find_lost
+from ocb_events.errors import LogError, OcbError
+from ocb_events.log import verify_log
+from projections.graph import CHUNK
+from projections.graph import State as GraphState
+from replay import PROJECTIONS, rebuild
+
+PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
+DORMANT_LIMIT = 0.9
+MEMORY_CHECKS = (
+    "memory hubs",
+    "near-duplicate facts",
+    "associative recall data",
+    "recall bundles over budget",
+    "access decay settings",
+)
+"""The names of the typed-memory checks (``ocb.checks.memory``), in order."""
+
+
+class Check(msgspec.Struct, frozen=True):
+    """One health check: its name, status and a one-line detail."""
+
+    name: str
+    status: str
+    detail: str
+
+
+def _log_check(path: Path) -> Check:
+    try:
+        reports = verify_log(path / "log")
+    except OcbError as exc:
+        return Check("log integrity", FAIL, exc.message)
+    n = sum(r.records for r in reports)
+    return Check(
+        "log integrity",
+        PASS,
+        f"{n} records in {len(reports)} segment(s): checksums, seqs, chain ok",
+    )
+
+
+def _rebuild_check(brain: Brain) -> Check:
+    full = rebuild(brain.log, to_seq=brain.horizon)
+    bad = [
+        name
+        for name in sorted(PROJECTIONS)
+        if PROJECTIONS[name].snapshot(brain.state(name)) != PROJECTIONS[name].snapshot(full[name])
+    ]
+    if bad:
+        return Check(
+            "projections match rebuild", FAIL, "differ from a full rebuild: " + ", ".join(bad)
+        )
+    return Check(
+        "projections match rebuild",
+        PASS,
+        f"{len(PROJECTIONS)} projections equal a full rebuild at seq {brain.horizon}",
+    )
+
+
+def _embedder_check(brain: Brain) -> Check:
+    vec = brain.state("vectors")
+    g: GraphState = brain.graph
+    if not g.nodes:
+        return Check("embedder consistency", PASS, "no nodes yet")
+    try:
+        emb = brain.embedder()
+    except OcbError as exc:
+        return Check("embedder consistency", FAIL, exc.message)
+    missing = sorted(n for n in g.nodes if n not in vec.rows)
+    problems: list[str] = []
+    for blob in sorted({r.blob for r in vec.rows.values()}):
+        try:
+            m = unpack_matrix(brain.blobs.get(blob, verify=True))
+        except (OcbError, ValueError) as exc:
+            problems.append(str(exc))
+            continue
+        if m.shape[1] != emb.dim:
+            problems.append(f"blob {blob[:12]} has dim {m.shape[1]}, not {emb.dim}")
+    if missing or problems:
+        parts = [f"{len(missing)} node(s) without a vector (e.g. {missing[0]})"] if missing else []
+        return Check("embedder consistency", FAIL, "; ".join(parts + problems[:3]))
+    return Check(
+        "embedder consistency", PASS, f"{len(vec.rows)} vectors from {emb.id}, blobs intact"
+    )
+
+
+def _blob_check(brain: Brain) -> Check:
+    """Every blob the log names is present and matches its hash. Lost vector blobs fail
+    (``ocb doctor --repair`` regenerates them); a lost route model warns (the learned
+    route mode falls back to edge+sim; ``ocb train-route`` fixes it)."""
+    report = find_lost(brain.log, brain.blobs, to_seq=brain.horizon)
+    if not report.lost:
+        return Check("blobs", PASS, f"{report.named} blob(s) named by the log, all intact")
+    vectors = [b for b in report.lost if b.kind != ROUTE_MODEL]
+    models = [b for b in report.lost if b.kind == ROUTE_MODEL]
+    parts = []
+    if vectors:
+        b = vectors[0]
+        parts.append(
+            f"{len(vectors)} vector blob(s) lost (e.g. {b.blob[:12]} of seq {b.seq} {b.detail}); "
+            "fix: ocb doctor --repair re-embeds them"
+        )
+    if models:
+        b = models[0]
+        parts.append(
+            f"{len(models)} route model blob(s) lost (e.g. {b.blob[:12]} of seq {b.seq}): "
+            "the learned route mode routes with edge+sim; fix: ocb train-route"
+        )
+    return Check("blobs", FAIL if vectors else WARN, "; ".join(parts))
+
+
+def repair_blobs(path: str | Path) -> BlobReport:
+    """Regenerate the lost vector blobs of the brain at ``path`` (see
+    ``ocb.upkeep.blobs``); nothing is recorded, so no write lock is taken.
+
+    Raises:
+        BrainNotFound: no brain at ``path``.
+    """
+    with Brain(path, writer=False) as brain:
+        return brain.regenerate_blobs()
+
+
+def _orphan_check(g: GraphState) -> Check:
+    bad = [(s, t) for s, ts in g.out.items() for t in ts if s not in g.nodes or t not in g.nodes]
+    if bad:
+        return Check(
+            "orphan edges",
+            FAIL,
+            f"{len(bad)} edge(s) with a missing endpoint, e.g. {bad[0][0]} -> {bad[0][1]}",
+        )
+    return Check("orphan edges", PASS, "every edge joins two existing nodes")
+
+
+def _bounds_check(g: GraphState) -> Check:
+    ws = [e.weight for ts in g.out.values() for e in ts.values()] + list(g.stop.values())
+    bad = [w for w in ws if not (math.isfinite(w) and -1.0 <= w <= 1.0)]
+    if bad:
+        return Check("weight bounds", FAIL, f"{len(bad)} weight(s) outside [-1, 1], e.g. {bad[0]}")
+    return Check("weight bounds", PASS, f"{len(ws)} weights within [-1, 1]")
+
+
+def tier_shares(g: GraphState, s: Traversal) -> dict[str, float]:
+    """Share of edges in each tier."""
+    counts = {"reflex": 0, "habitual": 0, "dormant": 0, "inhibitory": 0}
+    for ts in g.out.values():
+        for e in ts.values():
+            counts[tier_of(e.weight, s)] += 1
+    total = sum(counts.values()) or 1
+    return {k: v / total for k, v in counts.items()}
+
+
+def _tier_check(brain: Brain) -> Check:
+    shares = tier_shares(brain.graph, resolve(Traversal, brain.state("config").values))
+    detail = ", ".join(f"{k} {v:.1%}" for k, v in shares.items())
+    if shares["dormant"] > DORMANT_LIMIT:
+        return Check("tier distribution", WARN, detail + " (over 90% dormant: routing has died)")
+    return Check("tier distribution", PASS, detail)
+
+
+def _injected_check(g: GraphState) -> Check:
+    inc: set[str] = {t for ts in g.out.values() for t in ts}
+    injected = sorted(n for n, node in g.nodes.items() if node.kind != CHUNK)
+    lonely = [n for n in injected if not g.out.get(n) and n not in inc]
+    if lonely:
+        return Check(
+            "injected nodes connected",
+            FAIL,
+            f"{len(lonely)} without edges: {', '.join(lonely[:5])}",
+        )
+    return Check(
+        "injected nodes connected", PASS, f"{len(injected)} injected node(s), all connected"
+    )
+
+
+def _memory_checks(brain: Brain) -> list[Check]:
+    from ocb.checks.memory import memory_checks
+
+    brain.load("memory", "config")
+    s = resolve(Memory, brain.state("config").values)
+    return memory_checks(brain.state("memory"), s, brain.now())
+
+
+_LOG_DEPENDENT = (
+    "projections match rebuild",
+    "embedder consistency",
+    "blobs",
+    "orphan edges",
+    "weight bounds",
+    "tier distribution",
+    "injected nodes connected",
+    *MEMORY_CHECKS,
+)
+
+
+def run_doctor(path: str | Path, as_of: int | str | None = None) -> list[Check]:
+    """Every check of the brain at ``path``; a damaged log fails its check and skips
+    the checks that need it.
+
+    Raises:
+        BrainNotFound: no brain at ``path``.
+    """
+    path = Path(path)
+    log_check = _log_check(path)
+    try:
+        brain = Brain(path, writer=False, as_of=as_of)
+    except LogError as exc:
+        failed = (
+            log_check if log_check.status == FAIL else Check("log integrity", FAIL, exc.message)
+        )
+        return [failed] + [Check(n, SKIP, "the log is unreadable") for n in _LOG_DEPENDENT]
+    try:
+        checks = [log_check]
+        if brain.log.recovery is not None:
+            r = brain.log.recovery
+            checks.append(
+                Check(
+                    "torn tail",
+                    WARN,
+                    f"{r.dropped_bytes} bytes after seq {r.last_seq} in {r.segment}; "
+                    "repaired on the next write",
+                )
+            )
+        if checks[0].status == FAIL:
+            return checks + [Check(n, SKIP, "the log is unreadable") for n in _LOG_DEPENDENT]
+        g = brain.graph
+        checks += [
+            _rebuild_check(brain),
+            _embedder_check(brain),
+            _blob_check(brain),
+            _orphan_check(g),
+            _bounds_check(g),
+        ]
+        checks += [_tier_check(brain), _injected_check(g)]
+        return checks + _memory_checks(brain)
+    finally:
+        brain.close()
+
+
+def as_json(checks: list[Check], repair: BlobReport | None = None) -> dict[str, Any]:
+    """The stable JSON form of a doctor run (with ``repair`` after ``--repair``)."""
+    out: dict[str, Any] = {}
+    if repair is not None:
+        out["repair"] = {
+            "named": repair.named,
+            "regenerated": repair.regenerated,
+            "lost": [msgspec.structs.asdict(b) for b in repair.lost],
+        }
+    out["ok"] = all(c.status != FAIL for c in checks)
+    out["checks"] = [{"name": c.name, "status": c.status, "detail": c.detail} for c in checks]
+    return out

@@ -1,0 +1,76 @@
+"""Repairing a brain whose log is damaged or lost records (``ocb verify --repair``).
+
+The log keeps every intact record and turns each damaged or lost one into a tombstone
+that keeps its seq (``ocb_events.repair``); the brain's snapshots say up to which seq
+the log held records even when its own marks are gone. Afterwards the snapshots and
+caches of the history before the repair are removed (they would never be loaded: they
+carry that history's chain), and a ``log_repaired`` event says what was lost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+
+from ocb.brain import Brain
+from ocb_events.clock import Clock, system_clock
+from ocb_events.errors import BrainNotFound
+from ocb_events.repair import repair_log
+from ocb_events.schema import LogRepaired, SeqRange
+from replay import SnapshotStore
+
+Warn = Callable[[str], None]
+
+
+class BrainRepair(msgspec.Struct):
+    """What ``ocb verify --repair`` did to a brain."""
+
+    lost: list[tuple[int, int]]
+    torn_bytes: int
+    rebased_from: int
+    segments: list[str]
+    snapshots_removed: int
+    recorded: int
+    """The seq of the ``log_repaired`` event (0 when there was nothing to repair)."""
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.segments)
+
+
+def repair_brain(
+    path: Path, *, clock: Clock = system_clock, warn: Warn | None = None
+) -> BrainRepair:
+    """Repair the log of the brain at ``path`` and record what was lost.
+
+    Raises:
+        BrainNotFound: no brain at ``path``.
+        BrainLocked: another process writes the brain.
+    """
+    path = Path(path)
+    if not (path / "log").is_dir():
+        raise BrainNotFound(path)
+    snapshots = SnapshotStore(path / "snapshots")
+    got = repair_log(path / "log", held=snapshots.newest_seq())
+    if not got.changed:
+        return BrainRepair([], 0, 0, [], 0, 0)
+    removed = 0
+    for info in sorted(snapshots.directory.glob("*.snap")):
+        tail = info.name[-25:-5]
+        if tail.isdigit() and int(tail) >= got.rebased_from:
+            info.unlink(missing_ok=True)
+            removed += 1
+    for cache in sorted((path / "cache").glob("*")) if (path / "cache").is_dir() else []:
+        if cache.is_file() and not cache.name.endswith(".lock"):
+            cache.unlink(missing_ok=True)
+    event = LogRepaired(
+        lost=tuple(SeqRange(first=a, last=b) for a, b in got.lost),
+        torn_bytes=got.torn_bytes,
+        rebased_from=got.rebased_from,
+        reason="ocb verify --repair",
+    )
+    with Brain(path, clock=clock, warn=warn) as brain:
+        seq = brain.record([event], "repair", expected_seq=brain.log.last_seq)[0].seq
+    return BrainRepair(got.lost, got.torn_bytes, got.rebased_from, got.segments, removed, seq)

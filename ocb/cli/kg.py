@@ -1,0 +1,102 @@
+"""CLI commands of the current facts: ``ocb kg set/get/history`` (a sub-app registered on
+``ocb.cli.app.app``; JSON shapes in ``ocb.cli.render.kg``)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ocb.cli.app import AsOfOpt, BrainOpt, JsonOpt, _out, _warn, app, handled
+
+kg_app = typer.Typer(
+    help="Current facts (subject, predicate, value) with their sources and staleness.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(kg_app, name="kg")
+
+SubjectArg = Annotated[str, typer.Argument(help='What the fact is about, e.g. "Discord API".')]
+PredicateArg = Annotated[str, typer.Argument(help="Which property, e.g. rate_limit.")]
+PredicateOpt = Annotated[
+    str | None, typer.Argument(help="Only this predicate (all of the subject's by default).")
+]
+
+
+@kg_app.command("set", context_settings={"ignore_unknown_options": True})  # values like -5
+@handled
+def kg_set(
+    brain: BrainOpt,
+    subject: SubjectArg,
+    predicate: PredicateArg,
+    value: Annotated[str, typer.Argument(help="The value now, in one line.")],
+    source: Annotated[
+        str, typer.Option(help="Where it was read: path#L12, path#L12-L20 or free text.")
+    ] = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """State a fact's current value (the same value again re-verifies it).
+
+    \b
+    Example:
+      ocb kg set "Discord API" rate_limit "100/min" --source memory/2026-11-20.md#L14 --brain B
+      ocb kg set "Discord API" owner "Alice" --source "standup 2026-11-21" --brain B --json
+    """
+    from ocb.brain import Brain
+    from ocb.cli.render.kg import set_json, set_text
+    from ocb.memory.kg import kg_set as run
+
+    with Brain(brain, warn=_warn) as b:
+        report = run(b, subject, predicate, value, source)
+    _out(report, as_json, set_text, set_json)
+
+
+@kg_app.command("get")
+@handled
+def kg_get(
+    brain: BrainOpt,
+    subject: SubjectArg,
+    predicate: PredicateOpt = None,
+    as_of: AsOfOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show a subject's current facts: value, source, when last verified, a caveat when
+    stale (memory.stale_days) and conflicting values from other sources.
+
+    \b
+    Example:
+      ocb kg get "Discord API" --brain B
+      ocb kg get "discord api" rate_limit --brain B --as-of 2026-11-21T09:00 --json
+    """
+    from ocb.brain import Brain
+    from ocb.cli.render.kg import get_json, get_text
+    from ocb.memory.kg import kg_get as run
+
+    with Brain(brain, writer=False, warn=_warn, as_of=as_of) as b:
+        view = run(b, subject, predicate)
+    _out(view, as_json, get_text, get_json)
+
+
+@kg_app.command("history")
+@handled
+def kg_history(
+    brain: BrainOpt,
+    subject: SubjectArg,
+    predicate: PredicateOpt = None,
+    as_of: AsOfOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List every statement of a subject's facts, oldest first, with source and seq.
+
+    \b
+    Example:
+      ocb kg history "Discord API" --brain B
+      ocb kg history "Discord API" rate_limit --brain B --json
+    """
+    from ocb.brain import Brain
+    from ocb.cli.render.kg import history_json, history_text
+    from ocb.memory.kg import kg_history as run
+
+    with Brain(brain, writer=False, warn=_warn, as_of=as_of) as b:
+        got = run(b, subject, predicate)
+    _out(got, as_json, history_text, history_json)

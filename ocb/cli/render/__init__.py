@@ -1,0 +1,1 @@
+"""Text and JSON rendering of what the brain's commands return."""

@@ -1,0 +1,83 @@
+"""Rendering the current facts (``ocb.memory.kg``) for the CLI: the stable JSON objects and the
+human text.
+
+JSON shapes (keys in this order):
+
+- ``kg set``: ``{subject, predicate, value, source, seq, time, changed, previous}``;
+  ``changed`` is true when the value differs from ``previous`` (null for a new fact).
+- ``kg get``: ``{subject, seq, now, stale_days, facts: [{predicate, value, source, seq,
+  since, verified, age_days, stale, caveat, conflicts: [{value, source, time, seq}]}]}``;
+  ``caveat`` is null unless ``stale``; times are ISO 8601 UTC.
+- ``kg history``: ``{subject, seq, predicates: [{predicate, statements: [{value, source,
+  time, seq}]}]}``, statements oldest first.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from ocb.memory.kg import days_text
+
+if TYPE_CHECKING:
+    from ocb.memory.kg import KgHistory, KgSetReport, KgView
+
+
+def set_json(r: KgSetReport) -> dict[str, Any]:
+    return {
+        "subject": r.subject,
+        "predicate": r.predicate,
+        "value": r.value,
+        "source": r.source,
+        "seq": r.seq,
+        "time": r.time,
+        "changed": r.changed,
+        "previous": r.previous,
+    }
+
+
+def set_text(r: KgSetReport) -> str:
+    if r.previous is None:
+        what = "new fact"
+    elif r.changed:
+        what = f"was {r.previous}"
+    else:
+        what = "unchanged; re-verified"
+    cite = f" from {r.source}" if r.source else ""
+    return f"{r.subject} {r.predicate} = {r.value}{cite} ({what}) at seq {r.seq}"
+
+
+def get_json(v: KgView) -> dict[str, Any]:
+    out: dict[str, Any] = msgspec.to_builtins(v)
+    return out
+
+
+def get_text(v: KgView) -> str:
+    lines = [f"{v.subject} (at seq {v.seq}, {v.now})"]
+    for f in v.facts:
+        cite = f" [{f.source}]" if f.source else ""
+        lines.append(f"  {f.predicate} = {f.value}{cite}")
+        since = f"since {f.since}, " if f.since != f.verified else ""
+        lines.append(f"    {since}verified {f.verified} ({days_text(f.age_days)} ago)")
+        if f.caveat:
+            lines.append(f"    caveat: {f.caveat}")
+        for c in f.conflicts:
+            by = f" from {c.source}" if c.source else " (no source)"
+            lines.append(f"    conflict: {c.value}{by} at {c.time} (seq {c.seq})")
+    return "\n".join(lines)
+
+
+def history_json(h: KgHistory) -> dict[str, Any]:
+    out: dict[str, Any] = msgspec.to_builtins(h)
+    return out
+
+
+def history_text(h: KgHistory) -> str:
+    lines = [f"{h.subject} (up to seq {h.seq})"]
+    for p in h.predicates:
+        lines.append(f"  {p.predicate}:")
+        for s in p.statements:
+            cite = f" [{s.source}]" if s.source else ""
+            lines.append(f"    seq {s.seq} {s.time}  {s.value}{cite}")
+    return "\n".join(lines)

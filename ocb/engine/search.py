@@ -1,0 +1,215 @@
+"""Seeding: a hybrid of BM25 over stemmed terms and cosine over node vectors.
+
+The index is a derived cache of the graph and vector projections, keyed by the seqs
+at which their nodes last changed, stored as one file of raw arrays so a cold process
+maps it instead of re-tokenizing. Deleting it is always safe.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from ocb.engine.embed import Matrix
+from projections.graph import Node
+from workspace_sync.text import terms
+
+K1 = 1.2
+B = 0.75
+_MAGIC = b"OCBIDX02"
+_ALIGN = 64
+
+
+class _Header(msgspec.Struct):
+    ids: list[str]
+    vocab: list[str]
+    arrays: dict[str, tuple[str, list[int], int]]  # name -> (dtype, shape, offset)
+
+
+def index_text(node: Node) -> str:
+    """What a node is searched by: its heading, text and anchor."""
+    return "\n".join(p for p in (node.heading, node.text, node.anchor) if p)
+
+
+class SearchIndex:
+    """BM25 postings (CSR by term) and a vector matrix over the same node order."""
+
+    def __init__(
+        self,
+        ids: list[str],
+        vocab: dict[str, int],
+        ptr: npt.NDArray[np.int64],
+        docs: npt.NDArray[np.int32],
+        weights: npt.NDArray[np.float32],
+        vectors: Matrix,
+    ) -> None:
+        self.ids = ids
+        self.vocab = vocab
+        self.ptr = ptr
+        self.docs = docs
+        self.weights = weights
+        self.vectors = vectors
+        self._pos: dict[str, int] | None = None
+
+    @property
+    def pos(self) -> dict[str, int]:
+        """Row of each node id."""
+        if self._pos is None:
+            self._pos = {n: i for i, n in enumerate(self.ids)}
+        return self._pos
+
+    # ------------------------------------------------------------------ build
+
+    @classmethod
+    def build(cls, nodes: list[Node], vectors: Matrix) -> SearchIndex:
+        """Index ``nodes`` (in the given order; rows of ``vectors`` match)."""
+        return cls.from_texts([n.id for n in nodes], [index_text(n) for n in nodes], vectors)
+
+    @classmethod
+    def from_texts(cls, ids: list[str], texts: list[str], vectors: Matrix) -> SearchIndex:
+        """Index documents given as ids and texts (rows of ``vectors`` match)."""
+        counts = [Counter(terms(t)) for t in texts]
+        lengths = np.array([sum(c.values()) for c in counts], dtype=np.float64)
+        avg = float(lengths.mean()) if len(lengths) and lengths.mean() > 0 else 1.0
+        vocab: dict[str, int] = {}
+        for c in counts:
+            for t in c:
+                if t not in vocab:
+                    vocab[t] = len(vocab)
+        vocab = {t: i for i, t in enumerate(sorted(vocab))}
+        t_ids: list[int] = []
+        d_ids: list[int] = []
+        tfs: list[float] = []
+        for d, c in enumerate(counts):
+            for t, tf in c.items():
+                t_ids.append(vocab[t])
+                d_ids.append(d)
+                tfs.append(tf)
+        return cls._from_postings(ids, vocab, t_ids, d_ids, tfs, lengths, avg, vectors)
+
+    @classmethod
+    def _from_postings(
+        cls,
+        ids: list[str],
+        vocab: dict[str, int],
+        t_ids: list[int],
+        d_ids: list[int],
+        tfs: list[float],
+        lengths: npt.NDArray[np.float64],
+        avg: float,
+        vectors: Matrix,
+    ) -> SearchIndex:
+        t = np.asarray(t_ids, dtype=np.int64)
+        d = np.asarray(d_ids, dtype=np.int32)
+        tf = np.asarray(tfs, dtype=np.float64)
+        order = np.lexsort((d, t))
+        t, d, tf = t[order], d[order], tf[order]
+        df = np.bincount(t, minlength=len(vocab)).astype(np.float64)
+        n = max(1, len(ids))
+        idf = np.log1p((n - df + 0.5) / (df + 0.5))
+        norm = K1 * (1 - B + B * lengths[d] / avg) if len(d) else np.zeros(0)
+        w = (idf[t] * tf * (K1 + 1) / (tf + norm)).astype(np.float32)
+        ptr = np.zeros(len(vocab) + 1, dtype=np.int64)
+        np.cumsum(df.astype(np.int64), out=ptr[1:])
+        return cls(ids, vocab, ptr, d, w, np.ascontiguousarray(vectors, dtype=np.float32))
+
+    # ------------------------------------------------------------------ search
+
+    def lexical(self, query: str) -> npt.NDArray[np.float32]:
+        """BM25 score of every node for ``query``."""
+        scores = np.zeros(len(self.ids), dtype=np.float32)
+        for t in set(terms(query)):
+            tid = self.vocab.get(t)
+            if tid is None:
+                continue
+            a, b = int(self.ptr[tid]), int(self.ptr[tid + 1])
+            scores[self.docs[a:b]] += self.weights[a:b]
+        return scores
+
+    def cosine(self, qvec: Matrix) -> npt.NDArray[np.float32]:
+        """Cosine of every node's vector with ``qvec`` (rows are unit length)."""
+        if self.vectors.shape[0] == 0:
+            return np.zeros(0, dtype=np.float32)
+        out: npt.NDArray[np.float32] = self.vectors @ qvec
+        return out
+
+    def hybrid(
+        self, query: str, qvec: Matrix, lexical_weight: float
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+        """(hybrid, normalised lexical, cosine) scores of every node."""
+        lex = self.lexical(query)
+        top = float(lex.max()) if len(lex) else 0.0
+        lex_n = lex / top if top > 0 else lex
+        cos = np.maximum(self.cosine(qvec), np.float32(0.0))
+        hyb = (lexical_weight * lex_n + (1 - lexical_weight) * cos).astype(np.float32)
+        return hyb, lex_n.astype(np.float32), cos
+
+    # ------------------------------------------------------------------ cache file
+
+    def save(self, path: Path) -> None:
+        """Write the index as one file of aligned raw arrays (atomically; a failed
+        write leaves no temp file).
+
+        Raises:
+            OSError: the disk refused the write.
+        """
+        arrays: dict[str, npt.NDArray[Any]] = {
+            "ptr": self.ptr,
+            "docs": self.docs,
+            "weights": self.weights,
+            "vectors": self.vectors,
+        }
+        vocab = [""] * len(self.vocab)
+        for t, i in self.vocab.items():
+            vocab[i] = t
+        offsets: dict[str, tuple[str, list[int], int]] = {}
+        off = 0
+        for name, arr in arrays.items():
+            off = math.ceil(off / _ALIGN) * _ALIGN
+            offsets[name] = (arr.dtype.str, list(arr.shape), off)
+            off += arr.nbytes
+        head = msgspec.msgpack.encode(_Header(self.ids, vocab, offsets))
+        base = math.ceil((len(_MAGIC) + 8 + len(head)) / _ALIGN) * _ALIGN
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        try:
+            with open(tmp, "wb") as fh:
+                fh.write(_MAGIC + len(head).to_bytes(8, "little") + head)
+                for name, arr in arrays.items():
+                    fh.seek(base + offsets[name][2])
+                    fh.write(np.ascontiguousarray(arr).tobytes())
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)  # a cache: nothing else to undo
+            raise
+
+    @classmethod
+    def load(cls, path: Path) -> SearchIndex | None:
+        """The index stored at ``path``, or None when absent or unreadable."""
+        try:
+            raw = np.memmap(path, dtype=np.uint8, mode="r")
+        except (OSError, ValueError):
+            return None
+        if bytes(raw[: len(_MAGIC)]) != _MAGIC:
+            return None
+        n = int.from_bytes(bytes(raw[len(_MAGIC) : len(_MAGIC) + 8]), "little")
+        start = len(_MAGIC) + 8
+        try:
+            head = msgspec.msgpack.decode(bytes(raw[start : start + n]), type=_Header)
+        except msgspec.DecodeError:
+            return None
+        base = math.ceil((start + n) / _ALIGN) * _ALIGN
+        arrs = {}
+        for name, (dtype, shape, off) in head.arrays.items():
+            count = int(np.prod(shape)) if shape else 1
+            a = np.frombuffer(raw, dtype=np.dtype(dtype), count=count, offset=base + off)
+            arrs[name] = a.reshape(shape)
+        vocab = {t: i for i, t in enumerate(head.vocab)}
+        return cls(head.ids, vocab, arrs["ptr"], arrs["docs"], arrs["weights"], arrs["vectors"])

@@ -1,0 +1,214 @@
+"""Deciding an injection: a CORRECTION, TEACHING or DIRECTIVE node and its edges."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from hashlib import sha256
+
+import msgspec
+import numpy as np
+
+from ocb.engine.embed import Embedder, pack_matrix
+from ocb.engine.search import SearchIndex
+from ocb.engine.stance import idf_of, judge
+from ocb.names import unknown as unknown  # re-exported: callers import it from here
+from ocb.settings import Indexing
+from ocb_events.errors import InputError
+from ocb_events.schema import (
+    EdgeSpec,
+    Event,
+    NodeInjected,
+    NodesEmbedded,
+    QueryTraced,
+)
+from projections.graph import CHUNK, Node, State
+
+NODE_TYPES = ("CORRECTION", "TEACHING", "DIRECTIVE")
+
+
+def _similar_nodes(
+    index: SearchIndex, graph: State, qtext: str, qvec: np.ndarray, k: int
+) -> list[str]:
+    hyb, _, _ = index.hybrid(qtext, qvec, 0.6)
+    order = sorted(range(len(index.ids)), key=lambda i: (-hyb[i], index.ids[i]))
+    out: list[str] = []
+    for i in order:
+        if len(out) >= k or hyb[i] <= 0:
+            break
+        nid = index.ids[i]
+        if nid in graph.nodes and graph.nodes[nid].kind == CHUNK:
+            out.append(nid)
+    return out
+
+
+class Injection(msgspec.Struct):
+    """An injection decided: its events and blobs (none when the same node exists
+    already), the node's id, and for a CORRECTION how it chose what to veto
+    (``targets``, ``all`` fired chunks, or by ``content``), the chunks it vetoes, and
+    the fired chunks it left alone."""
+
+    events: list[Event]
+    blobs: list[bytes]
+    node_id: str
+    selection: str = ""
+    vetoed: list[str] = msgspec.field(default_factory=list)
+    spared: list[str] = msgspec.field(default_factory=list)
+
+
+def _check_same_vetoes(
+    graph: State,
+    node_id: str,
+    trace: QueryTraced | None,
+    targets: Sequence[str],
+    all_fired: bool,
+) -> None:
+    """An injection that repeats a node's content repeats it only when it asks for no
+    veto the node lacks (``--all`` or named targets after a correction by content).
+
+    Raises:
+        InputError: naming the node to retract first.
+    """
+    wanted = set(targets)
+    if all_fired and trace is not None:
+        wanted |= {f for f in trace.fired if f in graph.nodes and graph.nodes[f].kind == CHUNK}
+    held = {t for t, e in graph.out.get(node_id, {}).items() if e.weight < 0}
+    if wanted - held:
+        raise InputError(
+            f"{node_id} already holds this content and vetoes {len(held)} chunk(s), "
+            f"not the {len(wanted - held)} more asked for",
+            f"take it back first: ocb retract --node {node_id}, then inject it again",
+        )
+
+
+def _check_inject(
+    graph: State,
+    kind: str,
+    text: str,
+    trace: QueryTraced | None,
+    targets: Sequence[str],
+    all_fired: bool,
+) -> None:
+    if kind not in NODE_TYPES:
+        raise InputError(f"unknown node type {kind!r}", f"use one of: {', '.join(NODE_TYPES)}")
+    if not text:
+        raise InputError("the content is empty", 'give the text, e.g. --content "Never skip CI"')
+    if kind == "CORRECTION" and trace is None and not targets:
+        raise InputError(
+            "a CORRECTION must say what it corrects",
+            "pass --chat-id, --trace or --target",
+        )
+    if all_fired and (kind != "CORRECTION" or trace is None or targets):
+        raise InputError(
+            "--all vetoes every chunk that fired in a corrected trace",
+            "use it with --type CORRECTION and --chat-id or --trace, without --target",
+        )
+    for t in targets:
+        if t not in graph.nodes:
+            raise unknown("node", t, sorted(graph.nodes), "list node ids from `ocb query --json`")
+
+
+def _by_content(
+    graph: State,
+    index: SearchIndex,
+    text: str,
+    trace: QueryTraced,
+    near: Sequence[str],
+    s: Indexing,
+) -> tuple[list[str], list[str]]:
+    """The chunks a correction vetoes by its content (see ``ocb.engine.stance``), among what
+    fired and the correction's best matches (``near``); and the fired ones it spares."""
+    fired = [f for f in trace.fired if f in graph.nodes and graph.nodes[f].kind == CHUNK]
+    pool = list(dict.fromkeys([*fired, *near]))
+    files = graph.files
+
+    def file_of(path: str) -> list[Node]:
+        entry = files.get(path)
+        return [graph.nodes[c] for c in entry.chunks if c in graph.nodes] if entry else []
+
+    stances = judge(
+        text, [graph.nodes[n] for n in pool], file_of, idf_of(index), s.correction_min_similarity
+    )
+    vetoed = [st.node_id for st in stances if st.vetoed]
+    return vetoed, [f for f in fired if f not in set(vetoed)]
+
+
+def decide_inject(
+    graph: State,
+    index: SearchIndex,
+    embedder: Embedder,
+    node_type: str,
+    content: str,
+    s: Indexing,
+    *,
+    trace: QueryTraced | None = None,
+    chat_id: str = "",
+    targets: Sequence[str] = (),
+    all_fired: bool = False,
+) -> Injection:
+    """A new CORRECTION / TEACHING / DIRECTIVE node, connected both ways to its most
+    similar chunks; a correction instead gets edges from them and inhibitory edges to
+    what it corrects: ``targets``; with ``all_fired`` every chunk that fired in
+    ``trace``; otherwise the chunks of that trace (and among the correction's best
+    matches) that its content contradicts (``ocb.engine.stance``).
+
+    Raises:
+        InputError: unknown type, empty content, unknown target ids, a CORRECTION that
+            names nothing to correct, ``all_fired`` without a trace.
+    """
+    kind = node_type.upper()
+    text = content.strip()
+    _check_inject(graph, kind, text, trace, targets, all_fired)
+    anchor = trace.query if trace is not None else ""
+    for n in graph.nodes.values():
+        if n.kind == kind and n.text == text and n.anchor == anchor:
+            _check_same_vetoes(graph, n.id, trace, targets, all_fired)
+            return Injection([], [], n.id)
+    ordinal = graph.injected.get(kind, 0) + 1
+    while f"{kind.lower()}::{ordinal}" in graph.nodes:
+        ordinal += 1
+    node_id = f"{kind.lower()}::{ordinal}"
+    qtext = "\n".join(p for p in (text, anchor) if p)
+    qvec = embedder.embed([qtext])
+    pool_k = trace.params.max_fired if kind == "CORRECTION" and trace is not None else 0
+    similar = _similar_nodes(index, graph, qtext, qvec[0], max(s.connect_k, pool_k))
+    selection, suppressed, spared = "", list(targets), list[str]()
+    if kind == "CORRECTION" and trace is not None and not targets:
+        if all_fired:
+            selection = "all"
+            suppressed = [
+                f for f in trace.fired if f in graph.nodes and graph.nodes[f].kind == CHUNK
+            ]
+        else:
+            selection = "content"
+            suppressed, spared = _by_content(graph, index, text, trace, similar[:pool_k], s)
+    elif kind == "CORRECTION":
+        selection = "targets"
+    near = [n for n in similar[: s.connect_k] if n not in suppressed]
+    conns: list[EdgeSpec] = []
+    for other in near:
+        conns.append(
+            EdgeSpec(source=other, target=node_id, weight=s.inject_weight, kind="injected")
+        )
+        if kind != "CORRECTION":
+            conns.append(
+                EdgeSpec(source=node_id, target=other, weight=s.inject_weight, kind="injected")
+            )
+    if kind == "CORRECTION":
+        conns += [
+            EdgeSpec(source=node_id, target=t, weight=s.correction_weight, kind="inhibit")
+            for t in sorted(set(suppressed))
+        ]
+    blob = pack_matrix(qvec)
+    events: list[Event] = [
+        NodeInjected(
+            node_id=node_id,
+            node_type=kind,  # type: ignore[arg-type]
+            content=text,
+            connections=tuple(conns),
+            anchor_query=anchor,
+            chat_id=chat_id,
+            trace_id=trace.trace_id if trace is not None else "",
+        ),
+        NodesEmbedded(embedder_id=embedder.id, blob=sha256(blob).hexdigest(), node_ids=(node_id,)),
+    ]
+    return Injection(events, [blob], node_id, selection, list(dict.fromkeys(suppressed)), spared)

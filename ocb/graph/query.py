@@ -1,0 +1,151 @@
+"""Deciding a query: seeds, the walk and the context (state + question -> trace)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+import numpy as np
+
+from ocb.engine.embed import Embedder
+from ocb.engine.search import SearchIndex
+from ocb.engine.traverse import SEPARATOR, Scorer, block_chars, context_block, traverse
+from ocb.names import unknown as unknown  # re-exported: callers import it from here
+from ocb.settings import Traversal
+from ocb_events.errors import InputError
+from ocb_events.schema import (
+    QueryParams,
+    QueryTraced,
+    SeedHit,
+)
+from projections.graph import State
+
+
+class Hit(msgspec.Struct, frozen=True):
+    """One retrieval result."""
+
+    id: str
+    source: str
+    text: str
+    score: float
+    fired: bool
+    kind: str
+    also: tuple[str, ...] = ()
+
+
+def _params(s: Traversal, embedder_id: str) -> QueryParams:
+    return QueryParams(
+        mode=s.mode,
+        max_hops=s.max_hops,
+        max_fired=s.max_fired,
+        max_context_chars=s.max_context_chars,
+        max_seeds=s.max_seeds,
+        tau=s.tau,
+        damping=s.damping,
+        reflex=s.reflex,
+        habitual=s.habitual,
+        inhibitory=s.inhibitory,
+        alpha=s.alpha,
+        fire_threshold=s.fire_threshold,
+        branch=s.branch,
+        embedder_id=embedder_id,
+        visit_penalty=s.visit_penalty,
+    )
+
+
+def decide_query(
+    graph: State,
+    index: SearchIndex,
+    embedder: Embedder,
+    text: str,
+    s: Traversal,
+    *,
+    top: int,
+    trace_id: str,
+    chat_id: str = "",
+    scorer: Scorer | None = None,
+) -> tuple[QueryTraced, list[Hit]]:
+    """Seed, traverse and rank: the trace to record and the results to return.
+
+    Raises:
+        InputError: the query is empty or ``top`` is not positive.
+    """
+    query = text.strip()
+    if not query:
+        raise InputError(
+            "the query is empty", 'ask a question, e.g. ocb query "how do I roll back"'
+        )
+    if top < 1:
+        raise InputError(f"--top must be at least 1, got {top}", "pass --top 5")
+    qvec = embedder.embed([query])[0]
+    hyb, lex, cos = index.hybrid(query, qvec, s.lexical_weight)
+    want = min(len(index.ids), s.max_seeds + top + 8)
+    if want:
+        part = np.argpartition(-hyb, want - 1)[:want]
+        ranked = sorted((int(i) for i in part if hyb[i] > 0), key=lambda i: (-hyb[i], index.ids[i]))
+    else:
+        ranked = []
+    best = float(hyb[ranked[0]]) if ranked else 0.0
+    chosen = [i for i in ranked[: s.max_seeds] if hyb[i] >= s.seed_ratio * best]
+    seeds = [(index.ids[i], float(hyb[i]) / best) for i in chosen]
+    pos = index.pos
+    walk = traverse(
+        graph, seeds, s, lambda v: float(cos[pos[v]]) if v in pos else 0.0, scorer=scorer
+    )
+    hits = [_hit(graph, n, walk.activation[n], True) for n in walk.ranked()]
+    # the next-best matches fill the results only as far as the context budget would
+    # hold them too, so the results never carry more text than a context may
+    room = s.max_context_chars - walk.context_len
+    for i in ranked:
+        if len(hits) >= top:
+            break
+        nid = index.ids[i]
+        if nid not in walk.activation and nid not in walk.vetoed and nid in graph.nodes:
+            cost = block_chars(graph.nodes[nid]) + len(SEPARATOR)
+            if cost <= room:
+                room -= cost
+                hits.append(_hit(graph, nid, float(hyb[i]) / best, False))
+    trace = QueryTraced(
+        trace_id=trace_id,
+        query=query,
+        chat_id=chat_id,
+        seeds=tuple(
+            SeedHit(
+                node_id=index.ids[i],
+                score=float(hyb[i]),
+                lexical=float(lex[i]),
+                vector=float(cos[i]),
+            )
+            for i in chosen
+        ),
+        steps=tuple(walk.steps),
+        fired=tuple(walk.fired),
+        vetoed=tuple(sorted(walk.vetoed)),
+        stop_reason=walk.stop_reason,
+        context_chars=walk.context_chars,
+        params=_params(s, embedder.id),
+    )
+    return trace, hits[:top]
+
+
+def assemble_context(graph: State, fired: Sequence[str], hits: Sequence[Hit]) -> str:
+    """Every fired node's text under its source, in the order of the results (the
+    fired nodes beyond ``top`` last, by firing order). The traversal fired only what
+    fits, so this is never longer than ``traversal.max_context_chars``."""
+    shown = [h.id for h in hits if h.fired]
+    seen = set(shown)
+    rest = [n for n in fired if n not in seen]
+    return SEPARATOR.join(context_block(graph.nodes[n]) for n in shown + rest)
+
+
+def _hit(graph: State, node_id: str, score: float, fired: bool) -> Hit:
+    n = graph.nodes[node_id]
+    return Hit(
+        id=n.id,
+        source=n.source,
+        text=n.text,
+        score=round(score, 6),
+        fired=fired,
+        kind=n.kind,
+        also=n.also,
+    )

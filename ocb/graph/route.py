@@ -1,0 +1,78 @@
+"""Training the route model from the recorded history and recording it."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from ocb.engine.route_model import collect_examples, encode_model, fit
+from ocb_events.errors import InputError
+from ocb_events.schema import (
+    RouteModelTrained,
+)
+
+if TYPE_CHECKING:
+    from ocb.brain import Brain
+
+FEATURES = ("weight", "relevance", "cos_target", "cos_source", "bias")
+STEPS = 400
+LEARNING_RATE = 0.5
+L2 = 1e-3
+
+
+class TrainReport(msgspec.Struct):
+    """A route model trained, and the seq it is recorded at. ``recorded`` is False when
+    the model in force is identical (same blob): nothing was recorded and ``seq`` is
+    that model's."""
+
+    examples: int
+    accuracy: float
+    features: list[str]
+    weights: list[float]
+    seq: int
+    recorded: bool = True
+
+
+def train(brain: Brain, *, min_examples: int = 20) -> TrainReport:
+    """Train the route model on every trace with an outcome or teacher label and record
+    it (the ``learned`` route mode uses it from then on). A model identical to the one
+    in force is not recorded again (its blob is written back if it was lost).
+
+    Raises:
+        InputError: fewer than ``min_examples`` labelled decisions, or ``min_examples``
+            below 1.
+    """
+    if min_examples < 1:
+        raise InputError(
+            f"--min-examples must be at least 1, got {min_examples}", "pass --min-examples 20"
+        )
+    brain.load("config", "graph", "vectors")
+    _, learn, _ = brain.settings()
+    seq = brain.log.last_seq
+    ex = collect_examples(
+        brain.log.read(1, seq), brain.graph, brain.search_index(), brain.embedder(), learn
+    )
+    if len(ex.y) < min_examples:
+        raise InputError(
+            f"only {len(ex.y)} labelled decision(s) to learn routes from",
+            f"record at least {min_examples}: ocb learn on traces, or ocb teach --apply",
+        )
+    weights, accuracy = fit(ex)
+    blob = encode_model(weights)
+    digest = hashlib.sha256(blob).hexdigest()
+    report = TrainReport(len(ex.y), accuracy, list(FEATURES), [float(w) for w in weights], 0)
+    current = brain.graph.route_model
+    if current is not None and current.blob == digest:
+        brain.blobs.put(blob)
+        return msgspec.structs.replace(report, seq=current.seq, recorded=False)
+    event = RouteModelTrained(
+        blob=digest,
+        features=FEATURES,
+        examples=len(ex.y),
+        trained_to_seq=seq,
+        accuracy=round(accuracy, 6),
+    )
+    rec = brain.record([event], "cli", expected_seq=seq, blobs=[blob])[0]
+    return msgspec.structs.replace(report, seq=rec.seq)

@@ -1,0 +1,353 @@
+"""Deciding a workspace sync: file events, vectors for new chunks, and the edges
+that connect them (siblings inside a file, a few similar chunks across files)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from hashlib import sha256
+from pathlib import Path
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from ocb.engine.embed import Embedder, Matrix, pack_matrix
+from ocb.settings import Indexing
+from ocb_events.schema import (
+    ChunkSpan,
+    ChunkText,
+    EdgesCreated,
+    EdgeSpec,
+    EmbedderConfigured,
+    Event,
+    FactsRecorded,
+    FileChanged,
+    FileIndexed,
+    FileRemoved,
+    NodesEmbedded,
+    WorkspaceAttached,
+)
+from projections.graph import CHUNK, State
+from projections.memory import State as MemoryState
+from projections.memory import spec_of
+from workspace_sync import (
+    FileText,
+    PreviousFacts,
+    PreviousFile,
+    Problem,
+    Skipped,
+    diff_facts,
+    diff_workspace,
+    read_text,
+)
+from workspace_sync.secrets import Finding, Scanner, redact_files
+
+Progress = Callable[[str, int, int], None]
+EMBED_BATCH = 1024
+_SIM_BLOCK = 1024
+
+
+class SyncPlan(msgspec.Struct):
+    """The events of a sync, the blobs they name, and a summary for the user."""
+
+    events: list[Event] = msgspec.field(default_factory=list)
+    blobs: list[bytes] = msgspec.field(default_factory=list)
+    skipped: list[Skipped] = msgspec.field(default_factory=list)
+    files_indexed: int = 0
+    files_changed: int = 0
+    files_removed: int = 0
+    chunks_added: int = 0
+    chunks_removed: int = 0
+    edges_created: int = 0
+    secrets: list[tuple[str, Finding]] = msgspec.field(default_factory=list)
+    """Secrets redacted from the files this sync records, as (path, finding)."""
+
+
+def previous_files(graph: State) -> dict[str, PreviousFile]:
+    """The brain's view of every indexed file, as the differ needs it."""
+    return {
+        path: PreviousFile(
+            e.content_hash, [(i, graph.nodes[i].text_hash) for i in e.chunks], e.next_ordinal
+        )
+        for path, e in graph.files.items()
+    }
+
+
+def _new_chunks(events: Sequence[Event]) -> list[tuple[str, ChunkText]]:
+    out: list[tuple[str, ChunkText]] = []
+    for ev in events:
+        if isinstance(ev, FileIndexed):
+            out.extend((ev.path, c) for c in ev.chunks)
+        elif isinstance(ev, FileChanged):
+            out.extend((ev.path, c) for c in ev.added)
+    return out
+
+
+def _place(c: ChunkText | ChunkSpan) -> tuple[int, int, str]:
+    return (c.start_line, c.start_col, c.id)
+
+
+def _file_orders(graph: State, events: Sequence[Event]) -> list[list[str]]:
+    orders = []
+    for ev in events:
+        if isinstance(ev, FileIndexed):
+            orders.append([c.id for c in sorted(ev.chunks, key=_place)])
+        elif isinstance(ev, FileChanged):
+            both: list[ChunkText | ChunkSpan] = [*ev.kept, *ev.added]
+            orders.append([c.id for c in sorted(both, key=_place)])
+    return orders
+
+
+def sibling_edges(graph: State, events: Sequence[Event], s: Indexing) -> list[EdgeSpec]:
+    """Both directions between neighbouring chunks of each new or changed file,
+    where no edge exists yet."""
+    out: list[EdgeSpec] = []
+    for order in _file_orders(graph, events):
+        for a, b in zip(order, order[1:], strict=False):
+            for src, dst in ((a, b), (b, a)):
+                if dst not in graph.out.get(src, {}):
+                    out.append(
+                        EdgeSpec(source=src, target=dst, weight=s.sibling_weight, kind="sibling")
+                    )
+    return out
+
+
+def similar_edges(
+    new_ids: Sequence[str],
+    new_vecs: Matrix,
+    all_ids: Sequence[str],
+    all_vecs: Matrix,
+    file_of: dict[str, str],
+    existing: Callable[[str, str], bool],
+    s: Indexing,
+    progress: Progress | None = None,
+) -> list[EdgeSpec]:
+    """For each new chunk, edges both ways to its ``similar_k`` most similar chunks in
+    other files whose cosine reaches ``similar_min``.
+
+    A file with many new chunks (a long file cut by the chunk cap) is compared with the
+    other files' chunks only, so its own chunks cost neither time nor memory."""
+    if not len(new_ids) or not len(all_ids) or s.similar_k <= 0:
+        return []
+    files = sorted(set(file_of.values()))
+    fidx = {f: i for i, f in enumerate(files)}
+    all_f = np.array([fidx[file_of[i]] for i in all_ids], dtype=np.int32)
+    new_f = np.array([fidx[file_of[i]] for i in new_ids], dtype=np.int32)
+    counts = np.bincount(new_f, minlength=len(files))
+    big = [f for f in range(len(files)) if counts[f] >= _SIM_BLOCK]
+    groups: list[tuple[npt.NDArray[np.intp], npt.NDArray[np.intp] | None]] = [
+        (np.flatnonzero(new_f == f), np.flatnonzero(all_f != f)) for f in big
+    ]
+    groups.append((np.flatnonzero(~np.isin(new_f, big)), None))
+    pairs: dict[tuple[str, str], float] = {}
+    done = 0
+    for rows, cols in groups:
+        vecs = all_vecs if cols is None else all_vecs[cols]
+        for start in range(0, len(rows) if len(vecs) else 0, _SIM_BLOCK):
+            block = rows[start : start + _SIM_BLOCK]
+            sims: npt.NDArray[np.float32] = new_vecs[block] @ vecs.T
+            if cols is None:
+                sims[new_f[block][:, None] == all_f[None, :]] = -np.inf
+            _nearest(sims, [new_ids[r] for r in block], all_ids, cols, s, pairs)
+            if progress:
+                progress("connect", done + min(start + _SIM_BLOCK, len(rows)), len(new_ids))
+        done += len(rows)
+    span = max(1e-9, 1.0 - s.similar_min)
+    lo, hi = s.similar_weight_low, s.similar_weight_high
+    return [
+        EdgeSpec(
+            source=a,
+            target=b,
+            weight=round(lo + (hi - lo) * (c - s.similar_min) / span, 6),
+            kind="similar",
+        )
+        for (a, b), c in sorted(pairs.items())
+        if not existing(a, b)
+    ]
+
+
+def _nearest(
+    sims: npt.NDArray[np.float32],
+    sources: list[str],
+    all_ids: Sequence[str],
+    cols: npt.NDArray[np.intp] | None,
+    s: Indexing,
+    pairs: dict[tuple[str, str], float],
+) -> None:
+    """Add each source's ``similar_k`` best columns of ``sims`` that reach
+    ``similar_min`` to ``pairs`` (column j is ``all_ids[cols[j]]``, or ``all_ids[j]``)."""
+    k = min(s.similar_k, sims.shape[1])
+    top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+    for r, js in enumerate(top):
+        a = sources[r]
+        for j in sorted(js.tolist(), key=lambda j: (-sims[r, j], j)):
+            cos = float(sims[r, j])
+            if cos >= s.similar_min:
+                b = all_ids[j if cols is None else int(cols[j])]
+                for key in ((a, b), (b, a)):
+                    pairs[key] = max(pairs.get(key, -1.0), cos)
+
+
+def decide_sync(
+    graph: State,
+    embedder_id: str,
+    files: Sequence[FileText],
+    skipped: Sequence[Skipped],
+    embedder: Embedder,
+    existing_vectors: Callable[[list[str]], Matrix],
+    s: Indexing,
+    *,
+    root: str,
+    progress: Progress | None = None,
+) -> SyncPlan:
+    """Everything a sync records: attach, embedder, file events, vectors, edges."""
+    plan = SyncPlan(skipped=list(skipped))
+    if not graph.workspace:
+        plan.events.append(WorkspaceAttached(root=root))
+    if not embedder_id:
+        plan.events.append(EmbedderConfigured(embedder_id=embedder.id, dim=embedder.dim))
+    keep = frozenset(sk.path for sk in skipped if sk.path in graph.files)
+    file_events = diff_workspace(
+        files,
+        previous_files(graph),
+        keep=keep,
+        target_chars=s.chunk_chars,
+        max_chars=s.max_chunk_chars,
+    )
+    plan.events.extend(file_events)
+    for ev in file_events:
+        if isinstance(ev, FileIndexed):
+            plan.files_indexed += 1
+        elif isinstance(ev, FileChanged):
+            plan.files_changed += 1
+            plan.chunks_removed += len(ev.removed)
+        elif isinstance(ev, FileRemoved):
+            plan.files_removed += 1
+            plan.chunks_removed += len(ev.removed)
+    new = _new_chunks(file_events)
+    plan.chunks_added = len(new)
+    new_vecs = _embed(new, embedder, plan, progress)
+    edges = sibling_edges(graph, file_events, s)
+    taken = {(e.source, e.target) for e in edges}
+    edges += _similar(graph, file_events, new, new_vecs, existing_vectors, s, taken, progress)
+    if edges:
+        plan.events.append(EdgesCreated(edges=tuple(edges), cause="sync"))
+    plan.edges_created = len(edges)
+    return plan
+
+
+def _embed(
+    new: list[tuple[str, ChunkText]], embedder: Embedder, plan: SyncPlan, progress: Progress | None
+) -> Matrix:
+    parts: list[Matrix] = []
+    for start in range(0, len(new), EMBED_BATCH):
+        batch = new[start : start + EMBED_BATCH]
+        texts = ["\n".join(p for p in (c.heading, c.text) if p) for _, c in batch]
+        m = embedder.embed(texts)
+        parts.append(m)
+        data = pack_matrix(m)
+        plan.blobs.append(data)
+        plan.events.append(
+            NodesEmbedded(
+                embedder_id=embedder.id,
+                blob=sha256(data).hexdigest(),
+                node_ids=tuple(c.id for _, c in batch),
+            )
+        )
+        if progress:
+            progress("embed", min(start + EMBED_BATCH, len(new)), len(new))
+    if not parts:
+        return np.zeros((0, embedder.dim), dtype=np.float32)
+    return np.vstack(parts)
+
+
+def _similar(
+    graph: State,
+    file_events: Sequence[Event],
+    new: list[tuple[str, ChunkText]],
+    new_vecs: Matrix,
+    existing_vectors: Callable[[list[str]], Matrix],
+    s: Indexing,
+    taken: set[tuple[str, str]],
+    progress: Progress | None,
+) -> list[EdgeSpec]:
+    gone = {
+        i for ev in file_events if isinstance(ev, (FileChanged, FileRemoved)) for i in ev.removed
+    }
+    old_ids = sorted(i for i, n in graph.nodes.items() if n.kind == CHUNK and i not in gone)
+    file_of = {i: graph.nodes[i].path for i in old_ids}
+    file_of.update({c.id: path for path, c in new})
+    new_ids = [c.id for _, c in new]
+    old_vecs = (
+        existing_vectors(old_ids)
+        if old_ids and new_ids
+        else np.zeros((0, new_vecs.shape[1]), np.float32)
+    )
+    all_ids = old_ids + new_ids
+    all_vecs = np.vstack([old_vecs, new_vecs]) if len(old_ids) else new_vecs
+
+    def exists(a: str, b: str) -> bool:
+        return (a, b) in taken or b in graph.out.get(a, {})
+
+    return similar_edges(new_ids, new_vecs, all_ids, all_vecs, file_of, exists, s, progress)
+
+
+def changed_on_disk(root: Path, events: Sequence[Event]) -> list[str]:
+    """Files whose events were decided from content that is no longer on disk."""
+    moved = []
+    seen = set()
+    for ev in events:
+        if isinstance(ev, (FileIndexed, FileChanged, FactsRecorded)) and ev.content_hash:
+            if ev.path in seen:
+                continue
+            seen.add(ev.path)
+            now = read_text(root, ev.path)
+            if not isinstance(now, FileText) or now.content_hash != ev.content_hash:
+                moved.append(ev.path)
+    return moved
+
+
+def plan_sync(
+    graph: State,
+    embedder_id: str,
+    mem: MemoryState,
+    embedder: Embedder,
+    existing_vectors: Callable[[list[str]], Matrix],
+    s: Indexing,
+    files: Sequence[FileText],
+    skipped: Sequence[Skipped],
+    *,
+    root: str,
+    cause: str = "sync",
+    progress: Progress | None = None,
+    secrets: Scanner | None = None,
+) -> tuple[SyncPlan, list[Problem]]:
+    """A sync's chunk events (``decide_sync``) followed by the facts of the Markdown
+    files that changed, and the fact bullets that were skipped. With ``secrets``, every
+    file is redacted first, so chunk texts, headings, facts and vectors never see a
+    secret; the content hash stays that of the file on disk."""
+    found: dict[str, tuple[Finding, ...]] = {}
+    if secrets is not None:
+        files, found = redact_files(files, secrets)
+    plan = decide_sync(
+        graph, embedder_id, files, skipped, embedder, existing_vectors, s,
+        root=root, progress=progress,
+    )  # fmt: skip
+    changed = frozenset(e.path for e in plan.events if isinstance(e, (FileIndexed, FileChanged)))
+    previous = {
+        path: PreviousFacts(ff.content_hash, tuple(spec_of(mem.facts[i]) for i in ff.ids))
+        for path, ff in mem.files.items()
+    }
+    facts, problems = diff_facts(
+        files,
+        previous,
+        mem.next_fact,
+        changed=changed,
+        keep=frozenset(sk.path for sk in skipped),
+        cause=cause,
+    )
+    plan.events.extend(facts)
+    recorded = {e.path for e in plan.events if isinstance(e, (FileIndexed, FileChanged))}
+    recorded |= {e.path for e in facts}
+    plan.secrets = [(p, f) for p in sorted(found) if p in recorded for f in found[p]]
+    return plan, problems

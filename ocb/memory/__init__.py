@@ -1,0 +1,1 @@
+"""Typed memory: retain, recall, reflect, the knowledge graph and dates."""

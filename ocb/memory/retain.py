@@ -1,0 +1,318 @@
+"""Typed memory on a brain: retain (write a fact into today's daily log and record it)
+and recall (filters, scores, associative spreading; every recall is a trace that
+resets its facts' access decay). ``Brain.retain`` and ``Brain.recall`` call these."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from ocb.engine.search import SearchIndex
+from ocb.memory.dates import Window, between_window, date_in_query, since_window, today
+from ocb.memory.recall import FactIndex, RecallItem, RecallRequest, decide_recall
+from ocb.names import unknown
+from ocb.redaction import redact_input, warn_file
+from ocb.settings import Memory, resolve
+from ocb_events.errors import InputError, OcbError, WorkspaceError
+from projections.memory import Fact
+from projections.memory import State as MemoryState
+from workspace_sync import (
+    Skipped,
+    format_bullet,
+    insert_retained,
+    read_text,
+    writable_target,
+    write_workspace_file,
+)
+from workspace_sync.secrets import Finding
+
+if TYPE_CHECKING:
+    from ocb.brain import Brain
+
+KIND_NAMES = {"W": "world", "B": "experience", "O": "opinion", "S": "summary"}
+
+
+def check_kind(kind: str) -> str:
+    """A fact kind, upper-cased.
+
+    Raises:
+        InputError: not W, B, O or S.
+    """
+    k = kind.strip().upper()
+    if k not in KIND_NAMES:
+        raise InputError(
+            f"unknown fact kind {kind!r}",
+            "use W (world), B (experience), O (opinion) or S (summary)",
+        )
+    return k
+
+
+def check_fraction(name: str, value: float | None) -> None:
+    """Raises InputError when ``value`` is outside [0, 1]."""
+    if value is not None and not 0.0 <= value <= 1.0:
+        raise InputError(f"{name} {value:g} is outside [0, 1]", f"give a {name} from 0 to 1")
+
+
+def entity_names(names: list[str] | None) -> list[str]:
+    """Entity names as given (without a leading ``@``).
+
+    Raises:
+        InputError: an empty name (``--entity ""`` or a bare ``@``).
+    """
+    out = [raw.strip().lstrip("@").strip() for raw in names or []]
+    if not all(out):
+        raise InputError("an --entity is empty", "name the entity, e.g. --entity Alice")
+    return out
+
+
+class RetainReport(msgspec.Struct):
+    """What retain did: the fact (new, or the duplicate it matched) and where it is."""
+
+    fact_id: str
+    source: str
+    created: bool
+    path: str
+    bullet: str
+
+
+def _duplicate(mem: MemoryState, kind: str, content: str, entities: list[str]) -> Fact | None:
+    norm = " ".join(content.lower().split())
+    keys = sorted(e.lower() for e in entities)
+    for fid in sorted(i for ff in mem.files.values() for i in ff.ids):
+        f = mem.facts[fid]
+        if (
+            f.kind == kind
+            and " ".join(f.content.lower().split()) == norm
+            and all(k in {e.lower() for e in f.entities} for k in keys)
+        ):
+            return f
+    return None
+
+
+def _redacted(brain: Brain, content: str, names: list[str]) -> tuple[str, list[str], list[Finding]]:
+    """The fact and its entities as they may be written and recorded, and the secrets
+    taken out of them."""
+    scanner = brain.secrets()
+    parts = [scanner.redact(t) for t in [content, *names]]
+    found = [f for r in parts for f in r.findings]
+    return parts[0].text, [r.text for r in parts[1:]], found
+
+
+def retain(
+    brain: Brain,
+    content: str,
+    *,
+    kind: str = "W",
+    entities: list[str] | None = None,
+    salience: float | None = None,
+    confidence: float | None = None,
+    estimate: Callable[[str, str, list[str]], float] | None = None,
+) -> RetainReport:
+    """Append a fact bullet to today's daily log (``memory/YYYY-MM-DD.md`` of the
+    workspace, by the brain's clock) under ``## Retain`` and record it. An exact
+    duplicate of a current fact writes and records nothing. Without a salience,
+    ``estimate(kind, content, entities)`` (e.g. an LLM) gives one, written into the
+    bullet so the Markdown keeps it; without either, the deterministic estimate of
+    ``workspace_sync.estimate_salience`` applies when the bullet is read.
+
+    A secret in the fact (``secrets.*`` settings) is redacted before the bullet is
+    written: the text comes from an agent, not from the user's own hand, and a token
+    written into the daily log would live on in the workspace, its git history and its
+    backups even though the log never records it. The fact keeps its meaning, the file
+    and the log agree, and a warning names the bullet's ``file:line``."""
+    kind = check_kind(kind)
+    check_fraction("salience", salience)
+    check_fraction("confidence", confidence)
+    if confidence is not None and kind != "O":
+        raise InputError("only opinions (--type O) carry a confidence", "drop --confidence")
+    content = " ".join(content.split())
+    if not content:
+        raise InputError("nothing to retain", 'give the fact, e.g. ocb retain "Alice owns billing"')
+    names = entity_names(entities)
+    brain.load("config", "graph", "vectors", "memory")
+    content, names, found = _redacted(brain, content, names)
+    mem = brain.state("memory")
+    dup = _duplicate(mem, kind, content, names)
+    if dup is not None:
+        at = [msgspec.structs.replace(f, line=dup.start_line, end_line=dup.end_line) for f in found]
+        warn_file(brain.warn, dup.path, at, "from the retained fact (already recorded there)")
+        return RetainReport(dup.id, dup.source, False, dup.path, "")
+    root = brain.graph.workspace
+    if not root:
+        raise WorkspaceError(
+            "this brain has no workspace to write the fact into",
+            "index one first: ocb init --workspace DIR --brain B",
+        )
+    day = today(brain.clock()).isoformat()
+    rel = f"memory/{day}.md"
+    path = writable_target(Path(root), rel)  # a refusal comes before anything is read
+    if kind == "O" and confidence is None:
+        confidence = 0.5
+    if salience is None and estimate is not None:
+        salience = round(float(estimate(kind, content, names)), 3)
+        check_fraction("estimated salience", salience)
+    bullet = format_bullet(kind, content, names, salience=salience, confidence=confidence)
+    old = read_text(Path(root), rel) if path.exists() else None
+    if isinstance(old, Skipped):
+        raise WorkspaceError(f"cannot read {rel}: {old.reason}", "fix or move that file")
+    before = old.text if old is not None else None
+    text, line = insert_retained(before, bullet, day)
+    at = [msgspec.structs.replace(f, line=line, end_line=line) for f in found]
+    warn_file(brain.warn, rel, at, "from the retained fact before writing and recording")
+    write_workspace_file(Path(root), rel, text)
+    try:
+        brain.sync(root, cause="retain")
+    except OcbError as exc:
+        raise WorkspaceError(
+            f"{rel} holds the fact, but it was not recorded: {exc.message}",
+            "free disk space, then run ocb init to record it (retaining it again would "
+            "write a second bullet)",
+        ) from exc
+    mem = brain.state("memory")
+    ff = mem.files.get(rel)
+    for fid in ff.ids if ff else ():
+        f = mem.facts[fid]
+        if f.start_line == line:
+            return RetainReport(f.id, f.source, True, rel, bullet)
+    raise WorkspaceError(f"{rel} changed while the fact was written", "check the file, then retry")
+
+
+# --------------------------------------------------------------------------- recall
+
+
+def fact_index(brain: Brain) -> FactIndex:
+    """The search index of the current facts: kept on the brain while the facts do not
+    change, and cached on disk (``cache/facts-<seq>-<embedder>.idx``) so a new process
+    does not embed every fact again."""
+    mem: MemoryState = brain.state("memory")
+    emb = brain.embedder()
+    key = f"{mem.facts_seq}-{emb.id}"
+    cached = brain._fact_index
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    path = brain.path / "cache" / f"facts-{key}.idx"
+    search = SearchIndex.load(path)
+    ids = sorted(i for ff in mem.files.values() for i in ff.ids)
+    if search is not None and search.ids == ids:
+        idx = FactIndex(mem, search)
+    else:
+        idx = FactIndex.build(mem, emb)
+        if brain.as_of is None:  # a view of the past keeps its index in memory only
+            _save_index(brain, idx.search, path)
+    brain._fact_index = (key, idx)
+    return idx
+
+
+def _save_index(brain: Brain, search: SearchIndex, path: Path) -> None:
+    try:
+        search.save(path)
+        for old in path.parent.glob("facts-*.idx"):
+            if old != path:
+                old.unlink(missing_ok=True)
+    except OSError as exc:
+        brain.warn(f"could not write the fact index cache: {exc}")
+
+
+def check_entities(mem: MemoryState, names: list[str]) -> tuple[str, ...]:
+    """Entity names as given, each known to the memory.
+
+    Raises:
+        InputError: an empty name, or an entity no current fact mentions (with close
+            names).
+    """
+    out = []
+    for name in entity_names(names):
+        if name.lower() not in mem.entities:
+            known = sorted(e.name for e in mem.entities.values())
+            raise unknown(
+                "entity (no fact mentions it)", name, known, "list entities with ocb recall --json"
+            )
+        out.append(name)
+    return tuple(out)
+
+
+class RecallAnswer(msgspec.Struct):
+    """What recall returns: the trace id, the question, the date phrase it read, the
+    results within the budget and how many the budget left out."""
+
+    trace_id: str
+    query: str
+    results: list[RecallItem]
+    context_chars: int
+    dropped: int
+    window: Window
+    date_phrase: str = ""
+    weights: tuple[float, float, float] = (0.4, 0.35, 0.25)
+
+
+def recall(
+    brain: Brain,
+    query: str = "",
+    *,
+    k: int = 10,
+    since: str | None = None,
+    between: tuple[str, str] | None = None,
+    kinds: list[str] | None = None,
+    entities: list[str] | None = None,
+    min_salience: float = 0.0,
+    depth: int = 0,
+    max_chars: int | None = None,
+    record: bool = True,
+) -> RecallAnswer:
+    """Recall facts; records the trace (unless ``record`` is False or the brain is a
+    view of the past)."""
+    if k < 1:
+        raise InputError(f"--k must be at least 1, got {k}", "ask for 1 or more results")
+    if depth < 0:
+        raise InputError("--associative-depth must be 0 or more", "use 0, 1 or 2")
+    check_fraction("min salience", min_salience)
+    if max_chars is not None and max_chars < 1:
+        raise InputError("--max-chars must be at least 1", "give a budget such as 2000")
+    brain.load("config", "vectors", "memory")
+    s = resolve(Memory, brain.state("config").values)
+    query = redact_input(brain.warn, brain.secrets(), "recall query", query)
+    mem: MemoryState = brain.state("memory")
+    now = brain.now()
+    window = Window()
+    if since:
+        window = window.intersect(since_window(since, now))
+    if between:
+        window = window.intersect(between_window(*between))
+    date = date_in_query(query, now, s.around_days)
+    rest, focus = date.rest, None
+    if date.window is not None:
+        window = window.intersect(date.window)
+    if date.only_date:  # "what happened around Nov 5": the window's facts, nearest first
+        rest, focus = "", date.day_ns
+    req = RecallRequest(
+        query=rest,
+        focus_ns=focus,
+        k=k,
+        window=window,
+        kinds=tuple(check_kind(x) for x in kinds or []),
+        entities=check_entities(mem, entities or []),
+        min_salience=min_salience,
+        depth=depth,
+        max_chars=max_chars,
+    )
+    seq = brain.log.last_seq
+    trace, kept, dropped = decide_recall(
+        mem, fact_index(brain), brain.embedder(), req, now_ns=now, trace_id=f"r{seq + 1}", s=s
+    )
+    trace = msgspec.structs.replace(trace, query=query)
+    record = record and brain.as_of is None
+    if record:
+        brain.record([trace], "cli", expected_seq=seq)
+    return RecallAnswer(
+        trace.trace_id if record else "",
+        query,
+        kept,
+        trace.context_chars,
+        dropped,
+        window,
+        date.phrase,
+        (s.w_match, s.w_salience, s.w_access),
+    )
