@@ -28,7 +28,6 @@ from ocb.graph.learn import decide_learn, steps_from_ids
 from ocb.graph.query import assemble_context, decide_query
 from ocb.graph.sync import changed_on_disk, plan_sync
 from ocb.memory_api import MemoryCommands
-from ocb.names import unknown
 from ocb.redaction import redact_input, scanner_of, warn_file
 from ocb.reports import Answer, Cited, InjectReport, LearnReport, SyncReport
 from ocb.settings import Indexing, Learning, S, Storage, Traversal, check_key, resolve
@@ -43,6 +42,7 @@ from ocb_events.errors import (
     InputError,
     LogTruncated,
     WorkspaceError,
+    unknown,
 )
 from ocb_events.log import Durability, SegmentLog
 from ocb_events.schema import (

@@ -25,8 +25,7 @@ import msgspec
 import msgspec.inspect as mi
 from msgspec import Meta
 
-from ocb.names import unknown
-from ocb_events.errors import InputError
+from ocb_events.errors import InputError, unknown
 from workspace_sync.secrets import parse_allow, parse_patterns
 
 REWARD_SOURCES = ("human", "self", "harvester", "teacher")

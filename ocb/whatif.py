@@ -50,6 +50,7 @@ import msgspec
 
 from ocb.brain import Brain
 from ocb.engine.embed import HashEmbedder
+from ocb.engine.policy import tiers
 from ocb.graph.learn import decide_learn, steps_from_ids
 from ocb.graph.retract import Held, Target, decide_retract
 from ocb.settings import Indexing, Learning, Maintenance, Traversal, check_key, resolve
@@ -107,10 +108,6 @@ def point(log: EventLog, spec: str | int, flag: str) -> int:
         raise InputError(message, exc.hint + " (0: before the first record)") from None
 
 
-def _tiers(t: Traversal) -> Tiers:
-    return Tiers(reflex=t.reflex, habitual=t.habitual, inhibitory=t.inhibitory)
-
-
 def _check_report(threshold: float, top: int) -> None:
     if not threshold >= 0:
         raise InputError(
@@ -139,7 +136,7 @@ def _view_at(brain: Brain, seq: int) -> tuple[graph_projection.State, Tiers]:
     if seq == 0:
         return graph_projection.initial(), Tiers()
     with Brain(brain.path, writer=False, as_of=seq, warn=brain.warn) as view:
-        return view.graph, _tiers(view.settings()[0])
+        return view.graph, tiers(view.settings()[0])
 
 
 def diff(
@@ -641,8 +638,8 @@ def what_if(
         weights = diff_graphs(
             brain.graph,
             r.brain.graph,
-            tiers_before=_tiers(real_t),
-            tiers_after=_tiers(alt_t),
+            tiers_before=tiers(real_t),
+            tiers_after=tiers(alt_t),
             threshold=threshold,
             top=top,
         )

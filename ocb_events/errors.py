@@ -27,6 +27,8 @@ that describes the condition. The CLI prints ``error: <message>`` and
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Sequence
 from pathlib import Path
 
 
@@ -206,3 +208,36 @@ class AnalyticsError(OcbError):
 
 class InputError(OcbError):
     """An argument that names nothing, or a value out of its range."""
+
+
+def unknown(
+    kind: str,
+    name: str,
+    known: Sequence[str],
+    hint: str,
+    where: str = "",
+    *,
+    cutoff: float = 0.6,
+) -> InputError:
+    """An InputError for a name that names nothing (``where`` ends its message),
+    suggesting the close matches of ``known`` (the one "did you mean" of the product)."""
+    return unknown_with(kind, name, close_matches(name, known, cutoff), hint, where)
+
+
+def unknown_with(
+    kind: str, name: str, close: Sequence[str], hint: str, where: str = ""
+) -> InputError:
+    """``unknown`` with the suggestions already chosen (``close``: may be empty)."""
+    if close:
+        hint = "did you mean " + ", ".join(close) + "?"
+    return InputError(f"unknown {kind} {name!r}{where}", hint)
+
+
+def close_matches(name: str, known: Sequence[str], cutoff: float = 0.6) -> list[str]:
+    """Up to three names of ``known`` close to ``name``, found with case ignored and
+    given in their spelling."""
+    spelled: dict[str, str] = {}
+    for k in known:
+        spelled.setdefault(k.lower(), k)
+    close = difflib.get_close_matches(name.lower(), list(spelled), n=3, cutoff=cutoff)
+    return [spelled[c] for c in close]

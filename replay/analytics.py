@@ -39,6 +39,7 @@ from ocb_events.protocol import EventLog
 from projections import graph
 from replay import confinement
 from replay.columns import column, grouped
+from replay.diff import Tiers
 from replay.rows import HISTORY, TABLES, VARCHAR, RowFold
 from replay.store_lock import StoreLock
 from replay.store_meta import Meta, QueryResult, chain_at, same_history
@@ -55,9 +56,11 @@ WAIT_S = 60.0
 
 Warn = Callable[[str], None]
 Progress = Callable[[int, int], None]
+_T = Tiers()  # the default bounds; the tier rule of ``Tiers.of`` in SQL
 _MACROS = (
-    "CREATE MACRO tier(w) AS CASE WHEN w IS NULL THEN NULL WHEN w >= 0.6 THEN 'reflex' "
-    "WHEN w >= 0.2 THEN 'habitual' WHEN w <= -0.01 THEN 'inhibitory' ELSE 'dormant' END",
+    f"CREATE MACRO tier(w) AS CASE WHEN w IS NULL THEN NULL WHEN w <= {_T.inhibitory} "
+    f"THEN 'inhibitory' WHEN w >= {_T.reflex} THEN 'reflex' WHEN w >= {_T.habitual} "
+    "THEN 'habitual' ELSE 'dormant' END",
 )
 _VIEW_EXTRA = {"edges": ", tier(weight) AS tier"}
 

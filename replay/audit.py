@@ -14,14 +14,13 @@ Both raise ``InputError`` for ids the history never held, suggesting close match
 
 from __future__ import annotations
 
-import difflib
 import json
 from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
 
-from ocb_events.errors import InputError
+from ocb_events.errors import InputError, close_matches, unknown_with
 from replay.analytics import AnalyticsStore
 from replay.timetravel import iso
 
@@ -216,13 +215,11 @@ def _path(store: AnalyticsStore, trace_seqs: set[int]) -> dict[int, list[str]]:
 
 def _suggest(store: AnalyticsStore, name: str, sql: str, params: list[Any]) -> list[str]:
     known = [str(r[0]) for r in store.query(sql, params).rows]
-    return difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+    return close_matches(name, known, cutoff=0.5)
 
 
 def _unknown(what: str, name: str, close: list[str], hint: str) -> InputError:
-    if close:
-        hint = "did you mean " + ", ".join(close) + "?"
-    return InputError(f"unknown {what} {name!r}: the history holds no such id", hint)
+    return unknown_with(what, name, close, hint, ": the history holds no such id")
 
 
 _IDS = "SELECT DISTINCT id FROM (SELECT id FROM nodes UNION ALL SELECT node FROM lifecycle)"

@@ -49,7 +49,7 @@ class Tiers(msgspec.Struct, frozen=True):
     inhibitory: float = -0.01
 
     def of(self, weight: float) -> str:
-        """The tier of a weight: the same rule as the traversal's ``tier_of``."""
+        """The tier of a weight (the one tier rule: traversal, health and diffs)."""
         if weight <= self.inhibitory:
             return "inhibitory"
         if weight >= self.reflex:

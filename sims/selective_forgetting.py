@@ -12,7 +12,7 @@ the learning rate is 0.3 so that three reinforcements a day outpace the decay.
 
 from __future__ import annotations
 
-from ocb.engine.traverse import tier_of
+from ocb.engine.policy import tier_of
 from ocb.upkeep.maintain import maintain
 from ocb_events.clock import TickClock
 from ocb_events.schema import STOP

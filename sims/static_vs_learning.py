@@ -19,7 +19,7 @@ route. Settings: one seed, default learning.
 
 from __future__ import annotations
 
-from ocb.engine.learning import softmax
+from ocb.engine.policy import softmax
 from ocb_events.schema import QueryTraced
 from sims.common import Result, connect, paragraphs, rebuild_equal, scratch_brain
 

@@ -10,7 +10,7 @@ import msgspec
 
 from ocb.brain import Brain
 from ocb.engine.embed import unpack_matrix
-from ocb.engine.traverse import tier_of
+from ocb.engine.policy import tier_of
 from ocb.settings import Memory, Traversal, resolve
 from ocb.upkeep.blobs import ROUTE_MODEL, BlobReport, find_lost
 from ocb_events.errors import LogError, OcbError

@@ -23,23 +23,15 @@ clamped at zero.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 
 import msgspec
 
+from ocb.engine.policy import softmax
 from ocb.settings import Learning
 from ocb_events.schema import STOP, EdgeDelta, EdgeDeltas, LearnParams, NodeValue, Step
 
 _EPS = 1e-12
-
-
-def softmax(logits: Sequence[float], tau: float) -> list[float]:
-    """Softmax of ``logits / tau``, stable for any magnitude."""
-    m = max(logits)
-    ex = [math.exp((x - m) / tau) for x in logits]
-    total = sum(ex)
-    return [x / total for x in ex]
 
 
 def _discounts(steps: Sequence[Step], gamma: float) -> list[float]:

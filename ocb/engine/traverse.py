@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 
 import msgspec
 
-from ocb.engine.learning import softmax
+from ocb.engine.policy import softmax, tier_of
 from ocb.settings import Traversal
 from ocb_events.schema import STOP, Candidate, Step
 from projections.graph import Node, State
@@ -59,17 +59,6 @@ def context_block(node: Node) -> str:
 def block_chars(node: Node) -> int:
     """``len(context_block(node))``, without building it."""
     return len(node.source) + 3 + len(node.text)
-
-
-def tier_of(weight: float, s: Traversal) -> str:
-    """The tier of a (damped) weight."""
-    if weight <= s.inhibitory:
-        return "inhibitory"
-    if weight >= s.reflex:
-        return "reflex"
-    if weight >= s.habitual:
-        return "habitual"
-    return "dormant"
 
 
 class Walk(msgspec.Struct):

@@ -11,9 +11,8 @@ import numpy as np
 from ocb.engine.embed import Embedder, pack_matrix
 from ocb.engine.search import SearchIndex
 from ocb.engine.stance import idf_of, judge
-from ocb.names import unknown as unknown  # re-exported: callers import it from here
 from ocb.settings import Indexing
-from ocb_events.errors import InputError
+from ocb_events.errors import InputError, unknown
 from ocb_events.schema import (
     EdgeSpec,
     Event,

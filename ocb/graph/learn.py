@@ -6,10 +6,9 @@ import math
 from collections.abc import Mapping, Sequence
 
 from ocb.engine.learning import decide_deltas, group_by_source
-from ocb.engine.traverse import tier_of
-from ocb.names import unknown as unknown  # re-exported: callers import it from here
+from ocb.engine.policy import tier_of
 from ocb.settings import REWARD_SOURCES, Learning, Traversal
-from ocb_events.errors import InputError
+from ocb_events.errors import InputError, unknown
 from ocb_events.schema import (
     Candidate,
     EdgesUpdated,

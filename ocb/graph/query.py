@@ -10,7 +10,6 @@ import numpy as np
 from ocb.engine.embed import Embedder
 from ocb.engine.search import SearchIndex
 from ocb.engine.traverse import SEPARATOR, Scorer, block_chars, context_block, traverse
-from ocb.names import unknown as unknown  # re-exported: callers import it from here
 from ocb.settings import Traversal
 from ocb_events.errors import InputError
 from ocb_events.schema import (

@@ -41,8 +41,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from ocb.engine.learning import group_by_source
-from ocb.names import unknown
-from ocb_events.errors import InputError
+from ocb_events.errors import InputError, unknown
 from ocb_events.protocol import EventLog
 from ocb_events.schema import (
     STOP,

@@ -17,10 +17,9 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from ocb.names import unknown
 from ocb.redaction import redact_input
 from ocb.settings import Memory, resolve
-from ocb_events.errors import InputError
+from ocb_events.errors import InputError, unknown
 from ocb_events.schema import KgFactSet
 from projections.kg import SEP, Entry, Statement, key
 from projections.kg import State as KgState

@@ -13,10 +13,9 @@ import msgspec
 from ocb.engine.search import SearchIndex
 from ocb.memory.dates import Window, between_window, date_in_query, since_window, today
 from ocb.memory.recall import FactIndex, RecallItem, RecallRequest, decide_recall
-from ocb.names import unknown
 from ocb.redaction import redact_input, warn_file
 from ocb.settings import Memory, resolve
-from ocb_events.errors import InputError, OcbError, WorkspaceError
+from ocb_events.errors import InputError, OcbError, WorkspaceError, unknown
 from projections.memory import Fact
 from projections.memory import State as MemoryState
 from workspace_sync import (

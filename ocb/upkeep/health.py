@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from ocb.engine.traverse import tier_of
+from ocb.engine.policy import tiers
 from ocb.settings import Traversal
 from ocb_events.errors import InputError
 from ocb_events.schema import ConfigChanged, QueryTraced, Record
 from projections.graph import State as GraphState
+from replay.diff import tier_counts
 
 if TYPE_CHECKING:
     from ocb.brain import Brain
@@ -61,22 +62,13 @@ class Health(msgspec.Struct):
         return not self.findings
 
 
-def tier_counts(g: GraphState, s: Traversal) -> dict[str, int]:
-    """Edges per tier."""
-    counts = {"reflex": 0, "habitual": 0, "dormant": 0, "inhibitory": 0}
-    for targets in g.out.values():
-        for e in targets.values():
-            counts[tier_of(e.weight, s)] += 1
-    return counts
-
-
 def _positive_weights(g: GraphState) -> list[float]:
     return sorted(e.weight for ts in g.out.values() for e in ts.values() if e.weight > 0)
 
 
 def assess(g: GraphState, traces: list[QueryTraced], s: Traversal) -> Health:
     """The health of a graph under settings ``s``, given its recent traces."""
-    counts = tier_counts(g, s)
+    counts = tier_counts(g, tiers(s))
     total = sum(counts.values())
     shares = {k: (v / total if total else 0.0) for k, v in counts.items()}
     n = len(traces)

@@ -34,12 +34,11 @@ import msgspec
 
 from ocb.brain import Brain
 from ocb.engine.embed import Matrix, unpack_matrix
-from ocb.names import unknown
 from ocb.settings import Indexing, Maintenance, resolve
 from ocb.upkeep.structure import decide_connect, decide_merge, decide_split
 from ocb.upkeep.weights import Change, OpPlan, View, decide_decay, decide_prune, decide_scale
 from ocb_events.clock import Clock, system_clock
-from ocb_events.errors import InputError
+from ocb_events.errors import InputError, unknown
 from ocb_events.schema import (
     AuthoritySet,
     Event,

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ocb.engine.learning import decide_deltas, heuristic_deltas, pg_deltas, softmax
+from ocb.engine.learning import decide_deltas, heuristic_deltas, pg_deltas
+from ocb.engine.policy import softmax
 from ocb.settings import Learning
 from ocb_events.schema import STOP, Candidate, Step
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ocb.brain import Brain
-from ocb.engine.learning import softmax
+from ocb.engine.policy import softmax
 from ocb.graph.teach import DecisionPoint, teach, teach_with
 from ocb_events.errors import InputError
 from ocb_events.schema import EdgeRelevanceSet, EdgesUpdated, TeacherLabeled

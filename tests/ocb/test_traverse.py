@@ -6,7 +6,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from msgspec.structs import replace
 
-from ocb.engine.traverse import SEPARATOR, context_block, tier_of, traverse
+from ocb.engine.policy import tier_of
+from ocb.engine.traverse import SEPARATOR, context_block, traverse
 from ocb.settings import Traversal
 from ocb_events.schema import STOP
 from tests.ocb.graphs import build

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ocb.engine.learning import group_by_source
-from ocb.engine.traverse import tier_of
+from ocb.engine.policy import tier_of
 from ocb.settings import Traversal
 from ocb_events.schema import (
     STOP,

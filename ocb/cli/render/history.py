@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 from ocb.brain import Brain
-from ocb.names import unknown
 from ocb.settings import in_force, lookup, registry
+from ocb_events.errors import unknown
 from ocb_events.schema import EVENT_TYPES
 
 
