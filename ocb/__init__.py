@@ -1,14 +1,104 @@
-"""OpenClawBrain: the brain package (API, commands, CLI).
+"""OpenClawBrain: the brain package (``Brain``, its ``Store``, the commands, the CLI).
 
-The library is the product; the ``ocb`` CLI is a thin layer over ``ocb.brain``.
+The library is the product; the ``ocb`` CLI is a thin layer over ``ocb.brain``::
+
+    from ocb import Brain
+
+    brain, report = Brain.init("/tmp/brain", "examples/workspace")
+
+The names below are imported on first use, so ``import ocb`` (and every ``ocb``
+command) loads only the modules it needs.
 """
 
-import os
+from __future__ import annotations
 
-# Vectors are searched with one matrix-vector product per query: a thread pool only
-# adds contention (10-20x slower on a busy 2-core machine). Set before numpy loads.
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ocb.brain import Brain
+    from ocb.graph.retract import RetractReport
+    from ocb.graph.route import TrainReport
+    from ocb.graph.teach import TeachReport
+    from ocb.memory.kg import KgHistory, KgSetReport, KgView
+    from ocb.memory.recall import RecallItem
+    from ocb.memory.reflect import ReflectReport
+    from ocb.memory.retain import RecallAnswer, RetainReport
+    from ocb.reports import Answer, Cited, Hit, InjectReport, LearnReport, SyncReport
+    from ocb.store import Store
+    from ocb.upkeep.blobs import BlobReport
+    from ocb.upkeep.forget import ForgetReport
+    from ocb.upkeep.health import Health
+    from ocb.upkeep.maintain import AnchorReport, MaintenanceReport
+    from ocb_events.errors import OcbError
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+_HOME = {
+    "AnchorReport": "ocb.upkeep.maintain",
+    "Answer": "ocb.reports",
+    "BlobReport": "ocb.upkeep.blobs",
+    "Brain": "ocb.brain",
+    "Cited": "ocb.reports",
+    "ForgetReport": "ocb.upkeep.forget",
+    "Health": "ocb.upkeep.health",
+    "Hit": "ocb.reports",
+    "InjectReport": "ocb.reports",
+    "KgHistory": "ocb.memory.kg",
+    "KgSetReport": "ocb.memory.kg",
+    "KgView": "ocb.memory.kg",
+    "LearnReport": "ocb.reports",
+    "MaintenanceReport": "ocb.upkeep.maintain",
+    "OcbError": "ocb_events.errors",
+    "RecallAnswer": "ocb.memory.retain",
+    "RecallItem": "ocb.memory.recall",
+    "ReflectReport": "ocb.memory.reflect",
+    "RetainReport": "ocb.memory.retain",
+    "RetractReport": "ocb.graph.retract",
+    "Store": "ocb.store",
+    "SyncReport": "ocb.reports",
+    "TeachReport": "ocb.graph.teach",
+    "TrainReport": "ocb.graph.route",
+}
+"""Where each exported name is defined (imported on first use)."""
+
+__all__ = [
+    "AnchorReport",
+    "Answer",
+    "BlobReport",
+    "Brain",
+    "Cited",
+    "ForgetReport",
+    "Health",
+    "Hit",
+    "InjectReport",
+    "KgHistory",
+    "KgSetReport",
+    "KgView",
+    "LearnReport",
+    "MaintenanceReport",
+    "OcbError",
+    "RecallAnswer",
+    "RecallItem",
+    "ReflectReport",
+    "RetainReport",
+    "RetractReport",
+    "Store",
+    "SyncReport",
+    "TeachReport",
+    "TrainReport",
+    "__version__",
+]
+
+
+def __getattr__(name: str) -> object:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'ocb' has no attribute {name!r}")
+    value: object = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

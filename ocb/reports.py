@@ -4,8 +4,19 @@ from __future__ import annotations
 
 import msgspec
 
-from ocb.graph.query import Hit
 from ocb_events.schema import EdgeDelta
+
+
+class Hit(msgspec.Struct, frozen=True):
+    """One retrieval result."""
+
+    id: str
+    source: str
+    text: str
+    score: float
+    fired: bool
+    kind: str
+    also: tuple[str, ...] = ()
 
 
 class Answer(msgspec.Struct):

@@ -8,11 +8,11 @@ from typing import Any
 
 import msgspec
 
-from ocb.brain import Brain
 from ocb.engine.embed import unpack_matrix
 from ocb.engine.policy import tier_of
 from ocb.settings import Memory, Traversal, resolve
-from ocb.upkeep.blobs import ROUTE_MODEL, BlobReport, find_lost
+from ocb.store import Store
+from ocb.upkeep.blobs import ROUTE_MODEL, BlobReport, find_lost, regenerate_blobs
 from ocb_events.errors import LogError, OcbError
 from ocb_events.log import verify_log
 from projections.graph import CHUNK
@@ -52,12 +52,12 @@ def _log_check(path: Path) -> Check:
     )
 
 
-def _rebuild_check(brain: Brain) -> Check:
-    full = rebuild(brain.log, to_seq=brain.horizon)
+def _rebuild_check(store: Store) -> Check:
+    full = rebuild(store.log, to_seq=store.horizon)
     bad = [
         name
         for name in sorted(PROJECTIONS)
-        if PROJECTIONS[name].snapshot(brain.state(name)) != PROJECTIONS[name].snapshot(full[name])
+        if PROJECTIONS[name].snapshot(store.state(name)) != PROJECTIONS[name].snapshot(full[name])
     ]
     if bad:
         return Check(
@@ -66,24 +66,24 @@ def _rebuild_check(brain: Brain) -> Check:
     return Check(
         "projections match rebuild",
         PASS,
-        f"{len(PROJECTIONS)} projections equal a full rebuild at seq {brain.horizon}",
+        f"{len(PROJECTIONS)} projections equal a full rebuild at seq {store.horizon}",
     )
 
 
-def _embedder_check(brain: Brain) -> Check:
-    vec = brain.state("vectors")
-    g: GraphState = brain.graph
+def _embedder_check(store: Store) -> Check:
+    vec = store.state("vectors")
+    g: GraphState = store.graph
     if not g.nodes:
         return Check("embedder consistency", PASS, "no nodes yet")
     try:
-        emb = brain.embedder()
+        emb = store.embedder()
     except OcbError as exc:
         return Check("embedder consistency", FAIL, exc.message)
     missing = sorted(n for n in g.nodes if n not in vec.rows)
     problems: list[str] = []
     for blob in sorted({r.blob for r in vec.rows.values()}):
         try:
-            m = unpack_matrix(brain.blobs.get(blob, verify=True))
+            m = unpack_matrix(store.blobs.get(blob, verify=True))
         except (OcbError, ValueError) as exc:
             problems.append(str(exc))
             continue
@@ -97,11 +97,11 @@ def _embedder_check(brain: Brain) -> Check:
     )
 
 
-def _blob_check(brain: Brain) -> Check:
+def _blob_check(store: Store) -> Check:
     """Every blob the log names is present and matches its hash. Lost vector blobs fail
     (``ocb doctor --repair`` regenerates them); a lost route model warns (the learned
     route mode falls back to edge+sim; ``ocb train-route`` fixes it)."""
-    report = find_lost(brain.log, brain.blobs, to_seq=brain.horizon)
+    report = find_lost(store.log, store.blobs, to_seq=store.horizon)
     if not report.lost:
         return Check("blobs", PASS, f"{report.named} blob(s) named by the log, all intact")
     vectors = [b for b in report.lost if b.kind != ROUTE_MODEL]
@@ -129,8 +129,8 @@ def repair_blobs(path: str | Path) -> BlobReport:
     Raises:
         BrainNotFound: no brain at ``path``.
     """
-    with Brain(path, writer=False) as brain:
-        return brain.regenerate_blobs()
+    with Store(path, writer=False) as store:
+        return regenerate_blobs(store)
 
 
 def _orphan_check(g: GraphState) -> Check:
@@ -162,8 +162,8 @@ def tier_shares(g: GraphState, s: Traversal) -> dict[str, float]:
     return {k: v / total for k, v in counts.items()}
 
 
-def _tier_check(brain: Brain) -> Check:
-    shares = tier_shares(brain.graph, resolve(Traversal, brain.state("config").values))
+def _tier_check(store: Store) -> Check:
+    shares = tier_shares(store.graph, resolve(Traversal, store.state("config").values))
     detail = ", ".join(f"{k} {v:.1%}" for k, v in shares.items())
     if shares["dormant"] > DORMANT_LIMIT:
         return Check("tier distribution", WARN, detail + " (over 90% dormant: routing has died)")
@@ -185,12 +185,12 @@ def _injected_check(g: GraphState) -> Check:
     )
 
 
-def _memory_checks(brain: Brain) -> list[Check]:
+def _memory_checks(store: Store) -> list[Check]:
     from ocb.checks.memory import memory_checks
 
-    brain.load("memory", "config")
-    s = resolve(Memory, brain.state("config").values)
-    return memory_checks(brain.state("memory"), s, brain.now())
+    store.load("memory", "config")
+    s = resolve(Memory, store.state("config").values)
+    return memory_checks(store.state("memory"), s, store.now())
 
 
 _LOG_DEPENDENT = (
@@ -215,7 +215,7 @@ def run_doctor(path: str | Path, as_of: int | str | None = None) -> list[Check]:
     path = Path(path)
     log_check = _log_check(path)
     try:
-        brain = Brain(path, writer=False, as_of=as_of)
+        store = Store(path, writer=False, as_of=as_of)
     except LogError as exc:
         failed = (
             log_check if log_check.status == FAIL else Check("log integrity", FAIL, exc.message)
@@ -223,8 +223,8 @@ def run_doctor(path: str | Path, as_of: int | str | None = None) -> list[Check]:
         return [failed] + [Check(n, SKIP, "the log is unreadable") for n in _LOG_DEPENDENT]
     try:
         checks = [log_check]
-        if brain.log.recovery is not None:
-            r = brain.log.recovery
+        if store.recovery is not None:
+            r = store.recovery
             checks.append(
                 Check(
                     "torn tail",
@@ -235,18 +235,18 @@ def run_doctor(path: str | Path, as_of: int | str | None = None) -> list[Check]:
             )
         if checks[0].status == FAIL:
             return checks + [Check(n, SKIP, "the log is unreadable") for n in _LOG_DEPENDENT]
-        g = brain.graph
+        g = store.graph
         checks += [
-            _rebuild_check(brain),
-            _embedder_check(brain),
-            _blob_check(brain),
+            _rebuild_check(store),
+            _embedder_check(store),
+            _blob_check(store),
             _orphan_check(g),
             _bounds_check(g),
         ]
-        checks += [_tier_check(brain), _injected_check(g)]
-        return checks + _memory_checks(brain)
+        checks += [_tier_check(store), _injected_check(g)]
+        return checks + _memory_checks(store)
     finally:
-        brain.close()
+        store.close()
 
 
 def as_json(checks: list[Check], repair: BlobReport | None = None) -> dict[str, Any]:

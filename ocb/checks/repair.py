@@ -14,7 +14,7 @@ from pathlib import Path
 
 import msgspec
 
-from ocb.brain import Brain
+from ocb.store import Store
 from ocb_events.clock import Clock, system_clock
 from ocb_events.errors import BrainNotFound
 from ocb_events.repair import repair_log
@@ -71,6 +71,6 @@ def repair_brain(
         rebased_from=got.rebased_from,
         reason="ocb verify --repair",
     )
-    with Brain(path, clock=clock, warn=warn) as brain:
-        seq = brain.record([event], "repair", expected_seq=brain.log.last_seq)[0].seq
+    with Store(path, clock=clock, warn=warn) as store:
+        seq = store.record([event], "repair", expected_seq=store.log.last_seq)[0].seq
     return BrainRepair(got.lost, got.torn_bytes, got.rebased_from, got.segments, removed, seq)

@@ -1,4 +1,5 @@
-"""Deciding an injection: a CORRECTION, TEACHING or DIRECTIVE node and its edges."""
+"""Injections: deciding a CORRECTION, TEACHING or DIRECTIVE node and its edges, and
+recording one on a store."""
 
 from __future__ import annotations
 
@@ -11,7 +12,11 @@ import numpy as np
 from ocb.engine.embed import Embedder, pack_matrix
 from ocb.engine.search import SearchIndex
 from ocb.engine.stance import idf_of, judge
+from ocb.graph.query import trace_of
+from ocb.redaction import redact_input
+from ocb.reports import Cited, InjectReport
 from ocb.settings import Indexing
+from ocb.store import Store
 from ocb_events.errors import InputError, unknown
 from ocb_events.schema import (
     EdgeSpec,
@@ -211,3 +216,54 @@ def decide_inject(
         NodesEmbedded(embedder_id=embedder.id, blob=sha256(blob).hexdigest(), node_ids=(node_id,)),
     ]
     return Injection(events, [blob], node_id, selection, list(dict.fromkeys(suppressed)), spared)
+
+
+# --------------------------------------------------------------------------- on a store
+
+
+def inject(
+    store: Store,
+    node_type: str,
+    content: str,
+    *,
+    chat_id: str = "",
+    trace_id: str = "",
+    targets: Sequence[str] = (),
+    all_fired: bool = False,
+) -> InjectReport:
+    """Add a CORRECTION, TEACHING or DIRECTIVE node and record it (see ``Brain.inject``).
+
+    Raises:
+        InputError: bad type, empty content, unknown chat, trace or target ids, a
+            CORRECTION naming nothing to correct.
+    """
+    store.load("config", "graph", "traces")
+    trace = trace_of(store, trace_id, chat_id) if (trace_id or chat_id) else None
+    _, _, ix = store.settings()
+    content = redact_input(store.warn, store.secrets(), "injected content", content)
+    if trace is not None:  # a trace recorded before scanning was on
+        anchor = redact_input(store.warn, store.secrets(), "anchor query", trace.query)
+        trace = msgspec.structs.replace(trace, query=anchor)
+    seq = store.log.last_seq
+    got = decide_inject(
+        store.graph,
+        store.search_index(),
+        store.embedder(),
+        node_type,
+        content,
+        ix,
+        trace=trace,
+        chat_id=chat_id,
+        targets=targets,
+        all_fired=all_fired,
+    )
+    if not got.events:
+        return InjectReport(got.node_id, False, 0, [])
+    g = store.graph
+    vetoed = [Cited(n, g.nodes[n].source) for n in got.vetoed]
+    spared = [Cited(n, g.nodes[n].source) for n in got.spared]
+    store.record(got.events, "human", expected_seq=seq, blobs=got.blobs)
+    store.search_index()
+    conns = got.events[0].connections  # type: ignore[attr-defined]
+    inhibits = sorted(c.target for c in conns if c.weight < 0)
+    return InjectReport(got.node_id, True, len(conns), inhibits, got.selection, vetoed, spared)

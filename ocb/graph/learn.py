@@ -1,4 +1,5 @@
-"""Deciding an outcome: the trajectory of a trace and the edge deltas it causes."""
+"""Outcomes: deciding one (the trajectory of a trace and the edge deltas it causes) and
+recording it on a store, once per trace and reward source."""
 
 from __future__ import annotations
 
@@ -7,7 +8,10 @@ from collections.abc import Mapping, Sequence
 
 from ocb.engine.learning import decide_deltas, group_by_source
 from ocb.engine.policy import tier_of
+from ocb.graph.query import trace_of
+from ocb.reports import LearnReport
 from ocb.settings import REWARD_SOURCES, Learning, Traversal
+from ocb.store import Store
 from ocb_events.errors import InputError, unknown
 from ocb_events.schema import (
     Candidate,
@@ -119,3 +123,90 @@ def decide_learn(
             )
         )
     return events
+
+
+# --------------------------------------------------------------------------- on a store
+
+
+def learn(
+    store: Store,
+    outcome: float,
+    *,
+    trace_id: str = "",
+    chat_id: str = "",
+    fired_ids: Sequence[str] = (),
+    rule: str | None = None,
+    source: str = "human",
+    request_id: str = "",
+    again: bool = False,
+    **learning: object,
+) -> LearnReport:
+    """Score a trace and record the weight changes the learning rule decides (see
+    ``Brain.learn``).
+
+    Raises:
+        InputError: no target given, unknown ids, a bad outcome, rule or source, or
+            a trace this source already scored (without ``again``).
+    """
+    store.load("config", "graph", "traces")
+    done = store.state("traces").requests.get(request_id) if request_id else None
+    if done is not None:
+        return _learn_report(store, done)
+    trav = store.setting(Traversal)
+    settings = store.setting(Learning, rule=rule, **learning)
+    if fired_ids:
+        steps: list[Step] = steps_from_ids(store.graph, list(fired_ids), trav)
+        damping, tau, trace_id = trav.damping, trav.tau, ""
+    elif trace_id or chat_id:
+        scored = trace_of(store, trace_id, chat_id)
+        steps, trace_id = list(scored.steps), scored.trace_id
+        damping, tau = scored.params.damping, scored.params.tau
+        _check_not_scored(store, trace_id, source, again)
+    else:
+        raise InputError(
+            "nothing to learn from", "pass --trace ID, --chat-id ID or --fired-ids A,B,C"
+        )
+    seq = store.log.last_seq
+    events = decide_learn(
+        steps,
+        outcome,
+        settings,
+        source=source,
+        damping=damping,
+        tau=tau,
+        outcome_seq=seq + 1,
+        baselines=store.graph.baseline,
+        trace_id=trace_id,
+        chat_id=chat_id,
+        fired_ids=fired_ids,
+        request_id=request_id,
+    )
+    store.record(events, source, expected_seq=seq)
+    deltas = list(events[1].deltas) if len(events) > 1 else []  # type: ignore[attr-defined]
+    return LearnReport(seq + 1, trace_id, settings.rule, source, float(outcome), deltas)
+
+
+def _check_not_scored(store: Store, trace_id: str, source: str, again: bool) -> None:
+    """A trace is scored once per source (a retracted outcome does not count)."""
+    seqs = store.state("traces").scored.get(trace_id, {}).get(source, [])
+    live = [s for s in seqs if s not in store.graph.retracted]
+    if live and not again:
+        raise InputError(
+            f"trace {trace_id} was already scored by {source} (outcome at seq {live[-1]})",
+            "pass --again to score it once more, or give every attempt a --request-id "
+            "so that a retry is recorded once",
+        )
+
+
+def _learn_report(store: Store, outcome_seq: int) -> LearnReport:
+    """The report of an outcome already in the log (``recorded`` False)."""
+    recs = list(store.log.read(outcome_seq, outcome_seq + 1))
+    out = recs[0].event
+    assert isinstance(out, OutcomeRecorded)
+    upd = recs[1].event if len(recs) > 1 else None
+    caused = isinstance(upd, EdgesUpdated) and upd.cause_seq == outcome_seq
+    deltas = list(upd.deltas) if isinstance(upd, EdgesUpdated) and caused else []
+    rule = upd.rule if isinstance(upd, EdgesUpdated) and caused else store.setting(Learning).rule
+    return LearnReport(
+        outcome_seq, out.trace_id, rule, out.source, out.reward, deltas, recorded=False
+    )

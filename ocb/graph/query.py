@@ -1,4 +1,5 @@
-"""Deciding a query: seeds, the walk and the context (state + question -> trace)."""
+"""Queries: deciding one (seeds, the walk and the context: state + question -> trace),
+answering one on a store and recording its trace, and reading recorded traces back."""
 
 from __future__ import annotations
 
@@ -10,26 +11,17 @@ import numpy as np
 from ocb.engine.embed import Embedder
 from ocb.engine.search import SearchIndex
 from ocb.engine.traverse import SEPARATOR, Scorer, block_chars, context_block, traverse
+from ocb.redaction import redact_input
+from ocb.reports import Answer, Hit
 from ocb.settings import Traversal
-from ocb_events.errors import InputError
+from ocb.store import Store
+from ocb_events.errors import BlobMissing, InputError, unknown
 from ocb_events.schema import (
     QueryParams,
     QueryTraced,
     SeedHit,
 )
 from projections.graph import State
-
-
-class Hit(msgspec.Struct, frozen=True):
-    """One retrieval result."""
-
-    id: str
-    source: str
-    text: str
-    score: float
-    fired: bool
-    kind: str
-    also: tuple[str, ...] = ()
 
 
 def _params(s: Traversal, embedder_id: str) -> QueryParams:
@@ -148,3 +140,97 @@ def _hit(graph: State, node_id: str, score: float, fired: bool) -> Hit:
         kind=n.kind,
         also=n.also,
     )
+
+
+# --------------------------------------------------------------------------- on a store
+
+
+def query(
+    store: Store,
+    text: str,
+    *,
+    top: int = 5,
+    chat_id: str = "",
+    record: bool = True,
+    **traversal: object,
+) -> Answer:
+    """Answer a query and record its trace (see ``Brain.query``).
+
+    Raises:
+        InputError: an empty query or a bad setting.
+    """
+    store.load("config", "graph")
+    trav = store.setting(Traversal, **traversal)
+    text = redact_input(store.warn, store.secrets(), "query", text)
+    scorer = route_scorer(store) if trav.mode == "learned" else None
+    if trav.mode == "learned" and scorer is None:
+        store.warn("no route model trained (ocb train-route); routing with edge+sim")
+        trav = msgspec.structs.replace(trav, mode="edge+sim")
+    index = store.search_index()
+    seq = store.log.last_seq
+    trace, hits = decide_query(
+        store.graph,
+        index,
+        store.embedder(),
+        text,
+        trav,
+        top=top,
+        trace_id=f"t{seq + 1}",
+        chat_id=chat_id,
+        scorer=scorer,
+    )
+    record = record and store.as_of is None  # the past is read-only
+    if record:
+        store.record([trace], "cli", expected_seq=seq)
+    return Answer(
+        trace_id=trace.trace_id if record else "",
+        query=trace.query,
+        results=hits,
+        fired=list(trace.fired),
+        stop_reason=trace.stop_reason,
+        context_chars=trace.context_chars,
+        context=assemble_context(store.graph, trace.fired, hits),
+        chat_id=chat_id,
+    )
+
+
+def trace_of(store: Store, trace_id: str = "", chat_id: str = "") -> QueryTraced:
+    """A recorded trace, by id or as the last trace of a chat.
+
+    Raises:
+        InputError: no such trace or chat.
+    """
+    tr = store.state("traces")
+    if chat_id and not trace_id:
+        trace_id = tr.last_by_chat.get(chat_id, "")
+        if not trace_id:
+            raise unknown(
+                "chat id", chat_id, sorted(tr.last_by_chat), "pass --chat-id to ocb query first"
+            )
+    ref = tr.by_id.get(trace_id)
+    if ref is None:
+        raise unknown(
+            "trace id",
+            trace_id,
+            sorted(tr.by_id)[-2000:],
+            "use the trace_id printed by ocb query --json",
+        )
+    for rec in store.log.read(ref.seq, ref.seq):
+        if isinstance(rec.event, QueryTraced):
+            return rec.event
+    raise unknown("trace id", trace_id, [], "the trace's record is missing; run ocb doctor")
+
+
+def route_scorer(store: Store) -> Scorer | None:
+    """The scorer of the route model in force, or None when none was trained (or its
+    blob is unusable: a warning says so)."""
+    from ocb.engine.route_model import load_scorer  # imported on use: few brains train one
+
+    model = store.graph.route_model
+    if model is None:
+        return None
+    try:
+        return store.derived("route", model.blob, lambda: load_scorer(store.blobs.get(model.blob)))
+    except (ValueError, BlobMissing) as exc:
+        store.warn(f"route model {model.blob[:12]} unusable ({exc}); routing with edge+sim")
+        return None

@@ -36,11 +36,12 @@ still reproduces the log record for record.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 import msgspec
 
 from ocb.engine.learning import group_by_source
+from ocb.graph.query import trace_of
+from ocb.store import Store
 from ocb_events.errors import InputError, unknown
 from ocb_events.protocol import EventLog
 from ocb_events.schema import (
@@ -62,9 +63,6 @@ from ocb_events.schema import (
 from projections.graph import CHUNK
 from projections.graph import State as GraphState
 from replay import load_states
-
-if TYPE_CHECKING:
-    from ocb.brain import Brain
 
 Pair = tuple[str, str]
 Change = EdgesUpdated | EdgeRelevanceSet
@@ -342,16 +340,16 @@ def target_of(rec: Record, g: GraphState, changes: tuple[Change, ...] = ()) -> T
     return Target(rec.seq, kind, ev, changes)  # type: ignore[arg-type]
 
 
-def _last_outcome(brain: Brain, match: Callable[[OutcomeRecorded], bool], lowest: int) -> int:
+def _last_outcome(store: Store, match: Callable[[OutcomeRecorded], bool], lowest: int) -> int:
     """The seq of the newest outcome ``match`` accepts that is not retracted (0: none),
     read backwards in windows so a recent one is found without reading the log."""
-    done = brain.graph.retracted
-    hi = brain.horizon
+    done = store.graph.retracted
+    hi = store.horizon
     while hi >= max(lowest, 1):
         lo = max(lowest, 1, hi - _SCAN + 1)
         found = [
             r.seq
-            for r in brain.log.read(lo, hi, light=True)
+            for r in store.log.read(lo, hi, light=True)
             if isinstance(r.event, OutcomeRecorded) and r.seq not in done and match(r.event)
         ]
         if found:
@@ -360,20 +358,20 @@ def _last_outcome(brain: Brain, match: Callable[[OutcomeRecorded], bool], lowest
     return 0
 
 
-def outcome_seq(brain: Brain, *, trace_id: str = "", chat_id: str = "", source: str = "") -> int:
+def outcome_seq(store: Store, *, trace_id: str = "", chat_id: str = "", source: str = "") -> int:
     """The newest outcome not yet retracted of a trace, or of a chat (an outcome given
     the chat's id, or scoring one of its traces), optionally from one reward source.
 
     Raises:
         InputError: an unknown trace or chat, or no such outcome.
     """
-    traces = brain.state("traces")
+    traces = store.state("traces")
     if trace_id:
         ref = traces.by_id.get(trace_id)
         if ref is None:
-            brain.trace(trace_id)  # raises the unknown-trace error, with close ids
+            trace_of(store, trace_id)  # raises the unknown-trace error, with close ids
         seq = _last_outcome(
-            brain, lambda o: o.trace_id == trace_id and source in ("", o.source), ref.seq
+            store, lambda o: o.trace_id == trace_id and source in ("", o.source), ref.seq
         )
         what = f"trace {trace_id}"
     else:
@@ -387,7 +385,7 @@ def outcome_seq(brain: Brain, *, trace_id: str = "", chat_id: str = "", source: 
             in_chat = o.chat_id == chat_id or (ref is not None and ref.chat_id == chat_id)
             return in_chat and source in ("", o.source)
 
-        seq = _last_outcome(brain, of_chat, 1)
+        seq = _last_outcome(store, of_chat, 1)
         what = f"chat {chat_id}"
     if not seq:
         src = f" from source {source}" if source else ""
@@ -430,7 +428,7 @@ def _detail(t: Target) -> str:
 
 
 def _choose(
-    brain: Brain, seq: int | None, node_id: str, trace_id: str, chat_id: str, source: str
+    store: Store, seq: int | None, node_id: str, trace_id: str, chat_id: str, source: str
 ) -> int:
     """The seq of the record named by exactly one of the four ways of naming it."""
     given = [x for x in (seq is not None, bool(node_id), bool(trace_id), bool(chat_id)) if x]
@@ -444,11 +442,11 @@ def _choose(
             "--source picks among the outcomes of --trace or --chat-id", "add one of them"
         )
     if trace_id or chat_id:
-        return outcome_seq(brain, trace_id=trace_id, chat_id=chat_id, source=source)
+        return outcome_seq(store, trace_id=trace_id, chat_id=chat_id, source=source)
     if node_id:
-        node = brain.graph.nodes.get(node_id)
+        node = store.graph.nodes.get(node_id)
         if node is None:
-            known = sorted(n for n, v in brain.graph.nodes.items() if v.kind != CHUNK)
+            known = sorted(n for n, v in store.graph.nodes.items() if v.kind != CHUNK)
             hint = "list injected nodes with: ocb events --type node_injected"
             raise unknown("injected node", node_id, known, hint, " (retracted already?)")
         if node.kind == CHUNK:
@@ -459,16 +457,16 @@ def _choose(
         created: int = node.created_seq
         return created
     assert seq is not None
-    if not 1 <= seq <= brain.horizon:
+    if not 1 <= seq <= store.horizon:
         raise InputError(
-            f"no record at seq {seq}: the history holds 1 to {brain.horizon}",
+            f"no record at seq {seq}: the history holds 1 to {store.horizon}",
             "find the seq with: ocb events --type outcome_recorded",
         )
     return seq
 
 
 def retract(
-    brain: Brain,
+    store: Store,
     *,
     seq: int | None = None,
     node_id: str = "",
@@ -487,24 +485,24 @@ def retract(
             or chat, a record that cannot be retracted or already was, a brain opened
             as of a past point. Nothing is recorded.
     """
-    if brain.as_of is not None:
+    if store.as_of is not None:
         raise InputError(
-            f"this brain is opened as of seq {brain.as_of} and records nothing",
+            f"this brain is opened as of seq {store.as_of} and records nothing",
             "drop --as-of to retract",
         )
-    brain.load("graph", "traces")
-    at = _choose(brain, seq, node_id, trace_id, chat_id, source)
-    rec = next(iter(brain.log.read(at, at)))
-    changes = changes_of(brain.log, at, brain.horizon) if type(rec.event) in KINDS else ()
-    target = target_of(rec, brain.graph, changes)
+    store.load("graph", "traces")
+    at = _choose(store, seq, node_id, trace_id, chat_id, source)
+    rec = next(iter(store.log.read(at, at)))
+    changes = changes_of(store.log, at, store.horizon) if type(rec.event) in KINDS else ()
+    target = target_of(rec, store.graph, changes)
     before = Before()
     if changes:  # the graph as the changes found it: the target's seq
-        then = load_states(brain.log, brain.snapshots, ["graph"], to_seq=at, warn=brain.warn)
+        then = load_states(store.log, store.snapshots, ["graph"], to_seq=at, warn=store.warn)
         before = before_of(then["graph"], changes)
-    last = brain.log.last_seq
-    d = decide_retract(target, brain.graph, before, retraction_seq=last + 1, reason=reason)
+    last = store.log.last_seq
+    d = decide_retract(target, store.graph, before, retraction_seq=last + 1, reason=reason)
     if not dry_run:
-        brain.record(d.events, "human", expected_seq=last)
+        store.record(d.events, "human", expected_seq=last)
     return RetractReport(
         seq=last + 1,
         recorded=not dry_run,

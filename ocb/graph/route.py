@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING
 
 import msgspec
 
 from ocb.engine.route_model import collect_examples, encode_model, fit
+from ocb.store import Store
 from ocb_events.errors import InputError
 from ocb_events.schema import (
     RouteModelTrained,
 )
-
-if TYPE_CHECKING:
-    from ocb.brain import Brain
 
 FEATURES = ("weight", "relevance", "cos_target", "cos_source", "bias")
 STEPS = 400
@@ -35,7 +32,7 @@ class TrainReport(msgspec.Struct):
     recorded: bool = True
 
 
-def train(brain: Brain, *, min_examples: int = 20) -> TrainReport:
+def train(store: Store, *, min_examples: int = 20) -> TrainReport:
     """Train the route model on every trace with an outcome or teacher label and record
     it (the ``learned`` route mode uses it from then on). A model identical to the one
     in force is not recorded again (its blob is written back if it was lost).
@@ -48,11 +45,11 @@ def train(brain: Brain, *, min_examples: int = 20) -> TrainReport:
         raise InputError(
             f"--min-examples must be at least 1, got {min_examples}", "pass --min-examples 20"
         )
-    brain.load("config", "graph", "vectors")
-    _, learn, _ = brain.settings()
-    seq = brain.log.last_seq
+    store.load("config", "graph", "vectors")
+    _, learn, _ = store.settings()
+    seq = store.log.last_seq
     ex = collect_examples(
-        brain.log.read(1, seq), brain.graph, brain.search_index(), brain.embedder(), learn
+        store.log.read(1, seq), store.graph, store.search_index(), store.embedder(), learn
     )
     if len(ex.y) < min_examples:
         raise InputError(
@@ -63,9 +60,9 @@ def train(brain: Brain, *, min_examples: int = 20) -> TrainReport:
     blob = encode_model(weights)
     digest = hashlib.sha256(blob).hexdigest()
     report = TrainReport(len(ex.y), accuracy, list(FEATURES), [float(w) for w in weights], 0)
-    current = brain.graph.route_model
+    current = store.graph.route_model
     if current is not None and current.blob == digest:
-        brain.blobs.put(blob)
+        store.blobs.put(blob)
         return msgspec.structs.replace(report, seq=current.seq, recorded=False)
     event = RouteModelTrained(
         blob=digest,
@@ -74,5 +71,5 @@ def train(brain: Brain, *, min_examples: int = 20) -> TrainReport:
         trained_to_seq=seq,
         accuracy=round(accuracy, 6),
     )
-    rec = brain.record([event], "cli", expected_seq=seq, blobs=[blob])[0]
+    rec = store.record([event], "cli", expected_seq=seq, blobs=[blob])[0]
     return msgspec.structs.replace(report, seq=rec.seq)

@@ -1,5 +1,6 @@
-"""Deciding a workspace sync: file events, vectors for new chunks, and the edges
-that connect them (siblings inside a file, a few similar chunks across files)."""
+"""Workspace syncs: deciding one (file events, vectors for new chunks, and the edges
+that connect them: siblings inside a file, a few similar chunks across files) and
+recording it on a store."""
 
 from __future__ import annotations
 
@@ -12,7 +13,11 @@ import numpy as np
 import numpy.typing as npt
 
 from ocb.engine.embed import Embedder, Matrix, pack_matrix
+from ocb.redaction import warn_file
+from ocb.reports import SyncReport
 from ocb.settings import Indexing
+from ocb.store import Store
+from ocb_events.errors import BrainExists, WorkspaceError
 from ocb_events.schema import (
     ChunkSpan,
     ChunkText,
@@ -39,10 +44,12 @@ from workspace_sync import (
     diff_facts,
     diff_workspace,
     read_text,
+    scan_workspace,
 )
 from workspace_sync.secrets import Finding, Scanner, redact_files
 
 Progress = Callable[[str, int, int], None]
+Scanned = tuple[list[FileText], list[Skipped]]
 EMBED_BATCH = 1024
 _SIM_BLOCK = 1024
 
@@ -351,3 +358,140 @@ def plan_sync(
     recorded |= {e.path for e in facts}
     plan.secrets = [(p, f) for p in sorted(found) if p in recorded for f in found[p]]
     return plan, problems
+
+
+# --------------------------------------------------------------------------- on a store
+
+
+def scan(root: Path, *, has_files: bool) -> Scanned:
+    """The indexable files of a workspace and the ones skipped, with why.
+
+    Raises:
+        WorkspaceError: missing, not a directory, or (unless the brain ``has_files``
+            already) without any indexable file.
+    """
+    files, skipped = scan_workspace(root)
+    if not files and not has_files:
+        reason = f" ({len(skipped)} skipped)" if skipped else ""
+        raise WorkspaceError(
+            f"workspace {root} holds no Markdown or text files{reason}",
+            "point --workspace at the directory with your .md notes",
+        )
+    return files, skipped
+
+
+def init_workspace(
+    store: Store,
+    workspace: str | Path,
+    *,
+    progress: Progress | None = None,
+    scanned: Scanned | None = None,
+) -> SyncReport:
+    """``sync``, after writing back the vector blobs the brain lost (see ``Brain.init``)."""
+    regenerated = _restore_lost_vectors(store)
+    report = sync(store, workspace, progress=progress, scanned=scanned)
+    return msgspec.structs.replace(report, blobs_regenerated=regenerated)
+
+
+def _restore_lost_vectors(store: Store) -> int:
+    """Before a re-run of init syncs: regenerate lost blobs when a vector in force
+    lost its blob (warning about any that cannot be), and say how many were."""
+    if store.log.last_seq == 0:
+        return 0
+    rows = store.state("vectors").rows
+    if all(store.blobs.exists(b) for b in sorted({r.blob for r in rows.values()})):
+        return 0
+    from ocb.upkeep.blobs import regenerate_blobs  # imported on use: blobs are rarely lost
+
+    report = regenerate_blobs(store)
+    for b in report.unrepaired:
+        store.warn(f"blob {b.blob[:12]} ({b.kind}, seq {b.seq}) {b.detail}")
+    return report.regenerated
+
+
+def sync(
+    store: Store,
+    workspace: str | Path,
+    *,
+    progress: Progress | None = None,
+    scanned: Scanned | None = None,
+    cause: str = "sync",
+) -> SyncReport:
+    """Index a workspace or bring the brain up to date with it, and record the sync
+    (see ``Brain.sync``).
+
+    Raises:
+        WorkspaceError: missing, not a directory, without any indexable file, or a
+            file kept changing while it was read.
+        BrainExists: the brain belongs to another workspace.
+    """
+    root = Path(workspace)
+    store.load("config", "graph", "vectors", "memory")
+    g = store.graph
+    files, skipped = scanned or scan(root, has_files=bool(g.files))
+    root_s = str(root.resolve())
+    if g.workspace and g.workspace != root_s:
+        raise BrainExists(store.path, g.workspace, root_s)
+    for sk in skipped:
+        store.warn(f"skipped {sk.path}: {sk.reason}")
+    plan, problems = _settled_plan(store, root, (files, skipped), cause, progress)
+    for p in problems:
+        store.warn(f"skipped fact at {p}")
+    for path, found in plan.secrets:
+        warn_file(store.warn, path, [found], "before recording (the file is unchanged)")
+    if plan.events:
+        store.record(plan.events, cause, expected_seq=store.log.last_seq, blobs=plan.blobs)
+    store.search_index()
+    store.save_snapshots(force=bool(plan.events))
+    return _report(store, plan, problems)
+
+
+def _settled_plan(
+    store: Store, root: Path, scanned: Scanned, cause: str, progress: Progress | None
+) -> tuple[SyncPlan, list[Problem]]:
+    """The plan of a sync, decided again (three tries) while a file it read changes on
+    disk, so that what is recorded always matches one version of every file.
+
+    Raises:
+        WorkspaceError: a file kept changing.
+    """
+    files, skipped = scanned
+    root_s = str(root.resolve())
+    attempt = 0
+    while True:
+        _, _, ix = store.settings()
+        plan, problems = plan_sync(
+            store.graph, store.state("vectors").embedder_id, store.state("memory"),
+            store.embedder(), store.vectors_of, ix, files, skipped,
+            root=root_s, cause=cause, progress=progress, secrets=store.secrets(),
+        )  # fmt: skip
+        moved = changed_on_disk(root, plan.events)
+        if not moved:
+            return plan, problems
+        attempt += 1
+        if attempt == 3:
+            raise WorkspaceError(
+                f"{moved[0]} kept changing while the sync read it; nothing was recorded",
+                "let the writer finish, then run the sync again",
+            )
+        files, skipped = scan(root, has_files=True)
+
+
+def _report(store: Store, plan: SyncPlan, problems: list[Problem]) -> SyncReport:
+    g = store.graph
+    return SyncReport(
+        files_indexed=plan.files_indexed,
+        files_changed=plan.files_changed,
+        files_removed=plan.files_removed,
+        chunks_added=plan.chunks_added,
+        chunks_removed=plan.chunks_removed,
+        edges_created=plan.edges_created,
+        events=len(plan.events),
+        nodes=len(g.nodes),
+        edges=g.edge_count(),
+        skipped=[(s.path, s.reason) for s in plan.skipped],
+        facts=store.state("memory").size,
+        fact_files=sum(isinstance(e, FactsRecorded) for e in plan.events),
+        fact_problems=[str(p) for p in problems],
+        secrets=[(path, f.line, f.end_line, f.kind) for path, f in plan.secrets],
+    )

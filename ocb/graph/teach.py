@@ -21,12 +21,14 @@ import math
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
 from ocb.engine.learning import decide_deltas, group_by_source
+from ocb.graph.query import trace_of
 from ocb.settings import Learning
+from ocb.store import Store
 from ocb_events.errors import InputError
 from ocb_events.schema import (
     STOP,
@@ -40,9 +42,6 @@ from ocb_events.schema import (
     Step,
     TeacherLabeled,
 )
-
-if TYPE_CHECKING:
-    from ocb.brain import Brain
 
 Warn = Callable[[str], None]
 
@@ -305,7 +304,7 @@ class TeachReport(msgspec.Struct):
 
 
 def teach(
-    brain: Brain,
+    store: Store,
     lines: Sequence[str],
     *,
     apply: bool = False,
@@ -318,13 +317,13 @@ def teach(
     Raises:
         InputError: malformed lines, by number; nothing is recorded.
     """
-    brain.load("config", "graph", "traces")
-    labels = parse_labels(lines, lambda tid: brain.trace(tid))
-    return _decide_and_record(brain, labels, apply=apply, relevance=relevance, teacher=teacher)
+    store.load("config", "graph", "traces")
+    labels = parse_labels(lines, lambda tid: trace_of(store, tid))
+    return _decide_and_record(store, labels, apply=apply, relevance=relevance, teacher=teacher)
 
 
 def teach_with(
-    brain: Brain,
+    store: Store,
     callback: Teacher,
     *,
     trace_ids: Sequence[str] = (),
@@ -334,24 +333,24 @@ def teach_with(
     name: str = "callback",
 ) -> TeachReport:
     """Ask a teacher callback about every decision point of the given traces (all
-    recorded traces by default); skipped points are reported through ``brain.warn``."""
-    brain.load("config", "graph", "traces")
-    ids = list(trace_ids) or sorted(brain.state("traces").by_id)
-    points = [dp for tid in ids for dp in decision_points(brain.trace(tid))]
-    labels = ask(callback, points, timeout_s=timeout_s, warn=brain.warn)
-    return _decide_and_record(brain, labels, apply=apply, relevance=relevance, teacher=name)
+    recorded traces by default); skipped points are reported through ``store.warn``."""
+    store.load("config", "graph", "traces")
+    ids = list(trace_ids) or sorted(store.state("traces").by_id)
+    points = [dp for tid in ids for dp in decision_points(trace_of(store, tid))]
+    labels = ask(callback, points, timeout_s=timeout_s, warn=store.warn)
+    return _decide_and_record(store, labels, apply=apply, relevance=relevance, teacher=name)
 
 
 def _decide_and_record(
-    brain: Brain, labels: Sequence[Label], *, apply: bool, relevance: bool, teacher: str
+    store: Store, labels: Sequence[Label], *, apply: bool, relevance: bool, teacher: str
 ) -> TeachReport:
-    _, learn, _ = brain.settings()
-    traces = {tid: brain.trace(tid) for tid in sorted({lab.trace_id for lab in labels})}
-    seq = brain.log.last_seq
+    _, learn, _ = store.settings()
+    traces = {tid: trace_of(store, tid) for tid in sorted({lab.trace_id for lab in labels})}
+    seq = store.log.last_seq
     events = decide_teach(
         labels, traces, learn, teacher=teacher, relevance=relevance, first_seq=seq + 1
     )
     deltas = [d for ev in events if isinstance(ev, EdgesUpdated) for d in ev.deltas]
     if apply and events:
-        brain.record(events, "teacher", expected_seq=seq)
+        store.record(events, "teacher", expected_seq=seq)
     return TeachReport(len(labels), apply and bool(events), deltas, relevance, seq + 1)

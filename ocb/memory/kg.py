@@ -13,20 +13,17 @@ Example:
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 import msgspec
 
 from ocb.redaction import redact_input
 from ocb.settings import Memory, resolve
+from ocb.store import Store
 from ocb_events.errors import InputError, unknown
 from ocb_events.schema import KgFactSet
 from projections.kg import SEP, Entry, Statement, key
 from projections.kg import State as KgState
 from replay import iso
-
-if TYPE_CHECKING:
-    from ocb.brain import Brain
 
 DAY_NS = 86_400 * 1_000_000_000
 SET_EXAMPLE = 'ocb kg set "Discord API" rate_limit "100/min" --source memory/2026-11-20.md#L14'
@@ -145,14 +142,14 @@ def check_source(source: str) -> str:
     return out
 
 
-def kg_set(brain: Brain, subject: str, predicate: str, value: str, source: str = "") -> KgSetReport:
+def kg_set(store: Store, subject: str, predicate: str, value: str, source: str = "") -> KgSetReport:
     """State the current value of a subject's predicate and record it (actor "cli").
 
     The same value again is recorded too: it refreshes "last verified". A secret in
     any field is recorded redacted (``[REDACTED:kind]``), with a warning.
 
     Args:
-        brain: a writable brain (not a view of the past).
+        store: a writable brain (not a view of the past).
         subject: what the fact is about, e.g. "Discord API" (matched ignoring case;
             this spelling is kept).
         predicate: which property, e.g. "rate_limit".
@@ -170,16 +167,16 @@ def kg_set(brain: Brain, subject: str, predicate: str, value: str, source: str =
     predicate = _one_line("predicate", predicate)
     value = _one_line("value", value)
     source = check_source(source)
-    brain.load("config", "kg")
-    scanner = brain.secrets()
+    store.load("config", "kg")
+    scanner = store.secrets()
     fields = {"subject": subject, "predicate": predicate, "value": value, "source": source}
     subject, predicate, value, source = (
-        redact_input(brain.warn, scanner, f"kg set {name}", text) for name, text in fields.items()
+        redact_input(store.warn, scanner, f"kg set {name}", text) for name, text in fields.items()
     )
-    entry = brain.state("kg").entries.get(key(subject, predicate))
+    entry = store.state("kg").entries.get(key(subject, predicate))
     previous = entry.history[-1].value if entry is not None else None
     event = KgFactSet(subject=subject, predicate=predicate, value=value, source=source)
-    rec = brain.record([event], "cli", expected_seq=brain.log.last_seq)[0]
+    rec = store.record([event], "cli", expected_seq=store.log.last_seq)[0]
     return KgSetReport(
         subject, predicate, value, source, rec.seq, iso(rec.ts), previous != value, previous
     )
@@ -271,7 +268,7 @@ def _fact(entry: Entry, now_ns: int, stale_days: float) -> KgFact:
     )
 
 
-def kg_get(brain: Brain, subject: str, predicate: str | None = None) -> KgView:
+def kg_get(store: Store, subject: str, predicate: str | None = None) -> KgView:
     """A subject's current facts (all its predicates, or one), matched case-insensitively.
 
     Each fact carries its latest value and source, when it was last verified, its age
@@ -282,30 +279,30 @@ def kg_get(brain: Brain, subject: str, predicate: str | None = None) -> KgView:
     Raises:
         InputError: an unknown subject or predicate (suggesting close names).
     """
-    brain.load("config", "kg")
-    stale_days = resolve(Memory, brain.state("config").values).stale_days
-    entries = _entries(brain.state("kg"), subject, predicate)
-    now = brain.now()
+    store.load("config", "kg")
+    stale_days = resolve(Memory, store.state("config").values).stale_days
+    entries = _entries(store.state("kg"), subject, predicate)
+    now = store.now()
     return KgView(
         subject=_subject_name(entries),
-        seq=brain.horizon,
+        seq=store.horizon,
         now=iso(now),
         stale_days=stale_days,
         facts=[_fact(e, now, stale_days) for e in entries],
     )
 
 
-def kg_history(brain: Brain, subject: str, predicate: str | None = None) -> KgHistory:
+def kg_history(store: Store, subject: str, predicate: str | None = None) -> KgHistory:
     """Every statement of a subject's predicates (or one), oldest first.
 
     Raises:
         InputError: an unknown subject or predicate (suggesting close names).
     """
-    brain.load("kg")
-    entries = _entries(brain.state("kg"), subject, predicate)
+    store.load("kg")
+    entries = _entries(store.state("kg"), subject, predicate)
     return KgHistory(
         subject=_subject_name(entries),
-        seq=brain.horizon,
+        seq=store.horizon,
         predicates=[
             KgPredicateHistory(
                 e.predicate, [KgStatement(s.value, s.source, iso(s.ts), s.seq) for s in e.history]

@@ -29,13 +29,14 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import msgspec
 
+from ocb.graph.sync import sync
 from ocb.memory.bank import ENTITIES, OPINIONS, FileWrite, aliases, bank_texts, write_pages
 from ocb.memory.dates import since_window
 from ocb.redaction import redact_input
+from ocb.store import Store
 from ocb_events.errors import InputError, OcbError, WorkspaceError
 from ocb_events.schema import ReflectChange, ReflectRan
 from projections.memory import Fact
@@ -45,9 +46,6 @@ from workspace_sync.facts import FACT_HEAD
 from workspace_sync.markdown import FENCE, HEADING
 from workspace_sync.retain import entity_tag
 from workspace_sync.text import terms
-
-if TYPE_CHECKING:
-    from ocb.brain import Brain
 
 Summarize = Callable[[str, Sequence[Fact]], str]
 """``summarize(entity name, its top facts) -> summary text`` (one line)."""
@@ -515,23 +513,23 @@ def decide_reflect(
 # --------------------------------------------------------------------------- the command
 
 
-def _redacted(brain: Brain, event: ReflectRan) -> ReflectRan:
+def _redacted(store: Store, event: ReflectRan) -> ReflectRan:
     """The event with secrets taken out of the old and new texts it records (an old
     summary is read from the page on disk)."""
-    scanner = brain.secrets()
+    scanner = store.secrets()
 
     def clean(c: ReflectChange) -> ReflectChange:
         what = f"reflect {c.path}"
-        before = redact_input(brain.warn, scanner, what, c.before)
+        before = redact_input(store.warn, scanner, what, c.before)
         return msgspec.structs.replace(
-            c, before=before, after=redact_input(brain.warn, scanner, what, c.after)
+            c, before=before, after=redact_input(store.warn, scanner, what, c.after)
         )
 
     return msgspec.structs.replace(event, changes=tuple(clean(c) for c in event.changes))
 
 
 def reflect(
-    brain: Brain,
+    store: Store,
     since: str = "7d",
     *,
     summarize: Summarize | None = None,
@@ -551,23 +549,23 @@ def reflect(
         InputError: a bad ``since``, or the brain is opened as of a past point.
         WorkspaceError: the brain has no workspace, or a bank file changed meanwhile.
     """
-    if brain.as_of is not None:
+    if store.as_of is not None:
         raise InputError(
-            f"this brain is opened as of seq {brain.as_of}; reflect writes files and records",
+            f"this brain is opened as of seq {store.as_of}; reflect writes files and records",
             "drop --as-of to reflect",
         )
-    now = brain.clock()
+    now = store.clock()
     window = since_window(since, now)
-    brain.load("config", "graph", "vectors", "memory")
-    if not brain.graph.workspace:
+    store.load("config", "graph", "vectors", "memory")
+    if not store.graph.workspace:
         raise WorkspaceError(
             "this brain has no workspace to reflect on",
             "index one first: ocb init --workspace DIR --brain B",
         )
-    root = Path(brain.graph.workspace)
-    brain.sync(root)  # decide on the facts as the files are now
-    seq = brain.log.last_seq
-    mem, texts = brain.state("memory"), bank_texts(root)
+    root = Path(store.graph.workspace)
+    sync(store, root)  # decide on the facts as the files are now
+    seq = store.log.last_seq
+    mem, texts = store.state("memory"), bank_texts(root)
     same = aliases(root, sorted({*mem.files, *texts}))
     plan = decide_reflect(
         mem, texts, now, window.start_ns, summarize=summarize, judge=judge, aliases=same
@@ -575,12 +573,12 @@ def reflect(
     recorded = 0
     if plan.event is not None:
         write_pages(root, plan.writes)
-        event = _redacted(brain, plan.event)
-        recorded = brain.record([event], "reflect", expected_seq=seq)[0].seq
+        event = _redacted(store, plan.event)
+        recorded = store.record([event], "reflect", expected_seq=seq)[0].seq
         try:
-            brain.sync(root, cause="reflect")
+            sync(store, root, cause="reflect")
         except OcbError as exc:  # the run is recorded: the pages' facts come next time
-            brain.warn(
+            store.warn(
                 f"the bank pages are written but their facts are not recorded yet "
                 f"({exc.message}); the next sync (ocb init) records them"
             )

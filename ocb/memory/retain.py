@@ -6,15 +6,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import msgspec
 
+from ocb.engine.embed import Embedder
 from ocb.engine.search import SearchIndex
-from ocb.memory.dates import Window, between_window, date_in_query, since_window, today
+from ocb.graph.sync import sync
+from ocb.memory.dates import (
+    DatePhrase,
+    Window,
+    between_window,
+    date_in_query,
+    since_window,
+    today,
+)
 from ocb.memory.recall import FactIndex, RecallItem, RecallRequest, decide_recall
 from ocb.redaction import redact_input, warn_file
 from ocb.settings import Memory, resolve
+from ocb.store import Store
 from ocb_events.errors import InputError, OcbError, WorkspaceError, unknown
 from projections.memory import Fact
 from projections.memory import State as MemoryState
@@ -27,9 +36,6 @@ from workspace_sync import (
     write_workspace_file,
 )
 from workspace_sync.secrets import Finding
-
-if TYPE_CHECKING:
-    from ocb.brain import Brain
 
 KIND_NAMES = {"W": "world", "B": "experience", "O": "opinion", "S": "summary"}
 
@@ -91,17 +97,47 @@ def _duplicate(mem: MemoryState, kind: str, content: str, entities: list[str]) -
     return None
 
 
-def _redacted(brain: Brain, content: str, names: list[str]) -> tuple[str, list[str], list[Finding]]:
+def _redacted(store: Store, content: str, names: list[str]) -> tuple[str, list[str], list[Finding]]:
     """The fact and its entities as they may be written and recorded, and the secrets
     taken out of them."""
-    scanner = brain.secrets()
+    scanner = store.secrets()
     parts = [scanner.redact(t) for t in [content, *names]]
     found = [f for r in parts for f in r.findings]
     return parts[0].text, [r.text for r in parts[1:]], found
 
 
+def _write_and_record(
+    store: Store, path: Path, rel: str, day: str, bullet: str, found: list[Finding]
+) -> int:
+    """Insert the bullet under ``## Retain`` of the daily log at ``path`` (``rel`` in
+    the workspace), warning about the secrets ``found`` at its line, write the file and
+    sync the brain with it (cause ``retain``); returns the bullet's line.
+
+    Raises:
+        WorkspaceError: the file cannot be read, or the sync failed after the write.
+    """
+    root = store.graph.workspace
+    old = read_text(Path(root), rel) if path.exists() else None
+    if isinstance(old, Skipped):
+        raise WorkspaceError(f"cannot read {rel}: {old.reason}", "fix or move that file")
+    before = old.text if old is not None else None
+    text, line = insert_retained(before, bullet, day)
+    at = [msgspec.structs.replace(f, line=line, end_line=line) for f in found]
+    warn_file(store.warn, rel, at, "from the retained fact before writing and recording")
+    write_workspace_file(Path(root), rel, text)
+    try:
+        sync(store, root, cause="retain")
+    except OcbError as exc:
+        raise WorkspaceError(
+            f"{rel} holds the fact, but it was not recorded: {exc.message}",
+            "free disk space, then run ocb init to record it (retaining it again would "
+            "write a second bullet)",
+        ) from exc
+    return line
+
+
 def retain(
-    brain: Brain,
+    store: Store,
     content: str,
     *,
     kind: str = "W",
@@ -131,21 +167,21 @@ def retain(
     if not content:
         raise InputError("nothing to retain", 'give the fact, e.g. ocb retain "Alice owns billing"')
     names = entity_names(entities)
-    brain.load("config", "graph", "vectors", "memory")
-    content, names, found = _redacted(brain, content, names)
-    mem = brain.state("memory")
+    store.load("config", "graph", "vectors", "memory")
+    content, names, found = _redacted(store, content, names)
+    mem = store.state("memory")
     dup = _duplicate(mem, kind, content, names)
     if dup is not None:
         at = [msgspec.structs.replace(f, line=dup.start_line, end_line=dup.end_line) for f in found]
-        warn_file(brain.warn, dup.path, at, "from the retained fact (already recorded there)")
+        warn_file(store.warn, dup.path, at, "from the retained fact (already recorded there)")
         return RetainReport(dup.id, dup.source, False, dup.path, "")
-    root = brain.graph.workspace
+    root = store.graph.workspace
     if not root:
         raise WorkspaceError(
             "this brain has no workspace to write the fact into",
             "index one first: ocb init --workspace DIR --brain B",
         )
-    day = today(brain.clock()).isoformat()
+    day = today(store.clock()).isoformat()
     rel = f"memory/{day}.md"
     path = writable_target(Path(root), rel)  # a refusal comes before anything is read
     if kind == "O" and confidence is None:
@@ -154,23 +190,8 @@ def retain(
         salience = round(float(estimate(kind, content, names)), 3)
         check_fraction("estimated salience", salience)
     bullet = format_bullet(kind, content, names, salience=salience, confidence=confidence)
-    old = read_text(Path(root), rel) if path.exists() else None
-    if isinstance(old, Skipped):
-        raise WorkspaceError(f"cannot read {rel}: {old.reason}", "fix or move that file")
-    before = old.text if old is not None else None
-    text, line = insert_retained(before, bullet, day)
-    at = [msgspec.structs.replace(f, line=line, end_line=line) for f in found]
-    warn_file(brain.warn, rel, at, "from the retained fact before writing and recording")
-    write_workspace_file(Path(root), rel, text)
-    try:
-        brain.sync(root, cause="retain")
-    except OcbError as exc:
-        raise WorkspaceError(
-            f"{rel} holds the fact, but it was not recorded: {exc.message}",
-            "free disk space, then run ocb init to record it (retaining it again would "
-            "write a second bullet)",
-        ) from exc
-    mem = brain.state("memory")
+    line = _write_and_record(store, path, rel, day, bullet, found)
+    mem = store.state("memory")
     ff = mem.files.get(rel)
     for fid in ff.ids if ff else ():
         f = mem.facts[fid]
@@ -182,37 +203,23 @@ def retain(
 # --------------------------------------------------------------------------- recall
 
 
-def fact_index(brain: Brain) -> FactIndex:
-    """The search index of the current facts: kept on the brain while the facts do not
-    change, and cached on disk (``cache/facts-<seq>-<embedder>.idx``) so a new process
-    does not embed every fact again."""
-    mem: MemoryState = brain.state("memory")
-    emb = brain.embedder()
-    key = f"{mem.facts_seq}-{emb.id}"
-    cached = brain._fact_index
-    if cached is not None and cached[0] == key:
-        return cached[1]
-    path = brain.path / "cache" / f"facts-{key}.idx"
-    search = SearchIndex.load(path)
-    ids = sorted(i for ff in mem.files.values() for i in ff.ids)
-    if search is not None and search.ids == ids:
-        idx = FactIndex(mem, search)
-    else:
-        idx = FactIndex.build(mem, emb)
-        if brain.as_of is None:  # a view of the past keeps its index in memory only
-            _save_index(brain, idx.search, path)
-    brain._fact_index = (key, idx)
-    return idx
+def fact_index(store: Store) -> FactIndex:
+    """The search index of the current facts: kept on the store while the facts do not
+    change, and cached on disk (``cache/facts-<seq>-<embedder>.idx``, see
+    ``Store.cached_index``) so a new process does not embed every fact again."""
+    mem: MemoryState = store.state("memory")
+    key = str(mem.facts_seq)
 
+    def build(emb: Embedder) -> SearchIndex:
+        return FactIndex.build(mem, emb).search
 
-def _save_index(brain: Brain, search: SearchIndex, path: Path) -> None:
-    try:
-        search.save(path)
-        for old in path.parent.glob("facts-*.idx"):
-            if old != path:
-                old.unlink(missing_ok=True)
-    except OSError as exc:
-        brain.warn(f"could not write the fact index cache: {exc}")
+    def current(search: SearchIndex) -> bool:
+        return search.ids == sorted(i for ff in mem.files.values() for i in ff.ids)
+
+    def make() -> FactIndex:
+        return FactIndex(mem, store.cached_index("facts", key, build, valid=current))
+
+    return store.derived("facts", key, make)
 
 
 def check_entities(mem: MemoryState, names: list[str]) -> tuple[str, ...]:
@@ -247,8 +254,24 @@ class RecallAnswer(msgspec.Struct):
     weights: tuple[float, float, float] = (0.4, 0.35, 0.25)
 
 
+def _when(
+    query: str, since: str | None, between: tuple[str, str] | None, now: int, around_days: int
+) -> tuple[Window, DatePhrase]:
+    """The time window of a recall (``since``, ``between`` and a date the query names)
+    and what the query said about dates."""
+    window = Window()
+    if since:
+        window = window.intersect(since_window(since, now))
+    if between:
+        window = window.intersect(between_window(*between))
+    date = date_in_query(query, now, around_days)
+    if date.window is not None:
+        window = window.intersect(date.window)
+    return window, date
+
+
 def recall(
-    brain: Brain,
+    store: Store,
     query: str = "",
     *,
     k: int = 10,
@@ -270,20 +293,13 @@ def recall(
     check_fraction("min salience", min_salience)
     if max_chars is not None and max_chars < 1:
         raise InputError("--max-chars must be at least 1", "give a budget such as 2000")
-    brain.load("config", "vectors", "memory")
-    s = resolve(Memory, brain.state("config").values)
-    query = redact_input(brain.warn, brain.secrets(), "recall query", query)
-    mem: MemoryState = brain.state("memory")
-    now = brain.now()
-    window = Window()
-    if since:
-        window = window.intersect(since_window(since, now))
-    if between:
-        window = window.intersect(between_window(*between))
-    date = date_in_query(query, now, s.around_days)
+    store.load("config", "vectors", "memory")
+    s = resolve(Memory, store.state("config").values)
+    query = redact_input(store.warn, store.secrets(), "recall query", query)
+    mem: MemoryState = store.state("memory")
+    now = store.now()
+    window, date = _when(query, since, between, now, s.around_days)
     rest, focus = date.rest, None
-    if date.window is not None:
-        window = window.intersect(date.window)
     if date.only_date:  # "what happened around Nov 5": the window's facts, nearest first
         rest, focus = "", date.day_ns
     req = RecallRequest(
@@ -297,14 +313,14 @@ def recall(
         depth=depth,
         max_chars=max_chars,
     )
-    seq = brain.log.last_seq
+    seq = store.log.last_seq
     trace, kept, dropped = decide_recall(
-        mem, fact_index(brain), brain.embedder(), req, now_ns=now, trace_id=f"r{seq + 1}", s=s
+        mem, fact_index(store), store.embedder(), req, now_ns=now, trace_id=f"r{seq + 1}", s=s
     )
     trace = msgspec.structs.replace(trace, query=query)
-    record = record and brain.as_of is None
+    record = record and store.as_of is None
     if record:
-        brain.record([trace], "cli", expected_seq=seq)
+        store.record([trace], "cli", expected_seq=seq)
     return RecallAnswer(
         trace.trace_id if record else "",
         query,

@@ -31,6 +31,7 @@ import msgspec
 import numpy as np
 
 from ocb.engine.embed import Embedder, pack_matrix
+from ocb.store import Store
 from ocb_events.blobs import BlobStore
 from ocb_events.protocol import EventLog
 from ocb_events.schema import NodesEmbedded, RouteModelTrained
@@ -147,6 +148,13 @@ def regenerate(
             report.lost[i] = _regenerate_one(report.lost[i], ev, g, blobs, embedder_for)
         g = graph_projection.evolve(g, rec)
     return report
+
+
+def regenerate_blobs(store: Store) -> BlobReport:
+    """Write back the lost vector blobs named by the store's log (up to its horizon)
+    by embedding again the texts they were built from, with the store's embedder or
+    the built-in one each record names. Nothing is recorded."""
+    return regenerate(store.log, store.blobs, store.embedder_for, to_seq=store.horizon)
 
 
 def _regenerate_one(

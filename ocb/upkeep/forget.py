@@ -18,13 +18,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
+from ocb.store import Store
 from ocb.upkeep.blobs import embed_again
 from ocb_events.codec import encode_record
 from ocb_events.errors import BrainError, InputError, LogError
+from ocb_events.log import SegmentLog
 from ocb_events.schema import (
     ChunkText,
     ConfigChanged,
@@ -51,9 +53,6 @@ from ocb_events.schema import (
 )
 from projections import graph as graph_projection
 from workspace_sync import FileText, scan_workspace
-
-if TYPE_CHECKING:
-    from ocb.brain import Brain
 
 MARKER = "[forgotten]"
 MIN_TEXT = 4
@@ -183,12 +182,12 @@ def _selector(
     return of_file
 
 
-def _facts_of(brain: Brain, path: str | None, fact: str | None) -> dict[str, tuple[str, ...]]:
+def _facts_of(store: Store, path: str | None, fact: str | None) -> dict[str, tuple[str, ...]]:
     """The contents every version of the forgotten facts had, by the file holding them."""
     out: dict[str, set[str]] = {}
     if path is None and fact is None:
         return {}
-    for rec in brain.log.read():
+    for rec in store.log.read():
         ev = rec.event
         if not isinstance(ev, FactsRecorded):
             continue
@@ -220,7 +219,7 @@ def _chunks(ev: FileIndexed | FileChanged | NodeSplit) -> tuple[ChunkText, ...]:
 
 
 def _check(
-    brain: Brain, seq: int | None, path: str | None, fact: str | None, text: str | None
+    store: Store, seq: int | None, path: str | None, fact: str | None, text: str | None
 ) -> str:
     given = [x for x in (seq, path, fact, text) if x is not None]
     if len(given) != 1:
@@ -229,9 +228,9 @@ def _check(
             'e.g. ocb forget --text "ghp_..." --reason "a token pasted by mistake"',
         )
     if seq is not None:
-        if not 1 <= seq <= brain.log.last_seq:
+        if not 1 <= seq <= store.log.last_seq:
             raise InputError(
-                f"--seq {seq} is outside the history (1..{brain.log.last_seq})",
+                f"--seq {seq} is outside the history (1..{store.log.last_seq})",
                 "list records with ocb events",
             )
         return f"record {seq}"
@@ -248,13 +247,13 @@ def _check(
 
 
 def _plan(
-    brain: Brain, select: Callable[[Record], tuple[Edit, Callable[[Any], bool]] | None]
+    store: Store, select: Callable[[Record], tuple[Edit, Callable[[Any], bool]] | None]
 ) -> tuple[dict[int, Record], int, set[str]]:
     """The records to rewrite (redacted), the fields changed and the nodes whose
     embedded text changed."""
     out: dict[int, Record] = {}
     fields, touched = 0, set()
-    for rec in brain.log.read():
+    for rec in store.log.read():
         how = select(rec)
         if how is None:
             continue
@@ -266,21 +265,21 @@ def _plan(
     return out, fields, touched
 
 
-def _reembed(brain: Brain, plan: dict[int, Record], touched: set[str]) -> dict[str, str]:
+def _reembed(store: Store, plan: dict[int, Record], touched: set[str]) -> dict[str, str]:
     """Embed again every vector blob that holds a touched node, from the redacted
     history: rewrites its ``nodes_embedded`` record in ``plan``; returns old -> new
     blob names."""
     renamed: dict[str, str] = {}
     if not touched:
         return renamed
-    emb = brain.embedder()
+    emb = store.embedder()
     g = graph_projection.initial()
-    for rec in _redacted_log(brain, plan):
+    for rec in _redacted_log(store, plan):
         ev = rec.event
         if isinstance(ev, NodesEmbedded) and touched & set(ev.node_ids):
             data = embed_again(ev, g, emb)
             if isinstance(data, bytes):
-                digest = brain.blobs.put(data)
+                digest = store.blobs.put(data)
                 if digest != ev.blob:
                     renamed[ev.blob] = digest
                     new = msgspec.structs.replace(ev, blob=digest)
@@ -290,15 +289,15 @@ def _reembed(brain: Brain, plan: dict[int, Record], touched: set[str]) -> dict[s
     return renamed
 
 
-def _redacted_log(brain: Brain, plan: dict[int, Record]) -> Iterator[Record]:
-    for rec in brain.log.read():
+def _redacted_log(store: Store, plan: dict[int, Record]) -> Iterator[Record]:
+    for rec in store.log.read():
         yield plan.get(rec.seq, rec)
 
 
 def _still_on_disk(
-    brain: Brain, path: str | None, text: str | None, facts: dict[str, tuple[str, ...]]
+    store: Store, path: str | None, text: str | None, facts: dict[str, tuple[str, ...]]
 ) -> list[str]:
-    root = brain.graph.workspace
+    root = store.graph.workspace
     if not root or not Path(root).is_dir():
         return []
     if path is not None:
@@ -313,7 +312,7 @@ def _still_on_disk(
 
 
 def forget(
-    brain: Brain,
+    store: Store,
     *,
     seq: int | None = None,
     path: str | None = None,
@@ -333,29 +332,35 @@ def forget(
         BrainError: the content was erased but the record saying so could not be
             appended.
     """
-    if brain.as_of is not None:
+    if store.as_of is not None:
         raise InputError("a view of the past changes nothing", "drop --as-of to forget")
-    what = _check(brain, seq, path, fact, text)
-    brain.load("config", "graph")
-    facts = _facts_of(brain, path, fact)
+    log = store.log
+    if not isinstance(log, SegmentLog):
+        raise InputError(
+            "forget rewrites the segments of a log on disk; this brain's log is not one",
+            "open the brain from its directory to forget content",
+        )
+    what = _check(store, seq, path, fact, text)
+    store.load("config", "graph")
+    facts = _facts_of(store, path, fact)
     every = tuple(c for cs in facts.values() for c in cs)
     select = _selector(seq=seq, path=path, fact=fact, text=text, facts=every)
-    plan, fields, touched = _plan(brain, select)
+    plan, fields, touched = _plan(store, select)
     if not plan:
         raise InputError(f"no record holds {what}", "check it with ocb events or ocb sql")
     report = ForgetReport(what, sorted(plan), fields, 0, 0, dry_run)
-    report.still_in_workspace = _still_on_disk(brain, path, text, facts)
+    report.still_in_workspace = _still_on_disk(store, path, text, facts)
     if dry_run:
         return report
-    renamed = _reembed(brain, plan, touched)
-    brain.log.redact({s: encode_record(r) for s, r in plan.items()})
-    brain.forget_derived(renamed)
+    renamed = _reembed(store, plan, touched)
+    log.redact({s: encode_record(r) for s, r in plan.items()})
+    store.forget_derived(renamed)
     event = ContentForgotten(
         what=what, seqs=tuple(sorted(plan)), fields=fields, blobs=len(renamed), reason=reason
     )
     report.blobs = len(renamed)
     try:
-        report.recorded = brain.record([event], "cli", expected_seq=brain.log.last_seq)[0].seq
+        report.recorded = store.record([event], "cli", expected_seq=store.log.last_seq)[0].seq
     except LogError as exc:
         raise BrainError(
             f"erased {what} from {len(plan)} record(s), but could not record "

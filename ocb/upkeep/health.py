@@ -16,19 +16,15 @@ Rules:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import msgspec
 
 from ocb.engine.policy import tiers
 from ocb.settings import Traversal
+from ocb.store import Store
 from ocb_events.errors import InputError
 from ocb_events.schema import ConfigChanged, QueryTraced, Record
 from projections.graph import State as GraphState
 from replay.diff import tier_counts
-
-if TYPE_CHECKING:
-    from ocb.brain import Brain
 
 WINDOW = 100
 DORMANT_LIMIT = 0.9
@@ -119,7 +115,7 @@ def decide_autotune(health: Health) -> list[ConfigChanged]:
 
 
 def check(
-    brain: Brain, *, window: int = WINDOW, apply: bool = False
+    store: Store, *, window: int = WINDOW, apply: bool = False
 ) -> tuple[Health, list[Record]]:
     """The brain's health over its last ``window`` traces; ``apply`` records the
     proposals as config events.
@@ -131,12 +127,12 @@ def check(
     """
     if window < 1:
         raise InputError(f"--window must be at least 1, got {window}", "pass --window 100")
-    brain.load("config", "graph", "traces")
-    trav, _, _ = brain.settings()
-    refs = sorted(brain.state("traces").by_id.values(), key=lambda r: r.seq)[-window:]
-    recent = [rec.event for ref in refs for rec in brain.log.read(ref.seq, ref.seq)]
-    report = assess(brain.graph, [t for t in recent if isinstance(t, QueryTraced)], trav)
+    store.load("config", "graph", "traces")
+    trav, _, _ = store.settings()
+    refs = sorted(store.state("traces").by_id.values(), key=lambda r: r.seq)[-window:]
+    recent = [rec.event for ref in refs for rec in store.log.read(ref.seq, ref.seq)]
+    report = assess(store.graph, [t for t in recent if isinstance(t, QueryTraced)], trav)
     events = decide_autotune(report) if apply else []
-    seq = brain.log.last_seq
-    recs = brain.record(events, "maintenance", expected_seq=seq) if events else []
+    seq = store.log.last_seq
+    recs = store.record(events, "maintenance", expected_seq=seq) if events else []
     return report, recs

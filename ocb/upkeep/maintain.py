@@ -32,9 +32,9 @@ from pathlib import Path
 
 import msgspec
 
-from ocb.brain import Brain
 from ocb.engine.embed import Matrix, unpack_matrix
 from ocb.settings import Indexing, Maintenance, resolve
+from ocb.store import Store
 from ocb.upkeep.structure import decide_connect, decide_merge, decide_split
 from ocb.upkeep.weights import Change, OpPlan, View, decide_decay, decide_prune, decide_scale
 from ocb_events.clock import Clock, system_clock
@@ -117,15 +117,15 @@ def parse_ops(ops: Sequence[str] | str) -> list[str]:
     return [op for op in OPS if op in wanted] if wanted else list(OPS)
 
 
-def recent_fired(brain: Brain, window: int) -> list[tuple[str, ...]]:
+def recent_fired(store: Store, window: int) -> list[tuple[str, ...]]:
     """The fired nodes of the brain's last ``window`` traces, oldest first."""
-    seqs = sorted(ref.seq for ref in brain.state("traces").by_id.values())[-window:]
+    seqs = sorted(ref.seq for ref in store.state("traces").by_id.values())[-window:]
     if not seqs:
         return []
     wanted = set(seqs)
     return [
         rec.event.fired
-        for rec in brain.log.read(seqs[0], seqs[-1])
+        for rec in store.log.read(seqs[0], seqs[-1])
         if rec.seq in wanted and isinstance(rec.event, QueryTraced)
     ]
 
@@ -133,14 +133,14 @@ def recent_fired(brain: Brain, window: int) -> list[tuple[str, ...]]:
 class _Scratch:
     """Where a dry run folds its plans: a copy of the graph and the planned vectors."""
 
-    def __init__(self, brain: Brain, now_ns: int) -> None:
-        self.graph = graph_projection.restore(graph_projection.snapshot(brain.graph))
-        self.brain = brain
+    def __init__(self, store: Store, now_ns: int) -> None:
+        self.graph = graph_projection.restore(graph_projection.snapshot(store.graph))
+        self.store = store
         self.now_ns = now_ns
         self.rows: dict[str, Matrix] = {}
 
     def vectors(self, ids: list[str]) -> Matrix:
-        out = self.brain.vectors_of(ids)
+        out = self.store.vectors_of(ids)
         for i, nid in enumerate(ids):
             row = self.rows.get(nid)
             if row is not None:
@@ -158,17 +158,17 @@ class _Scratch:
                     self.rows[nid] = m[r]
 
 
-def _view(brain: Brain, now_ns: int, s: Maintenance, fired: list[tuple[str, ...]]) -> View:
-    first = next(iter(brain.log.read(1, 1)), None)
+def _view(store: Store, now_ns: int, s: Maintenance, fired: list[tuple[str, ...]]) -> View:
+    first = next(iter(store.log.read(1, 1)), None)
     return View(
-        graph=brain.graph,
-        seq=brain.log.last_seq,
+        graph=store.graph,
+        seq=store.log.last_seq,
         now_ns=now_ns,
         first_ts=first.ts if first is not None else now_ns,
         settings=s,
-        indexing=resolve(Indexing, brain.state("config").values),
-        embedder=brain.embedder(),
-        vectors=brain.vectors_of,
+        indexing=resolve(Indexing, store.state("config").values),
+        embedder=store.embedder(),
+        vectors=store.vectors_of,
         fired=fired,
     )
 
@@ -186,7 +186,7 @@ def _report(plan: OpPlan, seq: int, events: int, top: int) -> OpReport:
 
 
 def maintain(
-    brain: Brain,
+    store: Store,
     ops: Sequence[str] | str = OPS,
     *,
     dry_run: bool = False,
@@ -197,7 +197,7 @@ def maintain(
     """Run maintenance operations on a brain, each recorded as one atomic batch.
 
     Args:
-        brain: an open brain (a writer, unless ``dry_run``).
+        store: an open brain (a writer, unless ``dry_run``).
         ops: operation names (or one comma-separated string); all when empty.
         dry_run: decide and report, record nothing.
         clock: the decision's time (read once).
@@ -208,12 +208,12 @@ def maintain(
         InputError: an unknown operation or a setting out of range (nothing recorded).
     """
     order = parse_ops(ops)
-    brain.load("config", "graph", "traces", "vectors")
-    s = resolve(Maintenance, brain.state("config").values, **overrides)
+    store.load("config", "graph", "traces", "vectors")
+    s = resolve(Maintenance, store.state("config").values, **overrides)
     now = clock()
-    fired = recent_fired(brain, s.merge_window) if "merge" in order else []
-    view = _view(brain, now, s, fired)
-    scratch = _Scratch(brain, now) if dry_run else None
+    fired = recent_fired(store, s.merge_window) if "merge" in order else []
+    view = _view(store, now, s, fired)
+    scratch = _Scratch(store, now) if dry_run else None
     if scratch is not None:
         view.graph, view.vectors = scratch.graph, scratch.vectors
     reports: list[OpReport] = []
@@ -229,8 +229,8 @@ def maintain(
             view.graph = scratch.graph
             reports.append(_report(plan, 0, len(events), top))
         else:
-            brain.record(events, ACTOR, expected_seq=view.seq, blobs=plan.blobs)
-            view.graph = brain.graph
+            store.record(events, ACTOR, expected_seq=view.seq, blobs=plan.blobs)
+            view.graph = store.graph
             reports.append(_report(plan, view.cause, len(events), top))
         view.seq += len(events)
     return MaintenanceReport(dry_run=dry_run, now_ns=now, ops=reports)
@@ -239,8 +239,8 @@ def maintain(
 # --------------------------------------------------------------------------- anchor
 
 
-def _relative(brain: Brain, path: str) -> str:
-    root = brain.graph.workspace
+def _relative(store: Store, path: str) -> str:
+    root = store.graph.workspace
     p = path.replace("\\", "/").removeprefix("./")
     if root and Path(p).is_absolute() and Path(p).is_relative_to(root):
         return Path(p).relative_to(root).as_posix()
@@ -248,7 +248,7 @@ def _relative(brain: Brain, path: str) -> str:
 
 
 def anchor(
-    brain: Brain, authority: str, *, node_ids: Sequence[str] = (), path: str = ""
+    store: Store, authority: str, *, node_ids: Sequence[str] = (), path: str = ""
 ) -> AnchorReport:
     """Set the authority of nodes, or of every chunk of a file (present and future).
 
@@ -261,11 +261,11 @@ def anchor(
         )
     if not node_ids and not path:
         raise InputError("nothing to anchor", "pass --node ID (repeatable) or --file PATH")
-    g = brain.graph
+    g = store.graph
     for nid in node_ids:
         if nid not in g.nodes:
             raise unknown("node", nid, sorted(g.nodes), "list node ids with ocb query --json")
-    rel = _relative(brain, path) if path else ""
+    rel = _relative(store, path) if path else ""
     if rel and rel not in g.files:
         raise unknown("file", rel, sorted(g.files), "give a path relative to the workspace")
     ids = sorted(set(node_ids) | set(g.files[rel].chunks if rel else ()))
@@ -278,5 +278,5 @@ def anchor(
         node_ids=tuple(sorted(set(node_ids))),
         path=rel,
     )
-    rec = brain.record([event], "human", expected_seq=brain.log.last_seq)[0]
+    rec = store.record([event], "human", expected_seq=store.log.last_seq)[0]
     return AnchorReport(authority, changed, rel, rec.seq)

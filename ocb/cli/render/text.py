@@ -12,10 +12,9 @@ import msgspec
 
 if TYPE_CHECKING:
     from ocb.checks.brain import Check
-    from ocb.graph.query import Hit
     from ocb.graph.route import TrainReport
     from ocb.graph.teach import TeachReport
-    from ocb.reports import Answer, InjectReport, LearnReport, SyncReport
+    from ocb.reports import Answer, Hit, InjectReport, LearnReport, SyncReport
     from ocb.upkeep.blobs import BlobReport
     from ocb.upkeep.health import Health
     from ocb.upkeep.maintain import AnchorReport, MaintenanceReport

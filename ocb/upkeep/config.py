@@ -1,0 +1,23 @@
+"""Recording a setting (``ocb config KEY VALUE``): settings are events too, so time
+travel reads the settings that were in force."""
+
+from __future__ import annotations
+
+from ocb.settings import check_key
+from ocb.store import Store
+from ocb_events.schema import ConfigChanged, Record
+
+
+def set_config(store: Store, key: str, value: object) -> Record | None:
+    """Record a setting, validated completely first (nothing is recorded for an
+    unknown key or a bad value); None when it already has that value.
+
+    Raises:
+        InputError: an unknown key (naming the close matches) or a bad value.
+    """
+    coerced = check_key(key, value)
+    if store.state("config").values.get(key) == coerced:
+        return None
+    seq = store.log.last_seq
+    event = ConfigChanged(key=key, value=coerced)
+    return store.record([event], "cli", expected_seq=seq)[0]
