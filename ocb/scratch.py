@@ -188,6 +188,7 @@ class Replay:
         self.queries: list[str] = []
         self._seqs = _SeqMap()
         self._pending: list[Event] = []
+        self._base = 0
         self._key = (0, "")
         self._targets: set[int] = set()
         self._held: dict[int, Held] = {}
@@ -202,6 +203,8 @@ class Replay:
         key = (rec.ts, rec.actor)
         if self._pending and (key != self._key or len(self._pending) >= BATCH):
             self.flush()
+        if not self._pending:
+            self._base = self.brain.log.last_seq  # the seqs pending events are decided at
         self._key = key
         self._pending += events
 
@@ -210,7 +213,7 @@ class Replay:
         if not self._pending:
             return
         self.clock.now_ns, actor = self._key
-        self.brain.record(self._pending, actor, expected_seq=self.brain.log.last_seq)
+        self.brain.record(self._pending, actor, expected_seq=self._base)
         self._pending = []
 
     def copy(self, rec: Record) -> None:
@@ -264,7 +267,7 @@ class Replay:
             return False
         steps, damping, tau = path
         seq = self._next_seq
-        events = decide_learn(
+        got = decide_learn(
             steps,
             ev.reward,
             self._learning(ev.source, recorded),
@@ -279,10 +282,10 @@ class Replay:
         )
         if rec.seq in self._targets:
             held = self._held[rec.seq] = Held(ev)
-            for change in events[1:]:
-                held.keep(self.brain.graph, change)  # type: ignore[arg-type]
+            if got.update is not None:
+                held.keep(self.brain.graph, got.update)
         self._seqs.note(rec.seq, seq)
-        self._add(rec, [ev, *events[1:]])
+        self._add(rec, [ev] if got.update is None else [ev, got.update])
         self.flush()
         self.stats.outcomes += 1
         return True

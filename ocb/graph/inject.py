@@ -46,17 +46,23 @@ def _similar_nodes(
 
 
 class Injection(msgspec.Struct):
-    """An injection decided: its events and blobs (none when the same node exists
-    already), the node's id, and for a CORRECTION how it chose what to veto
-    (``targets``, ``all`` fired chunks, or by ``content``), the chunks it vetoes, and
-    the fired chunks it left alone."""
+    """An injection decided: the node's id, its record and the record of its vector
+    with the vector's blob (``node`` None when the same node exists already), and for
+    a CORRECTION how it chose what to veto (``targets``, ``all`` fired chunks, or by
+    ``content``), the chunks it vetoes, and the fired chunks it left alone."""
 
-    events: list[Event]
-    blobs: list[bytes]
     node_id: str
+    node: NodeInjected | None = None
+    embedded: NodesEmbedded | None = None
+    blobs: list[bytes] = msgspec.field(default_factory=list)
     selection: str = ""
     vetoed: list[str] = msgspec.field(default_factory=list)
     spared: list[str] = msgspec.field(default_factory=list)
+
+    @property
+    def events(self) -> list[Event]:
+        """The events to record, in order (none for a node that exists already)."""
+        return [e for e in (self.node, self.embedded) if e is not None]
 
 
 def _check_same_vetoes(
@@ -166,7 +172,7 @@ def decide_inject(
     for n in graph.nodes.values():
         if n.kind == kind and n.text == text and n.anchor == anchor:
             _check_same_vetoes(graph, n.id, trace, targets, all_fired)
-            return Injection([], [], n.id)
+            return Injection(n.id)
     ordinal = graph.injected.get(kind, 0) + 1
     while f"{kind.lower()}::{ordinal}" in graph.nodes:
         ordinal += 1
@@ -203,19 +209,20 @@ def decide_inject(
             for t in sorted(set(suppressed))
         ]
     blob = pack_matrix(qvec)
-    events: list[Event] = [
-        NodeInjected(
-            node_id=node_id,
-            node_type=kind,  # type: ignore[arg-type]
-            content=text,
-            connections=tuple(conns),
-            anchor_query=anchor,
-            chat_id=chat_id,
-            trace_id=trace.trace_id if trace is not None else "",
-        ),
-        NodesEmbedded(embedder_id=embedder.id, blob=sha256(blob).hexdigest(), node_ids=(node_id,)),
-    ]
-    return Injection(events, [blob], node_id, selection, list(dict.fromkeys(suppressed)), spared)
+    node = NodeInjected(
+        node_id=node_id,
+        node_type=kind,  # type: ignore[arg-type]
+        content=text,
+        connections=tuple(conns),
+        anchor_query=anchor,
+        chat_id=chat_id,
+        trace_id=trace.trace_id if trace is not None else "",
+    )
+    embedded = NodesEmbedded(
+        embedder_id=embedder.id, blob=sha256(blob).hexdigest(), node_ids=(node_id,)
+    )
+    vetoes = list(dict.fromkeys(suppressed))
+    return Injection(node_id, node, embedded, [blob], selection, vetoes, spared)
 
 
 # --------------------------------------------------------------------------- on a store
@@ -257,13 +264,13 @@ def inject(
         targets=targets,
         all_fired=all_fired,
     )
-    if not got.events:
+    if got.node is None:
         return InjectReport(got.node_id, False, 0, [])
     g = store.graph
     vetoed = [Cited(n, g.nodes[n].source) for n in got.vetoed]
     spared = [Cited(n, g.nodes[n].source) for n in got.spared]
     store.record(got.events, "human", expected_seq=seq, blobs=got.blobs)
     store.search_index()
-    conns = got.events[0].connections  # type: ignore[attr-defined]
+    conns = got.node.connections
     inhibits = sorted(c.target for c in conns if c.weight < 0)
     return InjectReport(got.node_id, True, len(conns), inhibits, got.selection, vetoed, spared)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
+import msgspec
+
 from ocb.engine.learning import decide_deltas, group_by_source
 from ocb.engine.policy import tier_of
 from ocb.graph.query import trace_of
@@ -15,6 +17,7 @@ from ocb.store import Store
 from ocb_events.errors import InputError, unknown
 from ocb_events.schema import (
     Candidate,
+    EdgeDelta,
     EdgesUpdated,
     Event,
     OutcomeRecorded,
@@ -73,6 +76,23 @@ def steps_from_ids(graph: State, ids: Sequence[str], s: Traversal) -> list[Step]
     return steps
 
 
+class Learned(msgspec.Struct, frozen=True):
+    """An outcome decided: its record and the weight update it causes (None when it
+    moves no weight and no baseline)."""
+
+    outcome: OutcomeRecorded
+    update: EdgesUpdated | None = None
+
+    @property
+    def events(self) -> list[Event]:
+        """The events to record, in order."""
+        return [self.outcome] if self.update is None else [self.outcome, self.update]
+
+    @property
+    def deltas(self) -> list[EdgeDelta]:
+        return list(self.update.deltas) if self.update is not None else []
+
+
 def decide_learn(
     steps: Sequence[Step],
     reward: float,
@@ -87,7 +107,7 @@ def decide_learn(
     chat_id: str = "",
     fired_ids: Sequence[str] = (),
     request_id: str = "",
-) -> list[Event]:
+) -> Learned:
     """The outcome and the weight changes it causes (cause_seq = the outcome's seq),
     with the new reward baselines of the nodes it passed through.
 
@@ -99,30 +119,27 @@ def decide_learn(
         raise InputError(
             f"unknown reward source {source!r}", f"use one of: {', '.join(REWARD_SOURCES)}"
         )
-    events: list[Event] = [
-        OutcomeRecorded(
-            reward=reward,
-            source=source,  # type: ignore[arg-type]
-            trace_id=trace_id,
-            chat_id=chat_id,
-            fired_ids=tuple(fired_ids),
-            request_id=request_id,
-        )
-    ]
+    outcome = OutcomeRecorded(
+        reward=reward,
+        source=source,  # type: ignore[arg-type]
+        trace_id=trace_id,
+        chat_id=chat_id,
+        fired_ids=tuple(fired_ids),
+        request_id=request_id,
+    )
     d = decide_deltas(
         steps, reward, s, source=source, damping=damping, tau=tau, baselines=baselines
     )
-    if d.deltas or d.baselines:
-        events.append(
-            EdgesUpdated(
-                updates=group_by_source(d.deltas),
-                rule=s.rule,
-                cause_seq=outcome_seq,
-                params=d.params,
-                baselines=d.baselines,
-            )
-        )
-    return events
+    if not (d.deltas or d.baselines):
+        return Learned(outcome)
+    update = EdgesUpdated(
+        updates=group_by_source(d.deltas),
+        rule=s.rule,
+        cause_seq=outcome_seq,
+        params=d.params,
+        baselines=d.baselines,
+    )
+    return Learned(outcome, update)
 
 
 # --------------------------------------------------------------------------- on a store
@@ -167,7 +184,7 @@ def learn(
             "nothing to learn from", "pass --trace ID, --chat-id ID or --fired-ids A,B,C"
         )
     seq = store.log.last_seq
-    events = decide_learn(
+    got = decide_learn(
         steps,
         outcome,
         settings,
@@ -181,9 +198,8 @@ def learn(
         fired_ids=fired_ids,
         request_id=request_id,
     )
-    store.record(events, source, expected_seq=seq)
-    deltas = list(events[1].deltas) if len(events) > 1 else []  # type: ignore[attr-defined]
-    return LearnReport(seq + 1, trace_id, settings.rule, source, float(outcome), deltas)
+    store.record(got.events, source, expected_seq=seq)
+    return LearnReport(seq + 1, trace_id, settings.rule, source, float(outcome), got.deltas)
 
 
 def _check_not_scored(store: Store, trace_id: str, source: str, again: bool) -> None:

@@ -427,6 +427,7 @@ def sync(
     """
     root = Path(workspace)
     store.load("config", "graph", "vectors", "memory")
+    seq = store.log.last_seq  # what the plan is decided from
     g = store.graph
     files, skipped = scanned or scan(root, has_files=bool(g.files))
     root_s = str(root.resolve())
@@ -440,7 +441,7 @@ def sync(
     for path, found in plan.secrets:
         warn_file(store.warn, path, [found], "before recording (the file is unchanged)")
     if plan.events:
-        store.record(plan.events, cause, expected_seq=store.log.last_seq, blobs=plan.blobs)
+        store.record(plan.events, cause, expected_seq=seq, blobs=plan.blobs)
     store.search_index()
     store.save_snapshots(force=bool(plan.events))
     return _report(store, plan, problems)

@@ -168,6 +168,7 @@ def kg_set(store: Store, subject: str, predicate: str, value: str, source: str =
     value = _one_line("value", value)
     source = check_source(source)
     store.load("config", "kg")
+    seq = store.log.last_seq  # what ``previous`` is read from
     scanner = store.secrets()
     fields = {"subject": subject, "predicate": predicate, "value": value, "source": source}
     subject, predicate, value, source = (
@@ -176,7 +177,7 @@ def kg_set(store: Store, subject: str, predicate: str, value: str, source: str =
     entry = store.state("kg").entries.get(key(subject, predicate))
     previous = entry.history[-1].value if entry is not None else None
     event = KgFactSet(subject=subject, predicate=predicate, value=value, source=source)
-    rec = store.record([event], "cli", expected_seq=store.log.last_seq)[0]
+    rec = store.record([event], "cli", expected_seq=seq)[0]
     return KgSetReport(
         subject, predicate, value, source, rec.seq, iso(rec.ts), previous != value, previous
     )

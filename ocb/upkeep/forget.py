@@ -342,6 +342,7 @@ def forget(
         )
     what = _check(store, seq, path, fact, text)
     store.load("config", "graph")
+    decided_at = store.log.last_seq
     facts = _facts_of(store, path, fact)
     every = tuple(c for cs in facts.values() for c in cs)
     select = _selector(seq=seq, path=path, fact=fact, text=text, facts=every)
@@ -360,7 +361,7 @@ def forget(
     )
     report.blobs = len(renamed)
     try:
-        report.recorded = store.record([event], "cli", expected_seq=store.log.last_seq)[0].seq
+        report.recorded = store.record([event], "cli", expected_seq=decided_at)[0].seq
     except LogError as exc:
         raise BrainError(
             f"erased {what} from {len(plan)} record(s), but could not record "

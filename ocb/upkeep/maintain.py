@@ -262,6 +262,7 @@ def anchor(
     if not node_ids and not path:
         raise InputError("nothing to anchor", "pass --node ID (repeatable) or --file PATH")
     g = store.graph
+    seq = store.log.last_seq  # what ``changed`` is read from
     for nid in node_ids:
         if nid not in g.nodes:
             raise unknown("node", nid, sorted(g.nodes), "list node ids with ocb query --json")
@@ -278,5 +279,5 @@ def anchor(
         node_ids=tuple(sorted(set(node_ids))),
         path=rel,
     )
-    rec = store.record([event], "human", expected_seq=store.log.last_seq)[0]
+    rec = store.record([event], "human", expected_seq=seq)[0]
     return AnchorReport(authority, changed, rel, rec.seq)
