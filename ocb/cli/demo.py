@@ -8,7 +8,8 @@ from pathlib import Path
 
 from ocb.brain import Brain
 from ocb.checks.brain import run_doctor
-from ocb.cli.render.text import doctor_text, inject_text, learn_text, sync_text
+from ocb.cli.render.doctor import doctor_text
+from ocb.cli.render.graph import inject_text, learn_text, sync_text
 
 QUESTION = "how do I roll back a bad deploy"
 HOTFIX = "can we skip CI for an urgent hotfix"

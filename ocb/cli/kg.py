@@ -1,5 +1,5 @@
-"""CLI commands of the current facts: ``ocb kg set/get/history`` (a sub-app registered on
-``ocb.cli.app.app``; JSON shapes in ``ocb.cli.render.kg``)."""
+"""The commands of the current facts: ``ocb kg set/get/history`` (a sub-app; JSON shapes in
+``ocb.cli.render.kg``)."""
 
 from __future__ import annotations
 
@@ -7,14 +7,13 @@ from typing import Annotated
 
 import typer
 
-from ocb.cli.app import AsOfOpt, BrainOpt, JsonOpt, _out, _warn, app, handled
+from ocb.cli.options import AsOfOpt, BrainOpt, JsonOpt, handled, out, warn
 
-kg_app = typer.Typer(
+group = typer.Typer(
     help="Current facts (subject, predicate, value) with their sources and staleness.",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
-app.add_typer(kg_app, name="kg")
 
 SubjectArg = Annotated[str, typer.Argument(help='What the fact is about, e.g. "Discord API".')]
 PredicateArg = Annotated[str, typer.Argument(help="Which property, e.g. rate_limit.")]
@@ -23,7 +22,7 @@ PredicateOpt = Annotated[
 ]
 
 
-@kg_app.command("set", context_settings={"ignore_unknown_options": True})  # values like -5
+@group.command("set", context_settings={"ignore_unknown_options": True})  # values like -5
 @handled
 def kg_set(
     brain: BrainOpt,
@@ -46,12 +45,12 @@ def kg_set(
     from ocb.cli.render.kg import set_json, set_text
     from ocb.memory.kg import kg_set as run
 
-    with Brain(brain, warn=_warn) as b:
+    with Brain(brain, warn=warn) as b:
         report = run(b, subject, predicate, value, source)
-    _out(report, as_json, set_text, set_json)
+    out(report, as_json, set_text, set_json)
 
 
-@kg_app.command("get")
+@group.command("get")
 @handled
 def kg_get(
     brain: BrainOpt,
@@ -72,12 +71,12 @@ def kg_get(
     from ocb.cli.render.kg import get_json, get_text
     from ocb.memory.kg import kg_get as run
 
-    with Brain(brain, writer=False, warn=_warn, as_of=as_of) as b:
+    with Brain(brain, writer=False, warn=warn, as_of=as_of) as b:
         view = run(b, subject, predicate)
-    _out(view, as_json, get_text, get_json)
+    out(view, as_json, get_text, get_json)
 
 
-@kg_app.command("history")
+@group.command("history")
 @handled
 def kg_history(
     brain: BrainOpt,
@@ -97,6 +96,6 @@ def kg_history(
     from ocb.cli.render.kg import history_json, history_text
     from ocb.memory.kg import kg_history as run
 
-    with Brain(brain, writer=False, warn=_warn, as_of=as_of) as b:
+    with Brain(brain, writer=False, warn=warn, as_of=as_of) as b:
         got = run(b, subject, predicate)
-    _out(got, as_json, history_text, history_json)
+    out(got, as_json, history_text, history_json)

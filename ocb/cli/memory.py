@@ -1,20 +1,19 @@
-"""CLI commands of the typed memory: retain and recall (registered on ``ocb.cli.app.app``),
-and their renderers (the JSON shapes are documented in README.md)."""
+"""The commands of the typed memory: retain and recall (rendered by
+``ocb.cli.render.memory``)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+import functools
+from typing import Annotated
 
 import typer
 
-from ocb.cli.app import AsOfOpt, BrainOpt, JsonOpt, _out, _warn, app, handled
+from ocb.cli.options import AsOfOpt, BrainOpt, JsonOpt, handled, out, warn
 
-if TYPE_CHECKING:
-    from ocb.memory.recall import RecallItem
-    from ocb.memory.retain import RecallAnswer, RetainReport
+group = typer.Typer()
 
 
-@app.command()
+@group.command()
 @handled
 def retain(
     brain: BrainOpt,
@@ -41,15 +40,16 @@ def retain(
       ocb retain "Peter prefers written updates" --type O --confidence 0.8 -e Peter --brain B
     """
     from ocb.brain import Brain
+    from ocb.cli.render.memory import retain_json, retain_text
 
-    with Brain(brain, warn=_warn) as b:
+    with Brain(brain, warn=warn) as b:
         report = b.retain(
             content, kind=kind, entities=entity or [], salience=salience, confidence=confidence
         )
-    _out(report, as_json, retain_text, retain_json)
+    out(report, as_json, retain_text, retain_json)
 
 
-@app.command()
+@group.command()
 @handled
 def recall(
     brain: BrainOpt,
@@ -85,8 +85,9 @@ def recall(
       ocb recall "deploy" --between 2026-11-20 2026-11-27 --brain B --json
     """
     from ocb.brain import Brain
+    from ocb.cli.render.memory import recall_json, recall_text
 
-    with Brain(brain, warn=_warn, as_of=as_of) as b:
+    with Brain(brain, warn=warn, as_of=as_of) as b:
         answer = b.recall(
             query,
             k=k,
@@ -98,89 +99,4 @@ def recall(
             depth=associative_depth,
             max_chars=max_chars,
         )
-    _out(answer, as_json, lambda a: recall_text(a, explain), recall_json)
-
-
-# --------------------------------------------------------------------------- render
-
-
-def retain_text(r: RetainReport) -> str:
-    if not r.created:
-        return f"already known: {r.fact_id} at {r.source} (nothing recorded)"
-    return f"retained {r.fact_id} at {r.source}\n  {r.bullet}"
-
-
-def retain_json(r: RetainReport) -> dict[str, Any]:
-    return {
-        "id": r.fact_id,
-        "source": r.source,
-        "created": r.created,
-        "path": r.path,
-        "bullet": r.bullet,
-    }
-
-
-def item_json(it: RecallItem) -> dict[str, Any]:
-    """One result: the retrieval contract (id, source, text, score) and the fact's
-    kind, day, entities, score parts, entity path and (opinions) confidence."""
-    out: dict[str, Any] = {
-        "id": it.id,
-        "source": it.source,
-        "text": it.text,
-        "score": it.score,
-        "kind": it.kind,
-        "day": it.day,
-        "entities": list(it.entities),
-        "parts": {"match": it.match, "salience": it.salience, "access": it.access},
-        "via": list(it.via),
-    }
-    if it.confidence is not None:
-        out["confidence"] = it.confidence
-    if it.evidence:
-        out["evidence"] = list(it.evidence)
-    return out
-
-
-def recall_json(a: RecallAnswer) -> dict[str, Any]:
-    return {
-        "trace_id": a.trace_id,
-        "query": a.query,
-        "date_phrase": a.date_phrase,
-        "results": [item_json(it) for it in a.results],
-        "context_chars": a.context_chars,
-        "dropped": a.dropped,
-    }
-
-
-def _line(n: int, it: RecallItem, explain: bool, w: tuple[float, float, float]) -> list[str]:
-    ents = " ".join("@" + e for e in it.entities)
-    conf = f" c={it.confidence:.2f}" if it.confidence is not None else ""
-    lines = [f"{n:>2}. [{it.kind}{conf}] {it.day} {it.source}  {it.score:.3f}", f"    {it.text}"]
-    if ents:
-        lines[-1] += f"  ({ents})"
-    if it.evidence:
-        lines.append("    evidence: " + ", ".join(it.evidence))
-    if explain:
-        lines.append(
-            f"    score = {w[0]:g}*match {it.match:.3f} + {w[1]:g}*salience {it.salience:.3f}"
-            f" + {w[2]:g}*access {it.access:.3f}"
-        )
-        if it.via:
-            lines.append("    via " + " -> ".join("@" + e for e in it.via))
-    return lines
-
-
-def recall_text(a: RecallAnswer, explain: bool = False) -> str:
-    if not a.results:
-        return "no facts match (try fewer filters, or a wider --since)"
-    out: list[str] = []
-    for n, it in enumerate(a.results, 1):
-        out += _line(n, it, explain, a.weights)
-    tail = f"{len(a.results)} fact(s), {a.context_chars} chars"
-    if a.dropped:
-        tail += f"; {a.dropped} more left out by the budget (raise --max-chars)"
-    if a.date_phrase:
-        tail += f"; read '{a.date_phrase}' as a date window"
-    if a.trace_id:
-        tail += f"; trace {a.trace_id}"
-    return "\n".join([*out, tail])
+    out(answer, as_json, functools.partial(recall_text, explain=explain), recall_json)

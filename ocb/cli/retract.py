@@ -1,19 +1,17 @@
-"""The ``retract`` command (registered on ``ocb.cli.app.app``) and its renderers (the JSON
-shape is documented in README.md)."""
+"""The ``retract`` command (rendered by ``ocb.cli.render.retract``)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated
 
 import typer
 
-from ocb.cli.app import BrainOpt, JsonOpt, _out, _warn, app, handled
+from ocb.cli.options import BrainOpt, JsonOpt, handled, out, warn
 
-if TYPE_CHECKING:
-    from ocb.graph.retract import Moved, RetractReport
+group = typer.Typer()
 
 
-@app.command()
+@group.command()
 @handled
 def retract(
     brain: BrainOpt,
@@ -44,8 +42,9 @@ def retract(
       ocb retract --brain /tmp/brain --seq 1234 --json
     """
     from ocb.brain import Brain
+    from ocb.cli.render.retract import retract_json, retract_text
 
-    with Brain(brain, writer=not dry_run, warn=_warn) as b:
+    with Brain(brain, writer=not dry_run, warn=warn) as b:
         report = b.retract(
             seq=seq,
             node_id=node,
@@ -55,50 +54,4 @@ def retract(
             reason=reason,
             dry_run=dry_run,
         )
-    _out(report, as_json, retract_text, retract_json)
-
-
-def _moved(m: Moved, first: str = "source", second: str = "target") -> dict[str, Any]:
-    return {first: m.source, second: m.target, "before": m.before, "after": m.after}
-
-
-def retract_json(r: RetractReport) -> dict[str, Any]:
-    return {
-        "seq": r.seq,
-        "recorded": r.recorded,
-        "target": {"seq": r.target_seq, "kind": r.kind, "detail": r.detail},
-        "reason": r.reason,
-        "weights": [_moved(m) for m in r.weights],
-        "baselines": [
-            {"node": m.source, "before": m.before, "after": m.after} for m in r.baselines
-        ],
-        "relevance": [_moved(m) for m in r.relevance],
-        "removed": {
-            "node": r.removed_node,
-            "edges": [
-                {"source": m.source, "target": m.target, "weight": m.before} for m in r.removed
-            ],
-        },
-        "skipped": r.skipped,
-    }
-
-
-def retract_text(r: RetractReport) -> str:
-    verb = "retracted" if r.recorded else "would retract (dry run, nothing recorded)"
-    head = f"{verb} the {r.detail} (seq {r.target_seq})"
-    if r.recorded:
-        head += f" at seq {r.seq}"
-    if r.removed_node:
-        lines = [f"{head}: removed {r.removed_node} and its {len(r.removed)} edge(s)"]
-        lines += [f"  {m.before:+.3f}  {m.source} -> {m.target}" for m in r.removed]
-        return "\n".join(lines)
-    n, b = len(r.weights), len(r.baselines)
-    lines = [f"{head}: {n} weight(s) reversed, {b} baseline(s) restored"]
-    lines += [f"  {m.before:.3f} -> {m.after:.3f}  {m.source} -> {m.target}" for m in r.weights]
-    lines += [f"  {m.before:.3f} -> {m.after:.3f}  baseline of {m.source}" for m in r.baselines]
-    lines += [
-        f"  {m.before:.3f} -> {m.after:.3f}  relevance of {m.source} -> {m.target}"
-        for m in r.relevance
-    ]
-    lines += [f"  skipped {s}" for s in r.skipped]
-    return "\n".join(lines)
+    out(report, as_json, retract_text, retract_json)

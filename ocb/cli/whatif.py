@@ -1,17 +1,15 @@
-"""CLI commands comparing points in the brain's history: diff, what-if (registered on
-``ocb.cli.app.app``), and their renderers (the JSON shapes are documented in README.md)."""
+"""The commands comparing points in the brain's history: diff and what-if (rendered by
+``ocb.cli.render.whatif``)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated
 
 import typer
 
-from ocb.cli.app import BrainOpt, JsonOpt, _out, _warn, app, handled
+from ocb.cli.options import BrainOpt, JsonOpt, handled, out, warn
 
-if TYPE_CHECKING:
-    from ocb.whatif import DiffReport, WhatIfReport
-    from replay.diff import EdgeChange, GraphDiff, NodeChange
+group = typer.Typer()
 
 ThresholdOpt = Annotated[
     float, typer.Option(help="Count a weight as changed when it moved by more than this.")
@@ -19,7 +17,7 @@ ThresholdOpt = Annotated[
 TopOpt = Annotated[int, typer.Option(help="How many of the largest changes to list.")]
 
 
-@app.command("diff")
+@group.command("diff")
 @handled
 def diff_command(
     brain: BrainOpt,
@@ -39,14 +37,15 @@ def diff_command(
       ocb diff --brain /tmp/brain --from 2026-11-03T10:00 --top 10 --json
     """
     from ocb.brain import Brain
+    from ocb.cli.render.whatif import diff_json, diff_text
     from ocb.whatif import diff
 
-    with Brain(brain, writer=False, warn=_warn) as b:
+    with Brain(brain, writer=False, warn=warn) as b:
         report = diff(b, start, end, threshold=threshold, top=top)
-    _out(report, as_json, diff_text, diff_json)
+    out(report, as_json, diff_text, diff_json)
 
 
-@app.command("what-if")
+@group.command("what-if")
 @handled
 def what_if_command(
     brain: BrainOpt,
@@ -75,10 +74,11 @@ def what_if_command(
     """
     from ocb.brain import Brain
     from ocb.cli.progress import ProgressBar
+    from ocb.cli.render.whatif import what_if_json, what_if_text
     from ocb.whatif import what_if
 
     bar = ProgressBar()
-    with Brain(brain, writer=False, warn=_warn) as b:
+    with Brain(brain, writer=False, warn=warn) as b:
         report = what_if(
             b,
             start,
@@ -92,175 +92,4 @@ def what_if_command(
             baseline_rate=baseline_rate,
         )
     bar.close()
-    _out(report, as_json, what_if_text, what_if_json)
-
-
-# --------------------------------------------------------------------------- JSON
-
-
-def _edge_json(c: EdgeChange) -> dict[str, Any]:
-    return {
-        "source": c.source,
-        "target": c.target,
-        "change": c.change,
-        "before": c.before,
-        "after": c.after,
-        "delta": c.delta,
-        "tier_before": c.tier_before,
-        "tier_after": c.tier_after,
-    }
-
-
-def _node_json(n: NodeChange) -> dict[str, Any]:
-    return {"id": n.id, "change": n.change, "source": n.source, "fields": list(n.fields)}
-
-
-def _edges_json(g: GraphDiff) -> dict[str, Any]:
-    return {
-        "added": g.edges_added,
-        "removed": g.edges_removed,
-        "changed": g.edges_changed,
-        "within": g.edges_within,
-        "stops": g.stops_changed,
-        "top": [_edge_json(c) for c in g.edges],
-    }
-
-
-def diff_json(r: DiffReport) -> dict[str, Any]:
-    g = r.graph
-    return {
-        "from": {"seq": r.from_seq, "time": r.from_time},
-        "to": {"seq": r.to_seq, "time": r.to_time},
-        "records": r.records,
-        "threshold": g.threshold,
-        "nodes": {
-            "added": g.nodes_added,
-            "removed": g.nodes_removed,
-            "changed": g.nodes_changed,
-            "top": [_node_json(n) for n in g.nodes],
-        },
-        "edges": _edges_json(g),
-        "tiers": {"from": g.tiers_before, "to": g.tiers_after, "transitions": g.transitions},
-    }
-
-
-def what_if_json(r: WhatIfReport) -> dict[str, Any]:
-    g, q = r.weights, r.queries
-    return {
-        "from_seq": r.from_seq,
-        "to_seq": r.to_seq,
-        "overrides": r.overrides,
-        "replay": {
-            "copied": r.replay.copied,
-            "outcomes": r.replay.outcomes,
-            "maintenance": r.replay.maintenance,
-            "replaced": r.replay.replaced,
-            "records": r.replay.records,
-            "retractions": r.replay.retractions,
-        },
-        "threshold": g.threshold,
-        "edges": _edges_json(g),
-        "tiers": {"real": g.tiers_before, "what_if": g.tiers_after, "transitions": g.transitions},
-        "queries": {
-            "count": q.count,
-            "real": {
-                "mean_fired": q.real_mean_fired,
-                "mean_context_chars": q.real_mean_context_chars,
-            },
-            "what_if": {
-                "mean_fired": q.what_if_mean_fired,
-                "mean_context_chars": q.what_if_mean_context_chars,
-            },
-            "changed": q.changed,
-            "top": [
-                {
-                    "query": run.query,
-                    "real_fired": run.real_fired,
-                    "what_if_fired": run.what_if_fired,
-                    "real_context_chars": run.real_context_chars,
-                    "what_if_context_chars": run.what_if_context_chars,
-                }
-                for run in q.top
-            ],
-        },
-    }
-
-
-# --------------------------------------------------------------------------- text
-
-
-def _edge_text(c: EdgeChange) -> str:
-    if c.change == "added":
-        return f"  added    {c.source} -> {c.target} ({c.after:+.3f}, {c.tier_after})"
-    if c.change == "removed":
-        return f"  removed  {c.source} -> {c.target} ({c.before:+.3f}, {c.tier_before})"
-    tiers = f"  [{c.tier_before} -> {c.tier_after}]" if c.tier_before != c.tier_after else ""
-    return (
-        f"  {c.delta:+.3f}  {c.before or 0.0:+.3f} -> {c.after or 0.0:+.3f}  "
-        f"{c.source} -> {c.target}{tiers}"
-    )
-
-
-def _node_text(n: NodeChange) -> str:
-    fields = f" ({', '.join(n.fields)})" if n.fields else ""
-    return f"  node {n.change:<8} {n.id}  {n.source}{fields}"
-
-
-def _tiers_text(before: dict[str, int], after: dict[str, int]) -> str:
-    return ", ".join(f"{t} {before[t]} -> {after[t]}" for t in before)
-
-
-def _edges_text(g: GraphDiff) -> str:
-    return (
-        f"{g.edges_changed} changed by more than {g.threshold:g} ({g.edges_within} by less), "
-        f"{g.stops_changed} stop weight(s) changed"
-    )
-
-
-def diff_text(r: DiffReport) -> str:
-    g = r.graph
-    when = [
-        f"seq {s}" + (f" ({t})" if t else "")
-        for s, t in ((r.from_seq, r.from_time), (r.to_seq, r.to_time))
-    ]
-    lines = [
-        f"{when[0]} -> {when[1]}: {r.records} record(s)",
-        f"nodes: +{g.nodes_added} added, -{g.nodes_removed} removed, {g.nodes_changed} changed",
-        f"edges: +{g.edges_added} added, -{g.edges_removed} removed, " + _edges_text(g),
-        "tiers: " + _tiers_text(g.tiers_before, g.tiers_after),
-    ]
-    if g.transitions:
-        lines.append("transitions: " + ", ".join(f"{k} {v}" for k, v in g.transitions.items()))
-    if g.edges:
-        lines.append("largest edge changes:")
-        lines += [_edge_text(c) for c in g.edges]
-    if g.nodes:
-        lines.append("node changes:")
-        lines += [_node_text(n) for n in g.nodes]
-    return "\n".join(lines)
-
-
-def what_if_text(r: WhatIfReport) -> str:
-    g, q, s = r.weights, r.queries, r.replay
-    given = ", ".join(f"{k}={v}" for k, v in r.overrides.items()) or "the recorded settings"
-    lines = [
-        f"what-if from seq {r.from_seq} to {r.to_seq} with {given}: {s.outcomes} outcome(s) "
-        f"and {s.maintenance} maintenance run(s) re-decided, {s.copied} record(s) copied"
-        + (f", {s.retractions} retraction(s) re-decided" if s.retractions else ""),
-        "weights: " + _edges_text(g),
-        "tiers (real -> what-if): " + _tiers_text(g.tiers_before, g.tiers_after),
-        f"queries ({q.count} re-run, real -> what-if): fired {q.real_mean_fired:.1f} -> "
-        f"{q.what_if_mean_fired:.1f}, context chars {q.real_mean_context_chars:.0f} -> "
-        f"{q.what_if_mean_context_chars:.0f}; {q.changed} fired other nodes",
-    ]
-    if g.edges:
-        lines.append("largest weight differences (real -> what-if):")
-        lines += [_edge_text(c) for c in g.edges]
-    if q.top:
-        lines.append("queries that differ most (real -> what-if):")
-        lines += [
-            f"  {run.query!r}: fired {run.real_fired} -> {run.what_if_fired}, "
-            f"{run.real_context_chars} -> {run.what_if_context_chars} chars"
-            for run in q.top
-        ]
-    return "\n".join(lines)
+    out(report, as_json, what_if_text, what_if_json)

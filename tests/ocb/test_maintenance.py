@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 from ocb.brain import Brain
 from ocb.checks.brain import FAIL, run_doctor
 from ocb.cli.app import app
-from ocb.cli.render.text import answer_json, maintenance_json
+from ocb.cli.render.graph import answer_json
+from ocb.cli.render.upkeep import maintenance_json
 from ocb.engine.embed import HashEmbedder
 from ocb.engine.learning import group_by_source
 from ocb.settings import Indexing, Maintenance

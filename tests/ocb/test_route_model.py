@@ -7,7 +7,7 @@ import pytest
 
 from ocb.brain import Brain
 from ocb.checks.brain import WARN, run_doctor
-from ocb.cli.render.text import train_text
+from ocb.cli.render.upkeep import train_text
 from ocb.engine.route_model import FEATURES, Examples, fit, load_scorer
 from ocb.graph.route import train
 from ocb_events.errors import InputError

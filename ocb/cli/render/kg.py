@@ -16,8 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
+from ocb.cli.render.encode import fields
 from ocb.memory.kg import days_text
 
 if TYPE_CHECKING:
@@ -25,16 +24,7 @@ if TYPE_CHECKING:
 
 
 def set_json(r: KgSetReport) -> dict[str, Any]:
-    return {
-        "subject": r.subject,
-        "predicate": r.predicate,
-        "value": r.value,
-        "source": r.source,
-        "seq": r.seq,
-        "time": r.time,
-        "changed": r.changed,
-        "previous": r.previous,
-    }
+    return fields(r)
 
 
 def set_text(r: KgSetReport) -> str:
@@ -49,8 +39,7 @@ def set_text(r: KgSetReport) -> str:
 
 
 def get_json(v: KgView) -> dict[str, Any]:
-    out: dict[str, Any] = msgspec.to_builtins(v)
-    return out
+    return fields(v)
 
 
 def get_text(v: KgView) -> str:
@@ -69,8 +58,7 @@ def get_text(v: KgView) -> str:
 
 
 def history_json(h: KgHistory) -> dict[str, Any]:
-    out: dict[str, Any] = msgspec.to_builtins(h)
-    return out
+    return fields(h)
 
 
 def history_text(h: KgHistory) -> str:

@@ -1,0 +1,117 @@
+"""The commands that check a brain: doctor (its health), replay (the projections against
+a rebuild) and verify (the log and every snapshot; with --repair, mend the log first)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ocb.cli.options import AsOfOpt, BrainOpt, JsonOpt, handled, out, warn
+from ocb_events.errors import InputError, LogError
+
+group = typer.Typer()
+
+
+@group.command()
+@handled
+def doctor(
+    brain: BrainOpt,
+    repair: Annotated[
+        bool, typer.Option("--repair", help="First regenerate lost vector blobs.")
+    ] = False,
+    as_of: AsOfOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check the brain's health: log, projections, vectors, blobs, edges, tiers.
+
+    \b
+    Example:
+      ocb doctor --brain /tmp/brain
+      ocb doctor --brain /tmp/brain --repair
+      ocb doctor --brain /tmp/brain --as-of 1200
+    """
+    from ocb.checks.brain import FAIL, repair_blobs, run_doctor
+    from ocb.cli.render.doctor import doctor_json, doctor_report_text
+
+    if repair and as_of is not None:
+        raise InputError("--repair mends the brain as it is now", "drop --as-of")
+    fixed = None
+    if repair:
+        try:
+            fixed = repair_blobs(brain)
+        except LogError:
+            pass  # a damaged log: the doctor's report says so and names its repair
+    checks = run_doctor(brain, as_of=as_of)
+    out((checks, fixed), as_json, doctor_report_text, doctor_json)
+    if any(c.status == FAIL for c in checks):
+        raise typer.Exit(1)
+
+
+@group.command()
+@handled
+def replay(
+    brain: BrainOpt,
+    verify: Annotated[bool, typer.Option("--verify", help="Compare with a full rebuild.")] = True,
+    as_json: JsonOpt = False,
+) -> None:
+    """Rebuild every projection from the log and compare it with the live state.
+
+    \b
+    Example:
+      ocb replay --brain /tmp/brain --verify
+    """
+    from ocb.brain import Brain
+    from ocb.cli.render.verify import findings_json, findings_text
+    from replay.verify import verify_live
+
+    with Brain(brain, writer=False, warn=warn) as b:
+        found = verify_live(b.log, b.snapshots)
+    out(found, as_json, findings_text, findings_json)
+    if not all(f.ok for f in found):
+        raise typer.Exit(1)
+
+
+@group.command("verify")
+@handled
+def verify_command(
+    brain: BrainOpt,
+    repair: Annotated[
+        bool,
+        typer.Option(
+            "--repair",
+            help="First keep every intact record and turn damaged or lost ones into "
+            "tombstones that keep their seq (recorded as a log_repaired event).",
+        ),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check the log's framing, checksums, seqs and hash chain, and every snapshot
+    against a rebuild; with --repair, repair a damaged log first.
+
+    \b
+    Example:
+      ocb verify --brain /tmp/brain
+      ocb verify --brain /tmp/brain --repair
+    """
+    from ocb.brain import Brain
+    from ocb.cli.progress import ProgressBar
+    from ocb.cli.render.verify import findings_text, log_repair_text, verify_json
+    from replay.verify import verify_segments, verify_snapshots
+
+    fixed = None
+    if repair:
+        from ocb.checks.repair import repair_brain
+
+        fixed = repair_brain(brain, warn=warn)
+        if not as_json:
+            typer.echo(log_repair_text(fixed))  # before the checks, which may take a while
+    found = [verify_segments(brain / "log")]
+    if found[0].ok:
+        bar = ProgressBar()
+        with Brain(brain, writer=False, warn=warn) as b:
+            found += verify_snapshots(b.log, b.snapshots, lambda n, t: bar("verify", n, t))
+        bar.close()
+    out((found, fixed), as_json, lambda got: findings_text(got[0]), verify_json)
+    if not all(f.ok for f in found):
+        raise typer.Exit(1)

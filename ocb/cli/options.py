@@ -1,0 +1,61 @@
+"""What every command shares: the ``--brain``, ``--json`` and ``--as-of`` options, the
+wrapper that maps an ``OcbError`` to exit code 1, and the output helpers.
+
+NOTE: every command module imports this one at startup; keep its imports light (the
+renderers are imported when a command prints).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from ocb_events.errors import OcbError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+BrainOpt = Annotated[
+    Path, typer.Option("--brain", envvar="OCB_BRAIN", help="Brain directory (or $OCB_BRAIN).")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print a stable JSON object on stdout.")]
+AsOfOpt = Annotated[
+    str | None,
+    typer.Option(help="Read the brain as it was at a seq or ISO time (records nothing)."),
+]
+
+
+def handled(fn: F) -> F:
+    """Map every OcbError of a command to exit code 1 with an error and a hint line."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except OcbError as exc:
+            typer.echo(f"error: {exc.message}", err=True)
+            if exc.hint:
+                typer.echo(f"hint: {exc.hint}", err=True)
+            raise typer.Exit(1) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def warn(msg: str) -> None:
+    """A ``warning:`` line on stderr."""
+    typer.echo(f"warning: {msg}", err=True)
+
+
+def note(msg: str) -> None:
+    """A diagnostic line on stderr."""
+    typer.echo(msg, err=True)
+
+
+def out(obj: Any, as_json: bool, text: Callable[[Any], str], to_json: Callable[[Any], Any]) -> None:
+    """Print ``obj`` on stdout: ``to_json(obj)`` as one JSON object, or ``text(obj)``."""
+    from ocb.cli.render.encode import dumps
+
+    typer.echo(dumps(to_json(obj)) if as_json else text(obj))

@@ -1,0 +1,116 @@
+"""Rendering the graph commands (``init``, ``query``, ``learn``, ``inject``): the stable
+JSON objects (documented in README.md) and the human text."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from ocb.cli.render.encode import fields
+
+if TYPE_CHECKING:
+    from ocb.reports import Answer, Hit, InjectReport, LearnReport, SyncReport
+    from ocb_events.schema import EdgeDelta
+
+
+def deltas_json(deltas: list[EdgeDelta]) -> list[dict[str, Any]]:
+    """``[{source, target, delta}]`` (an ``EdgeDelta`` is stored as an array)."""
+    return [msgspec.structs.asdict(d) for d in deltas]
+
+
+def hit_json(h: Hit) -> dict[str, Any]:
+    """One result: ``{id, source, text, score, fired, kind}``, and ``also`` (the sources
+    of chunks merged into it) only when it has some."""
+    out: dict[str, Any] = {
+        "id": h.id,
+        "source": h.source,
+        "text": h.text,
+        "score": h.score,
+        "fired": h.fired,
+        "kind": h.kind,
+    }
+    if h.also:
+        out["also"] = list(h.also)
+    return out
+
+
+def answer_json(a: Answer) -> dict[str, Any]:
+    """The answer's fields with ``chat_id`` third (after ``trace_id`` and ``query``)."""
+    d = msgspec.structs.asdict(a)
+    d["results"] = [hit_json(h) for h in a.results]
+    head = {"trace_id": d.pop("trace_id"), "query": d.pop("query"), "chat_id": d.pop("chat_id")}
+    return head | d
+
+
+def answer_text(a: Answer) -> str:
+    head = (
+        f"trace {a.trace_id or '(not recorded)'} · {len(a.fired)} fired · "
+        f"{a.context_chars} chars · stop: {a.stop_reason}"
+    )
+    lines = [head]
+    for i, h in enumerate(a.results, 1):
+        mark = "" if h.fired else "  (not fired)"
+        first = h.text.strip().splitlines()[0] if h.text.strip() else ""
+        lines.append(f"{i:2d}. {h.score:.3f}  {h.source}  [{h.id}]{mark}")
+        lines.append(f"    {first[:100]}")
+    return "\n".join(lines)
+
+
+def sync_json(r: SyncReport) -> dict[str, Any]:
+    """The report's fields, with ``skipped`` and ``secrets`` as objects, not tuples."""
+    d = fields(r)
+    d["skipped"] = [{"path": p, "reason": why} for p, why in r.skipped]
+    d["secrets"] = [
+        {"path": p, "line": line, "end_line": end, "kind": kind} for p, line, end, kind in r.secrets
+    ]
+    return d
+
+
+def sync_text(r: SyncReport) -> str:
+    text = (
+        f"indexed {r.files_indexed} new, {r.files_changed} changed, "
+        f"{r.files_removed} removed file(s): "
+        f"+{r.chunks_added} / -{r.chunks_removed} chunks, +{r.edges_created} edges "
+        f"({r.events} events). brain: {r.nodes} nodes, {r.edges} edges."
+        + (f" {len(r.secrets)} secret(s) redacted (see warnings)." if r.secrets else "")
+    )
+    if r.blobs_regenerated:
+        text += f" regenerated {r.blobs_regenerated} lost vector blob(s)."
+    return text
+
+
+def learn_json(r: LearnReport) -> dict[str, Any]:
+    d = fields(r)
+    d["deltas"] = deltas_json(r.deltas)
+    return d
+
+
+def learn_text(r: LearnReport) -> str:
+    verb = "recorded" if r.recorded else "already recorded (nothing new)"
+    lines = [
+        f"outcome {r.reward:+g} ({r.source}, {r.rule}) {verb} at seq {r.outcome_seq}"
+        + (f" for trace {r.trace_id}" if r.trace_id else "")
+        + f": {len(r.deltas)} weight change(s)"
+    ]
+    top = sorted(r.deltas, key=lambda d: (-abs(d.delta), d.source, d.target))[:8]
+    lines += [f"  {d.delta:+.3f}  {d.source} -> {d.target}" for d in top]
+    return "\n".join(lines)
+
+
+def inject_json(r: InjectReport) -> dict[str, Any]:
+    return fields(r)
+
+
+def inject_text(r: InjectReport) -> str:
+    if not r.created:
+        return f"{r.node_id} already holds this content; nothing recorded"
+    text = f"injected {r.node_id} with {r.connections} connection(s)"
+    if r.selection != "content":
+        return text + ("; inhibits " + ", ".join(r.inhibits) if r.inhibits else "")
+    lines = [text + f"; vetoes {len(r.vetoed)} chunk(s) its content contradicts:"]
+    lines += [f"  vetoed  {c.source}  [{c.id}]" for c in r.vetoed] or ["  (none)"]
+    if r.spared:
+        lines.append(f"left alone {len(r.spared)} fired chunk(s) (--all vetoes every one):")
+        lines += [f"  kept    {c.source}  [{c.id}]" for c in r.spared]
+    return "\n".join(lines)

@@ -1,0 +1,56 @@
+"""Rendering ``ocb retract``: the stable JSON object (documented in README.md) and the
+human text."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ocb.cli.render.encode import plain
+
+if TYPE_CHECKING:
+    from ocb.graph.retract import RetractReport
+
+
+def retract_json(r: RetractReport) -> dict[str, Any]:
+    """The weights and relevances moved as their fields; the record taken back under
+    ``target``, a baseline as ``{node, before, after}``, a removed edge as ``{source,
+    target, weight}``."""
+    return {
+        "seq": r.seq,
+        "recorded": r.recorded,
+        "target": {"seq": r.target_seq, "kind": r.kind, "detail": r.detail},
+        "reason": r.reason,
+        "weights": plain(r.weights),
+        "baselines": [
+            {"node": m.source, "before": m.before, "after": m.after} for m in r.baselines
+        ],
+        "relevance": plain(r.relevance),
+        "removed": {
+            "node": r.removed_node,
+            "edges": [
+                {"source": m.source, "target": m.target, "weight": m.before} for m in r.removed
+            ],
+        },
+        "skipped": r.skipped,
+    }
+
+
+def retract_text(r: RetractReport) -> str:
+    verb = "retracted" if r.recorded else "would retract (dry run, nothing recorded)"
+    head = f"{verb} the {r.detail} (seq {r.target_seq})"
+    if r.recorded:
+        head += f" at seq {r.seq}"
+    if r.removed_node:
+        lines = [f"{head}: removed {r.removed_node} and its {len(r.removed)} edge(s)"]
+        lines += [f"  {m.before:+.3f}  {m.source} -> {m.target}" for m in r.removed]
+        return "\n".join(lines)
+    n, b = len(r.weights), len(r.baselines)
+    lines = [f"{head}: {n} weight(s) reversed, {b} baseline(s) restored"]
+    lines += [f"  {m.before:.3f} -> {m.after:.3f}  {m.source} -> {m.target}" for m in r.weights]
+    lines += [f"  {m.before:.3f} -> {m.after:.3f}  baseline of {m.source}" for m in r.baselines]
+    lines += [
+        f"  {m.before:.3f} -> {m.after:.3f}  relevance of {m.source} -> {m.target}"
+        for m in r.relevance
+    ]
+    lines += [f"  skipped {s}" for s in r.skipped]
+    return "\n".join(lines)
