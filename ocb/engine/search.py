@@ -213,3 +213,36 @@ class SearchIndex:
             arrs[name] = a.reshape(shape)
         vocab = {t: i for i, t in enumerate(head.vocab)}
         return cls(head.ids, vocab, arrs["ptr"], arrs["docs"], arrs["weights"], arrs["vectors"])
+
+
+class Seeding(msgspec.Struct, frozen=True):
+    """How a question seeds a walk: every index row ranked by its hybrid score (best
+    first, positive scores only, at most ``max_seeds + top + 8``), the rows chosen as
+    seeds, and the scores by row (hybrid, lexical, cosine)."""
+
+    ranked: list[int]
+    chosen: list[int]
+    hybrid: Matrix
+    lexical: Matrix
+    cosine: Matrix
+
+    @property
+    def best(self) -> float:
+        return float(self.hybrid[self.ranked[0]]) if self.ranked else 0.0
+
+
+def choose_seeds(
+    index: SearchIndex, query: str, qvec: Matrix, lexical_weight: float, *, max_seeds: int,
+    seed_ratio: float, top: int,
+) -> Seeding:  # fmt: skip
+    """Rank the index for ``query`` and choose up to ``max_seeds`` seeds scoring at
+    least ``seed_ratio`` of the best (ties broken by id, so the choice is stable)."""
+    hyb, lex, cos = index.hybrid(query, qvec, lexical_weight)
+    want = min(len(index.ids), max_seeds + top + 8)
+    ranked: list[int] = []
+    if want:
+        part = np.argpartition(-hyb, want - 1)[:want]
+        ranked = sorted((int(i) for i in part if hyb[i] > 0), key=lambda i: (-hyb[i], index.ids[i]))
+    best = float(hyb[ranked[0]]) if ranked else 0.0
+    chosen = [i for i in ranked[:max_seeds] if hyb[i] >= seed_ratio * best]
+    return Seeding(ranked, chosen, hyb, lex, cos)

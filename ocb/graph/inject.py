@@ -142,6 +142,60 @@ def _by_content(
     return vetoed, [f for f in fired if f not in set(vetoed)]
 
 
+def _new_id(graph: State, kind: str) -> str:
+    """The next id of an injected node of ``kind`` (a retracted one's is never reused)."""
+    ordinal = graph.injected.get(kind, 0) + 1
+    while f"{kind.lower()}::{ordinal}" in graph.nodes:
+        ordinal += 1
+    return f"{kind.lower()}::{ordinal}"
+
+
+def _connections(
+    node_id: str, kind: str, near: Sequence[str], suppressed: Sequence[str], s: Indexing
+) -> list[EdgeSpec]:
+    """Edges from the nearest chunks into the node (and back, unless a correction),
+    and a correction's inhibitory edges to what it vetoes."""
+    conns: list[EdgeSpec] = []
+    for other in near:
+        conns.append(
+            EdgeSpec(source=other, target=node_id, weight=s.inject_weight, kind="injected")
+        )
+        if kind != "CORRECTION":
+            conns.append(
+                EdgeSpec(source=node_id, target=other, weight=s.inject_weight, kind="injected")
+            )
+    if kind == "CORRECTION":
+        conns += [
+            EdgeSpec(source=node_id, target=t, weight=s.correction_weight, kind="inhibit")
+            for t in sorted(set(suppressed))
+        ]
+    return conns
+
+
+def _vetoes(
+    graph: State,
+    index: SearchIndex,
+    kind: str,
+    text: str,
+    trace: QueryTraced | None,
+    targets: Sequence[str],
+    all_fired: bool,
+    pool: Sequence[str],
+    s: Indexing,
+) -> tuple[str, list[str], list[str]]:
+    """How a correction chooses what to veto, the chunks it vetoes and the fired ones
+    it spares (nothing for a TEACHING or DIRECTIVE)."""
+    if kind != "CORRECTION":
+        return "", list(targets), []
+    if trace is None or targets:
+        return "targets", list(targets), []
+    if all_fired:
+        fired = [f for f in trace.fired if f in graph.nodes and graph.nodes[f].kind == CHUNK]
+        return "all", fired, []
+    suppressed, spared = _by_content(graph, index, text, trace, pool, s)
+    return "content", suppressed, spared
+
+
 def decide_inject(
     graph: State,
     index: SearchIndex,
@@ -173,41 +227,16 @@ def decide_inject(
         if n.kind == kind and n.text == text and n.anchor == anchor:
             _check_same_vetoes(graph, n.id, trace, targets, all_fired)
             return Injection(n.id)
-    ordinal = graph.injected.get(kind, 0) + 1
-    while f"{kind.lower()}::{ordinal}" in graph.nodes:
-        ordinal += 1
-    node_id = f"{kind.lower()}::{ordinal}"
+    node_id = _new_id(graph, kind)
     qtext = "\n".join(p for p in (text, anchor) if p)
     qvec = embedder.embed([qtext])
     pool_k = trace.params.max_fired if kind == "CORRECTION" and trace is not None else 0
     similar = _similar_nodes(index, graph, qtext, qvec[0], max(s.connect_k, pool_k))
-    selection, suppressed, spared = "", list(targets), list[str]()
-    if kind == "CORRECTION" and trace is not None and not targets:
-        if all_fired:
-            selection = "all"
-            suppressed = [
-                f for f in trace.fired if f in graph.nodes and graph.nodes[f].kind == CHUNK
-            ]
-        else:
-            selection = "content"
-            suppressed, spared = _by_content(graph, index, text, trace, similar[:pool_k], s)
-    elif kind == "CORRECTION":
-        selection = "targets"
+    selection, suppressed, spared = _vetoes(
+        graph, index, kind, text, trace, targets, all_fired, similar[:pool_k], s
+    )
     near = [n for n in similar[: s.connect_k] if n not in suppressed]
-    conns: list[EdgeSpec] = []
-    for other in near:
-        conns.append(
-            EdgeSpec(source=other, target=node_id, weight=s.inject_weight, kind="injected")
-        )
-        if kind != "CORRECTION":
-            conns.append(
-                EdgeSpec(source=node_id, target=other, weight=s.inject_weight, kind="injected")
-            )
-    if kind == "CORRECTION":
-        conns += [
-            EdgeSpec(source=node_id, target=t, weight=s.correction_weight, kind="inhibit")
-            for t in sorted(set(suppressed))
-        ]
+    conns = _connections(node_id, kind, near, suppressed, s)
     blob = pack_matrix(qvec)
     node = NodeInjected(
         node_id=node_id,

@@ -6,11 +6,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import msgspec
-import numpy as np
 
 from ocb.engine.embed import Embedder
-from ocb.engine.search import SearchIndex
-from ocb.engine.traverse import SEPARATOR, Scorer, block_chars, context_block, traverse
+from ocb.engine.search import SearchIndex, Seeding, choose_seeds
+from ocb.engine.traverse import (
+    SEPARATOR,
+    Scorer,
+    Walk,
+    block_chars,
+    context_block,
+    traverse,
+)
 from ocb.redaction import redact_input
 from ocb.reports import Answer, Hit
 from ocb.settings import Traversal
@@ -69,33 +75,17 @@ def decide_query(
     if top < 1:
         raise InputError(f"--top must be at least 1, got {top}", "pass --top 5")
     qvec = embedder.embed([query])[0]
-    hyb, lex, cos = index.hybrid(query, qvec, s.lexical_weight)
-    want = min(len(index.ids), s.max_seeds + top + 8)
-    if want:
-        part = np.argpartition(-hyb, want - 1)[:want]
-        ranked = sorted((int(i) for i in part if hyb[i] > 0), key=lambda i: (-hyb[i], index.ids[i]))
-    else:
-        ranked = []
-    best = float(hyb[ranked[0]]) if ranked else 0.0
-    chosen = [i for i in ranked[: s.max_seeds] if hyb[i] >= s.seed_ratio * best]
-    seeds = [(index.ids[i], float(hyb[i]) / best) for i in chosen]
+    sd = choose_seeds(
+        index, query, qvec, s.lexical_weight, max_seeds=s.max_seeds, seed_ratio=s.seed_ratio,
+        top=top,
+    )  # fmt: skip
+    hyb, lex, cos, best = sd.hybrid, sd.lexical, sd.cosine, sd.best
+    seeds = [(index.ids[i], float(hyb[i]) / best) for i in sd.chosen]
     pos = index.pos
     walk = traverse(
         graph, seeds, s, lambda v: float(cos[pos[v]]) if v in pos else 0.0, scorer=scorer
     )
-    hits = [_hit(graph, n, walk.activation[n], True) for n in walk.ranked()]
-    # the next-best matches fill the results only as far as the context budget would
-    # hold them too, so the results never carry more text than a context may
-    room = s.max_context_chars - walk.context_len
-    for i in ranked:
-        if len(hits) >= top:
-            break
-        nid = index.ids[i]
-        if nid not in walk.activation and nid not in walk.vetoed and nid in graph.nodes:
-            cost = block_chars(graph.nodes[nid]) + len(SEPARATOR)
-            if cost <= room:
-                room -= cost
-                hits.append(_hit(graph, nid, float(hyb[i]) / best, False))
+    hits = _results(graph, index, sd, walk, s.max_context_chars, top)
     trace = QueryTraced(
         trace_id=trace_id,
         query=query,
@@ -107,7 +97,7 @@ def decide_query(
                 lexical=float(lex[i]),
                 vector=float(cos[i]),
             )
-            for i in chosen
+            for i in sd.chosen
         ),
         steps=tuple(walk.steps),
         fired=tuple(walk.fired),
@@ -117,6 +107,26 @@ def decide_query(
         params=_params(s, embedder.id),
     )
     return trace, hits[:top]
+
+
+def _results(
+    graph: State, index: SearchIndex, sd: Seeding, walk: Walk, budget: int, top: int
+) -> list[Hit]:
+    """What fired, by activation, then the next-best matches only as far as the
+    context budget would hold them too, so the results never carry more text than a
+    context may."""
+    hits = [_hit(graph, n, walk.activation[n], True) for n in walk.ranked()]
+    room = budget - walk.context_len
+    for i in sd.ranked:
+        if len(hits) >= top:
+            break
+        nid = index.ids[i]
+        if nid not in walk.activation and nid not in walk.vetoed and nid in graph.nodes:
+            cost = block_chars(graph.nodes[nid]) + len(SEPARATOR)
+            if cost <= room:
+                room -= cost
+                hits.append(_hit(graph, nid, float(sd.hybrid[i]) / sd.best, False))
+    return hits
 
 
 def assemble_context(graph: State, fired: Sequence[str], hits: Sequence[Hit]) -> str:

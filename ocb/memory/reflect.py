@@ -443,6 +443,23 @@ def _page_edit(page: _Page, shifts: Shifts) -> tuple[FileWrite, ReflectItem] | N
 # --------------------------------------------------------------------------- decide
 
 
+def _shifts(
+    pages: Sequence[_Page], moves: Sequence[_Opinion], aliases: Mapping[str, Sequence[str]]
+) -> Shifts:
+    """How the planned edits move the lines of each file (and of its aliases)."""
+    shifts: Shifts = {}
+    for p in pages:
+        if p.before is not None and p.size != p.end - p.start:
+            shifts.setdefault(p.path, []).append((p.end, p.end, p.size - (p.end - p.start)))
+    for mv in moves:
+        if mv.evidence_line < 0:
+            shifts.setdefault(OPINIONS, []).append((mv.fact.end_line, mv.fact.end_line - 1, 1))
+    for path in sorted(shifts):
+        for other in aliases.get(path, ()):
+            shifts[other] = shifts[path]
+    return shifts
+
+
 def decide_reflect(
     mem: MemoryState,
     files_text: Mapping[str, str | None],
@@ -477,16 +494,7 @@ def decide_reflect(
     keys = sorted({k for f in prio for k in _keys(f) if k in mem.entities})
     pages = _pages(mem, files_text, keys, summarize)
     moves = _opinions(mem, files_text.get(OPINIONS), set(keys), judge or default_judge)
-    shifts: Shifts = {}
-    for p in pages:
-        if p.before is not None and p.size != p.end - p.start:
-            shifts.setdefault(p.path, []).append((p.end, p.end, p.size - (p.end - p.start)))
-    for mv in moves:
-        if mv.evidence_line < 0:
-            shifts.setdefault(OPINIONS, []).append((mv.fact.end_line, mv.fact.end_line - 1, 1))
-    for path in sorted(shifts):
-        for other in (aliases or {}).get(path, ()):
-            shifts[other] = shifts[path]
+    shifts = _shifts(pages, moves, aliases or {})
     writes, items = [], []
     if moves:
         text = files_text[OPINIONS]

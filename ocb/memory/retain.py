@@ -136,6 +136,26 @@ def _write_and_record(
     return line
 
 
+def _checked(
+    kind: str, content: str, salience: float | None, confidence: float | None
+) -> tuple[str, str]:
+    """The fact's kind and its content on one line.
+
+    Raises:
+        InputError: an unknown kind, a fraction out of [0, 1], a confidence on a fact
+            that is no opinion, or no content.
+    """
+    kind = check_kind(kind)
+    check_fraction("salience", salience)
+    check_fraction("confidence", confidence)
+    if confidence is not None and kind != "O":
+        raise InputError("only opinions (--type O) carry a confidence", "drop --confidence")
+    content = " ".join(content.split())
+    if not content:
+        raise InputError("nothing to retain", 'give the fact, e.g. ocb retain "Alice owns billing"')
+    return kind, content
+
+
 def retain(
     store: Store,
     content: str,
@@ -158,14 +178,7 @@ def retain(
     written into the daily log would live on in the workspace, its git history and its
     backups even though the log never records it. The fact keeps its meaning, the file
     and the log agree, and a warning names the bullet's ``file:line``."""
-    kind = check_kind(kind)
-    check_fraction("salience", salience)
-    check_fraction("confidence", confidence)
-    if confidence is not None and kind != "O":
-        raise InputError("only opinions (--type O) carry a confidence", "drop --confidence")
-    content = " ".join(content.split())
-    if not content:
-        raise InputError("nothing to retain", 'give the fact, e.g. ocb retain "Alice owns billing"')
+    kind, content = _checked(kind, content, salience, confidence)
     names = entity_names(entities)
     store.load("config", "graph", "vectors", "memory")
     content, names, found = _redacted(store, content, names)
@@ -270,6 +283,16 @@ def _when(
     return window, date
 
 
+def _check_recall(k: int, depth: int, min_salience: float, max_chars: int | None) -> None:
+    if k < 1:
+        raise InputError(f"--k must be at least 1, got {k}", "ask for 1 or more results")
+    if depth < 0:
+        raise InputError("--associative-depth must be 0 or more", "use 0, 1 or 2")
+    check_fraction("min salience", min_salience)
+    if max_chars is not None and max_chars < 1:
+        raise InputError("--max-chars must be at least 1", "give a budget such as 2000")
+
+
 def recall(
     store: Store,
     query: str = "",
@@ -286,13 +309,7 @@ def recall(
 ) -> RecallAnswer:
     """Recall facts; records the trace (unless ``record`` is False or the brain is a
     view of the past)."""
-    if k < 1:
-        raise InputError(f"--k must be at least 1, got {k}", "ask for 1 or more results")
-    if depth < 0:
-        raise InputError("--associative-depth must be 0 or more", "use 0, 1 or 2")
-    check_fraction("min salience", min_salience)
-    if max_chars is not None and max_chars < 1:
-        raise InputError("--max-chars must be at least 1", "give a budget such as 2000")
+    _check_recall(k, depth, min_salience, max_chars)
     store.load("config", "vectors", "memory")
     s = resolve(Memory, store.state("config").values)
     query = redact_input(store.warn, store.secrets(), "recall query", query)
