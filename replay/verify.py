@@ -19,36 +19,56 @@ from replay.snapshots import SnapshotInfo, SnapshotStore, load_states
 Progress = Callable[[int, int], None]
 
 
-class Finding(msgspec.Struct, frozen=True):
-    """One verified thing: what, whether it holds, and the detail."""
+PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
 
-    what: str
-    ok: bool
+
+class Check(msgspec.Struct, frozen=True):
+    """One check of a brain: what was checked, its status (``pass``, ``warn``,
+    ``fail`` or ``skip``) and a one-line detail. The one type of every check: the
+    history's verification here, the brain's and the typed memory's doctor."""
+
+    name: str
+    status: str
     detail: str
 
+    @property
+    def ok(self) -> bool:
+        """Whether it holds (anything but a failure)."""
+        return self.status != FAIL
 
-def verify_segments(directory: Path) -> Finding:
+    @property
+    def what(self) -> str:
+        """What was checked (the name)."""
+        return self.name
+
+
+def held(name: str, ok: bool, detail: str) -> Check:
+    """A check that passes or fails."""
+    return Check(name, PASS if ok else FAIL, detail)
+
+
+def verify_segments(directory: Path) -> Check:
     """Framing, checksums, decoding and seq continuity of every log segment."""
     try:
         reports = verify_log(directory)
     except OcbError as exc:
-        return Finding("log", False, exc.message)
+        return held("log", False, exc.message)
     n = sum(r.records for r in reports)
-    return Finding(
+    return held(
         "log", True, f"{n} records in {len(reports)} segment(s): framing, checksums, seqs, chain"
     )
 
 
 def verify_snapshots(
     log: EventLog, store: SnapshotStore, progress: Progress | None = None
-) -> list[Finding]:
+) -> list[Check]:
     """Every snapshot of every projection: crc32, sha256, and equality with the state
     a fold of the log reaches at its seq (one pass over the log)."""
     infos = sorted(
         (i for name in sorted(PROJECTIONS) for i in store.list(name)),
         key=lambda i: (i.seq, i.name),
     )
-    findings: list[Finding] = []
+    findings: list[Check] = []
     states: dict[str, Any] = {name: PROJECTIONS[name].initial() for name in PROJECTIONS}
     at = 0
     for info in infos:
@@ -67,11 +87,11 @@ def verify_snapshots(
     return findings
 
 
-def _found(info: SnapshotInfo, ok: bool, detail: str) -> Finding:
-    return Finding(f"snapshot {info.path.name}", ok, detail)
+def _found(info: SnapshotInfo, ok: bool, detail: str) -> Check:
+    return held(f"snapshot {info.path.name}", ok, detail)
 
 
-def _check(store: SnapshotStore, info: SnapshotInfo, state: Any) -> Finding:
+def _check(store: SnapshotStore, info: SnapshotInfo, state: Any) -> Check:
     body = store.read(info)
     if body is None:
         return _found(info, False, "damaged (checksum or header); it is ignored when loading")
@@ -82,7 +102,7 @@ def _check(store: SnapshotStore, info: SnapshotInfo, state: Any) -> Finding:
     return _found(info, True, f"equals a rebuild at seq {info.seq}")
 
 
-def verify_live(log: EventLog, store: SnapshotStore, names: Sequence[str] = ()) -> list[Finding]:
+def verify_live(log: EventLog, store: SnapshotStore, names: Sequence[str] = ()) -> list[Check]:
     """The projections as a brain loads them (newest snapshot + tail) against a full
     rebuild, byte for byte."""
     names = list(names) or sorted(PROJECTIONS)
@@ -93,7 +113,5 @@ def verify_live(log: EventLog, store: SnapshotStore, names: Sequence[str] = ()) 
     for name in names:
         a, b = PROJECTIONS[name].snapshot(live[name]), PROJECTIONS[name].snapshot(full[name])
         detail = f"{len(a):,} bytes at seq {log.last_seq}"
-        out.append(
-            Finding(f"projection {name}", a == b, detail if a == b else "differs: " + detail)
-        )
+        out.append(held(f"projection {name}", a == b, detail if a == b else "differs: " + detail))
     return out

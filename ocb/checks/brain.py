@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
 
-import msgspec
-
+from ocb.checks.memory import MEMORY_CHECKS, memory_checks
 from ocb.engine.embed import unpack_matrix
 from ocb.engine.policy import tier_of
 from ocb.settings import Memory, Traversal, resolve
@@ -18,25 +16,9 @@ from ocb_events.log import verify_log
 from projections.graph import CHUNK
 from projections.graph import State as GraphState
 from replay import PROJECTIONS, rebuild
+from replay.verify import FAIL, PASS, SKIP, WARN, Check
 
-PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
 DORMANT_LIMIT = 0.9
-MEMORY_CHECKS = (
-    "memory hubs",
-    "near-duplicate facts",
-    "associative recall data",
-    "recall bundles over budget",
-    "access decay settings",
-)
-"""The names of the typed-memory checks (``ocb.checks.memory``), in order."""
-
-
-class Check(msgspec.Struct, frozen=True):
-    """One health check: its name, status and a one-line detail."""
-
-    name: str
-    status: str
-    detail: str
 
 
 def _log_check(path: Path) -> Check:
@@ -186,8 +168,6 @@ def _injected_check(g: GraphState) -> Check:
 
 
 def _memory_checks(store: Store) -> list[Check]:
-    from ocb.checks.memory import memory_checks
-
     store.load("memory", "config")
     s = resolve(Memory, store.state("config").values)
     return memory_checks(store.state("memory"), s, store.now())
@@ -247,17 +227,3 @@ def run_doctor(path: str | Path, as_of: int | str | None = None) -> list[Check]:
         return checks + _memory_checks(store)
     finally:
         store.close()
-
-
-def as_json(checks: list[Check], repair: BlobReport | None = None) -> dict[str, Any]:
-    """The stable JSON form of a doctor run (with ``repair`` after ``--repair``)."""
-    out: dict[str, Any] = {}
-    if repair is not None:
-        out["repair"] = {
-            "named": repair.named,
-            "regenerated": repair.regenerated,
-            "lost": [msgspec.structs.asdict(b) for b in repair.lost],
-        }
-    out["ok"] = all(c.status != FAIL for c in checks)
-    out["checks"] = [{"name": c.name, "status": c.status, "detail": c.detail} for c in checks]
-    return out

@@ -2,9 +2,6 @@
 data for associative recall, recall bundles cut by the budget, and access decay
 settings that erase memories too fast. Pure: ``memory_checks`` reads a memory state,
 the ``Memory`` settings and a time, and returns one ``Check`` per diagnosis.
-
-NOTE: this module imports ``Check`` from ``ocb.checks.brain``, so ``ocb.checks.brain`` imports it
-inside ``run_doctor``, never at the top (that would be an import cycle).
 """
 
 from __future__ import annotations
@@ -13,11 +10,11 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 
-from ocb.checks.brain import MEMORY_CHECKS, PASS, SKIP, WARN, Check
 from ocb.memory.recall import FactIndex, access_decay
 from ocb.settings import Memory
 from projections.memory import DAY_NS, Fact
 from projections.memory import State as MemoryState
+from replay.verify import PASS, SKIP, WARN, Check
 from workspace_sync.text import terms
 
 HUB_FACT_SHARE = 0.25
@@ -38,6 +35,14 @@ RECALLED_DAYS_AGO = 14
 term of a fact never recalled."""
 KEEP_SHARE = 0.25
 NO_FACTS = "no typed facts yet"
+MEMORY_CHECKS = (
+    "memory hubs",
+    "near-duplicate facts",
+    "associative recall data",
+    "recall bundles over budget",
+    "access decay settings",
+)
+"""The names of the typed-memory checks, in order."""
 NAMES = MEMORY_CHECKS
 
 

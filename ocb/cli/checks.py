@@ -31,8 +31,9 @@ def doctor(
       ocb doctor --brain /tmp/brain --repair
       ocb doctor --brain /tmp/brain --as-of 1200
     """
-    from ocb.checks.brain import FAIL, repair_blobs, run_doctor
+    from ocb.checks.brain import repair_blobs, run_doctor
     from ocb.cli.render.doctor import doctor_json, doctor_report_text
+    from replay.verify import FAIL
 
     if repair and as_of is not None:
         raise InputError("--repair mends the brain as it is now", "drop --as-of")

@@ -7,12 +7,13 @@ from pathlib import Path
 import pytest
 
 from ocb.brain import Brain
-from ocb.checks.brain import FAIL, run_doctor
+from ocb.checks.brain import run_doctor
 from ocb.engine.embed import HashEmbedder
 from ocb_events.clock import TickClock
 from ocb_events.errors import BrainExists, EmbedderMismatch, InputError, WorkspaceError
 from ocb_events.schema import STOP, EdgesUpdated, OutcomeRecorded, QueryTraced
 from replay import PROJECTIONS, rebuild
+from replay.verify import FAIL
 
 QUESTION = "how do I roll back a bad deploy"
 

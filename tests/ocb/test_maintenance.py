@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from ocb.brain import Brain
-from ocb.checks.brain import FAIL, run_doctor
+from ocb.checks.brain import run_doctor
 from ocb.cli.app import app
 from ocb.cli.render.graph import answer_json
 from ocb.cli.render.upkeep import maintenance_json
@@ -41,6 +41,7 @@ from ocb_events.schema import (
 )
 from projections import graph as graph_projection
 from replay import PROJECTIONS, rebuild
+from replay.verify import FAIL
 from tests.golden_files import check
 from tests.ocb.graphs import build
 

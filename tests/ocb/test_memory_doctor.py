@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from ocb.brain import Brain
-from ocb.checks.brain import MEMORY_CHECKS, PASS, SKIP, WARN, Check, run_doctor
+from ocb.checks.brain import run_doctor
 from ocb.checks.memory import (
+    MEMORY_CHECKS,
     budget_check,
     cold_start_check,
     decay_check,
@@ -40,6 +41,7 @@ from ocb_events.schema import (
 )
 from projections.memory import DAY_NS, evolve, initial
 from projections.memory import State as MemoryState
+from replay.verify import PASS, SKIP, WARN, Check
 from workspace_sync.text import terms
 
 NOW = 1_767_225_600_000_000_000

@@ -6,13 +6,14 @@ import numpy as np
 import pytest
 
 from ocb.brain import Brain
-from ocb.checks.brain import WARN, run_doctor
+from ocb.checks.brain import run_doctor
 from ocb.cli.render.upkeep import train_text
 from ocb.engine.route_model import FEATURES, Examples, fit, load_scorer
 from ocb.graph.route import train
 from ocb_events.errors import InputError
 from ocb_events.schema import RouteModelTrained
 from replay import PROJECTIONS, rebuild
+from replay.verify import WARN
 
 QUESTIONS = [
     "how do I roll back a bad deploy",

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ocb.checks.brain import FAIL
 from ocb.cli.render.encode import plain
+from replay.verify import FAIL
 
 if TYPE_CHECKING:
-    from ocb.checks.brain import Check
     from ocb.upkeep.blobs import BlobReport
+    from replay.verify import Check
 
 Doctored = tuple[list["Check"], "BlobReport | None"]
 """A doctor run, and the blob repair that ran first (None without ``--repair``)."""

@@ -5,23 +5,24 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ocb.cli.render.encode import fields, plain
+from ocb.cli.render.encode import fields
 
 if TYPE_CHECKING:
     from ocb.checks.repair import BrainRepair
-    from replay.verify import Finding
+    from replay.verify import Check
 
-Verified = tuple[list["Finding"], "BrainRepair | None"]
+Verified = tuple[list["Check"], "BrainRepair | None"]
 """A verification, and the log repair that ran first (None without ``--repair``)."""
 
 
-def findings_json(found: list[Finding]) -> dict[str, Any]:
+def findings_json(found: list[Check]) -> dict[str, Any]:
     """``{"ok", "checks": [{"what", "ok", "detail"}]}``."""
-    return {"ok": all(f.ok for f in found), "checks": plain(found)}
+    checks = [{"what": c.name, "ok": c.ok, "detail": c.detail} for c in found]
+    return {"ok": all(c.ok for c in found), "checks": checks}
 
 
-def findings_text(found: list[Finding]) -> str:
-    return "\n".join(f"{'PASS' if f.ok else 'FAIL'}  {f.what}: {f.detail}" for f in found)
+def findings_text(found: list[Check]) -> str:
+    return "\n".join(f"{c.status.upper():4}  {c.name}: {c.detail}" for c in found)
 
 
 def verify_json(got: Verified) -> dict[str, Any]:
