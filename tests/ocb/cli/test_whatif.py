@@ -19,8 +19,7 @@ from ocb.whatif import diff
 from ocb_events.clock import TickClock
 from ocb_events.schema import STOP, EdgesUpdated, OutcomeRecorded
 from replay import iso
-from tests.ocb.conftest import EXAMPLE
-from tests.ocb.test_whatif import ask_and_learn, tree_bytes
+from tests.ocb.support import EXAMPLE, ask_and_learn, tree_bytes
 
 runner = CliRunner()
 LEARNED_AT_NS = 1_800_000_000_000_000_000  # 2027-01-15T08:00:00Z; the sync ran in 2026

@@ -9,31 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from ocb.cli.app import app
 from tests.golden_files import check
-
-QUESTION = "how do I roll back a bad deploy"
-runner = CliRunner()
-
-
-def ocb(*args: str) -> tuple[int, str, str]:
-    res = runner.invoke(app, [str(a) for a in args], prog_name="ocb")
-    return res.exit_code, res.stdout, res.stderr
-
-
-def log_bytes(brain: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted((brain / "log").glob("*.seg"))}
-
-
-@pytest.fixture
-def cli_brain(tmp_path: Path, workspace: Path) -> Path:
-    path = tmp_path / "cli-brain"
-    code, out, _ = ocb("init", "--workspace", workspace, "--brain", path)
-    assert code == 0
-    return path
-
+from tests.ocb.cli.support import QUESTION, log_bytes, ocb, one_error
 
 COMMANDS = sorted(c.name or c.callback.__name__ for c in app.registered_commands)  # type: ignore[union-attr]
 
@@ -197,11 +176,6 @@ def test_batch_answers_one_json_line_per_query(cli_brain: Path, tmp_path: Path) 
         "latency_ms": rows[2]["latency_ms"],
     }
     assert all(r["latency_ms"] >= 0 for r in rows)
-
-
-def one_error(err: str, pattern: str) -> None:
-    lines = err.splitlines()
-    assert len(lines) == 2 and re.match(pattern, lines[0]) and lines[1].startswith("hint: ")
 
 
 def test_bad_workspaces_are_refused_without_creating_a_brain(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ from ocb_events.clock import TickClock
 from ocb_events.errors import AnalyticsError, InputError
 from replay.analytics import AnalyticsStore, _open, check_query
 from replay.store_lock import StoreLock
-from tests.ocb.conftest import EXAMPLE
+from tests.ocb.support import EXAMPLE
 
 runner = CliRunner()
 QUESTIONS = ["how do I roll back a bad deploy", "who is on call", "postgres pool size"]
