@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from ocb.brain import Brain
 from ocb.cli.app import app
 from tests.golden_files import check
 from tests.ocb.cli.support import QUESTION, log_bytes, ocb, one_error
@@ -354,3 +355,21 @@ def test_out_of_range_settings_are_refused(
     assert code == 1
     one_error(err, "error: " + pattern)
     assert log_bytes(cli_brain) == before
+
+
+def test_the_init_brain_of_a_test_records_what_init_in_the_test_would(
+    cli_brain: Path, workspace: Path, tmp_path: Path
+) -> None:
+    """``cli_brain`` is copied from an ``ocb init`` run once per session: the same
+    files and records as an init in the test (the system clock's times aside, and the
+    names of caches keyed by them)."""
+    fresh = tmp_path / "fresh"
+    assert ocb("init", "--workspace", workspace, "--brain", fresh)[0] == 0
+
+    def made(path: Path) -> tuple[list[str], list[tuple[int, str, object]]]:
+        files = [p for p in path.rglob("*") if p.is_file() and "cache" not in p.parts]
+        names = sorted(str(p.relative_to(path)) for p in files)
+        with Brain(path, writer=False) as b:
+            return names, [(r.seq, r.actor, r.event) for r in b.log.read()]
+
+    assert made(cli_brain) == made(fresh)
