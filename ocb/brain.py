@@ -20,11 +20,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Unpack
 
+import msgspec
+
 from ocb.engine.traverse import Scorer
 from ocb.graph.inject import inject
 from ocb.graph.learn import learn
 from ocb.graph.query import query, route_scorer, trace_of
-from ocb.graph.sync import Progress, Scanned, init_workspace, scan, sync
+from ocb.graph.sync import Progress, Scanned, scan, sync
 from ocb.reports import Answer, InjectReport, LearnReport, SyncReport
 from ocb.store import Store, StoreOptions
 from ocb_events.schema import QueryTraced, Record
@@ -69,10 +71,14 @@ class Brain(Store):
         Raises:
             WorkspaceError: missing, not a directory, or without any indexable file.
         """
+        from ocb.upkeep.blobs import restore_lost_vectors  # on use: cold queries skip it
+
         scanned = scan(Path(workspace), has_files=False)
         brain = cls(path, create=True, **options)
         try:
-            return brain, init_workspace(brain, workspace, progress=progress, scanned=scanned)
+            regenerated = restore_lost_vectors(brain)
+            report = sync(brain, workspace, progress=progress, scanned=scanned)
+            return brain, msgspec.structs.replace(report, blobs_regenerated=regenerated)
         except BaseException:
             brain.close(snapshot=False)
             raise

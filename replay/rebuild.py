@@ -1,83 +1,19 @@
-"""Folding the log into projections: full rebuilds and snapshot + tail loads."""
+"""Folding the log into projections: full rebuilds from the first record. The registry
+(``PROJECTIONS``, ``ROUTES``) and ``fold`` live in ``projections``; they are
+re-exported here for the callers that import them from ``replay``."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from types import ModuleType
 from typing import Any
 
 from ocb_events.protocol import EventLog
 from ocb_events.schema import FoldRecord, Record
-from projections import config, graph, kg, memory, traces, vectors
+from projections import PROJECTIONS, ROUTES, fold
 
-PROJECTIONS: dict[str, ModuleType] = {
-    "config": config,
-    "graph": graph,
-    "kg": kg,
-    "memory": memory,
-    "traces": traces,
-    "vectors": vectors,
-}
-"""Every projection by name; each module exports State, initial, evolve, snapshot, restore."""
+__all__ = ["PROJECTIONS", "ROUTES", "Progress", "fold", "rebuild", "snapshot_bytes"]
 
 Progress = Callable[[int, int], None]
-
-
-ROUTES: dict[str, frozenset[str]] = {
-    "config": frozenset({"config_changed"}),
-    "graph": frozenset(
-        {
-            "authority_set",
-            "edge_relevance_set",
-            "edges_created",
-            "edges_removed",
-            "edges_updated",
-            "file_changed",
-            "file_indexed",
-            "file_removed",
-            "maintenance_ran",
-            "node_injected",
-            "node_split",
-            "nodes_embedded",
-            "nodes_merged",
-            "retracted",
-            "route_model_trained",
-            "workspace_attached",
-        }
-    ),
-    "kg": frozenset({"kg_fact_set"}),
-    "memory": frozenset({"facts_recorded", "recall_traced", "reflect_ran"}),
-    "traces": frozenset({"outcome_recorded", "query_traced"}),
-    "vectors": frozenset({"embedder_configured", "file_changed", "file_removed", "nodes_embedded"}),
-}
-"""The event tags each projection folds. Every other record only moves its ``seq``
-(the ignored-payload property test holds each projection to this table), so a fold
-hands a record only to the projections that use it."""
-
-
-def fold(records: Iterable[Record | FoldRecord], states: dict[str, Any]) -> dict[str, Any]:
-    """Fold ``records`` into ``states`` (consumed), skipping records a state already holds."""
-    names = sorted(states)
-    evolves = [PROJECTIONS[n].evolve for n in names]
-    current = [states[n] for n in names]
-    starts = [st.seq for st in current]
-    routes: dict[type, list[int]] = {}
-    last = 0
-    for rec in records:
-        kind = type(rec.event)
-        route = routes.get(kind)
-        if route is None:
-            tag = kind.__struct_config__.tag
-            route = routes[kind] = [i for i, n in enumerate(names) if tag in ROUTES[n]]
-        seq = last = rec.seq
-        for i in route:
-            if seq > starts[i]:
-                current[i] = evolves[i](current[i], rec)
-    for n, st in zip(names, current, strict=True):
-        if st.seq < last:
-            st.seq = last
-        states[n] = st
-    return states
 
 
 def rebuild(

@@ -39,9 +39,8 @@ from ocb_events.schema import (
     Retracted,
     TeacherLabeled,
 )
-from projections import graph
+from projections import ROUTES, graph
 from projections.graph import Node
-from replay.rebuild import ROUTES
 
 Pair = tuple[str, str]
 

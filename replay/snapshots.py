@@ -31,7 +31,7 @@ import msgspec
 
 from ocb_events.durable import replace_file
 from ocb_events.protocol import EventLog
-from replay.rebuild import PROJECTIONS, fold
+from projections import PROJECTIONS, fold
 
 MAGIC = b"OCBSNAP4"
 _HEAD = struct.Struct("<8sQQI32s16s")

@@ -13,7 +13,7 @@ import msgspec
 from ocb_events.errors import OcbError
 from ocb_events.log import verify_log
 from ocb_events.protocol import EventLog
-from replay.rebuild import PROJECTIONS, fold
+from projections import PROJECTIONS, fold
 from replay.snapshots import SnapshotInfo, SnapshotStore, load_states
 
 Progress = Callable[[int, int], None]

@@ -24,6 +24,9 @@ from ocb_events.schema import EdgesCreated, EdgeSpec
 from replay import PROJECTIONS, rebuild
 
 RESULTS = Path(__file__).resolve().parent / "results"
+"""Where full runs write their results (committed: the published numbers)."""
+QUICK_RESULTS = RESULTS / "quick"
+"""Where quick runs write theirs by default (ignored by git)."""
 DAY_NS = 86_400 * 10**9
 
 
@@ -101,8 +104,10 @@ def weight(brain: Brain, source: str, target: str) -> float:
 
 
 def save(result: Result, out: Path | None = None) -> Path:
-    """Write the result as JSON (and a PNG of its series when matplotlib is there)."""
-    out = out or RESULTS
+    """Write the result as JSON (and a PNG of its series when matplotlib is there) under
+    ``out``: by default the committed results of a full run, or the ignored folder of
+    quick runs for a quick one."""
+    out = out or (QUICK_RESULTS if result.quick else RESULTS)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{result.name}.json"
     path.write_text(json.dumps(msgspec.to_builtins(result), indent=1) + "\n", encoding="utf-8")

@@ -1,8 +1,13 @@
 """Run every simulation, print the summary table, exit non-zero if a claim fails.
 
 python -m sims.run_all            # the full runs; JSON (+ PNG) in sims/results/
-python -m sims.run_all --quick    # reduced runs of every simulation, in seconds
+python -m sims.run_all --quick    # reduced runs, in seconds; in sims/results/quick/
 python -m sims.run_all --only deploy_pipeline,negation
+python -m sims.run_all --quick --out /tmp/sims    # results anywhere
+
+Only full runs write the committed sims/results/*.json: a quick run's numbers are not
+the published ones, so they go to sims/results/quick/ (ignored by git) unless --out
+says otherwise.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from sims.common import RESULTS, Result, save
+from sims.common import QUICK_RESULTS, RESULTS, Result, save
 
 SIMULATIONS = [
     "deploy_pipeline",
@@ -72,7 +77,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="reduced runs of every simulation")
     ap.add_argument("--only", default="", help="comma-separated simulation names")
-    ap.add_argument("--out", type=Path, default=RESULTS, help="where results are written")
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="where results go (default: sims/results; sims/results/quick with --quick)",
+    )
     args = ap.parse_args(argv)
     names = [n for n in args.only.split(",") if n] or SIMULATIONS
     unknown = sorted(set(names) - set(SIMULATIONS))
@@ -80,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: unknown simulation(s): {', '.join(unknown)}", file=sys.stderr)
         print(f"hint: choose from {', '.join(SIMULATIONS)}", file=sys.stderr)
         return 2
-    done = run(names, args.quick, args.out)
+    out = args.out or (QUICK_RESULTS if args.quick else RESULTS)
+    done = run(names, args.quick, out)
     print(table(done))
     failed = [r.name for r, _ in done if not (r.passed and r.rebuild_equal)]
     if failed:

@@ -380,35 +380,6 @@ def scan(root: Path, *, has_files: bool) -> Scanned:
     return files, skipped
 
 
-def init_workspace(
-    store: Store,
-    workspace: str | Path,
-    *,
-    progress: Progress | None = None,
-    scanned: Scanned | None = None,
-) -> SyncReport:
-    """``sync``, after writing back the vector blobs the brain lost (see ``Brain.init``)."""
-    regenerated = _restore_lost_vectors(store)
-    report = sync(store, workspace, progress=progress, scanned=scanned)
-    return msgspec.structs.replace(report, blobs_regenerated=regenerated)
-
-
-def _restore_lost_vectors(store: Store) -> int:
-    """Before a re-run of init syncs: regenerate lost blobs when a vector in force
-    lost its blob (warning about any that cannot be), and say how many were."""
-    if store.log.last_seq == 0:
-        return 0
-    rows = store.state("vectors").rows
-    if all(store.blobs.exists(b) for b in sorted({r.blob for r in rows.values()})):
-        return 0
-    from ocb.upkeep.blobs import regenerate_blobs  # imported on use: blobs are rarely lost
-
-    report = regenerate_blobs(store)
-    for b in report.unrepaired:
-        store.warn(f"blob {b.blob[:12]} ({b.kind}, seq {b.seq}) {b.detail}")
-    return report.regenerated
-
-
 def sync(
     store: Store,
     workspace: str | Path,

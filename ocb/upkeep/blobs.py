@@ -179,3 +179,17 @@ def _regenerate_one(
     blobs.put(got)
     detail = f"re-embedded {len(ev.node_ids)} text(s) with {emb.id}"
     return msgspec.structs.replace(lost, status="regenerated", detail=detail)
+
+
+def restore_lost_vectors(store: Store) -> int:
+    """Before a re-run of init syncs: regenerate lost blobs when a vector in force
+    lost its blob (warning about any that cannot be), and say how many were."""
+    if store.log.last_seq == 0:
+        return 0
+    rows = store.state("vectors").rows
+    if all(store.blobs.exists(b) for b in sorted({r.blob for r in rows.values()})):
+        return 0
+    report = regenerate_blobs(store)
+    for b in report.unrepaired:
+        store.warn(f"blob {b.blob[:12]} ({b.kind}, seq {b.seq}) {b.detail}")
+    return report.regenerated

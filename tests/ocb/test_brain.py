@@ -14,6 +14,7 @@ from ocb_events.errors import BrainExists, EmbedderMismatch, InputError, Workspa
 from ocb_events.schema import STOP, EdgesUpdated, OutcomeRecorded, QueryTraced
 from replay import PROJECTIONS, rebuild
 from replay.verify import FAIL
+from tests.ocb.support import build_example
 
 QUESTION = "how do I roll back a bad deploy"
 
@@ -194,3 +195,16 @@ def test_every_trace_records_seeds_steps_and_parameters(brain: Brain) -> None:
     assert ev.trace_id == answer.trace_id and ev.chat_id == "c3" and ev.params.mode == "edge+sim"
     assert ev.seeds and ev.steps and list(ev.fired) == answer.fired
     assert all(c.tier in ("reflex", "habitual") for st in ev.steps for c in st.candidates)
+
+
+def test_the_example_brain_of_a_test_is_byte_for_byte_the_one_it_would_build(
+    built: Path, workspace: Path, tmp_path: Path
+) -> None:
+    """``built`` is copied from a brain built once per session, from a workspace at the
+    same path as this test's: it holds exactly the bytes of a build in the test."""
+    fresh = build_example(tmp_path / "fresh", workspace)
+
+    def files(root: Path) -> dict[str, bytes]:
+        return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+    assert files(built) == files(fresh)

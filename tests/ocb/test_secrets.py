@@ -18,7 +18,7 @@ from ocb.memory.dates import day_start
 from ocb.memory.reflect import reflect
 from ocb_events.clock import TickClock
 from ocb_events.errors import InputError
-from tests.ocb.test_reflect import BASE, make_ws
+from tests.ocb.memory.support import BASE, make_ws
 from workspace_sync import split_lines
 
 TOKEN = "ghp_" + "x9Kq2LmZ7vB4nR8tW1yC6pD3sF5gH0jA2eUo"

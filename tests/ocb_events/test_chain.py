@@ -15,8 +15,8 @@ from ocb_events.frames import V2, ZERO_CHAIN, digest, frame_header, link, scan_o
 from ocb_events.log import SegmentLog, verify_log
 from ocb_events.memory import MemoryLog
 from ocb_events.schema import Event
+from tests.ocb_events.golden_log import GOLDEN, expected_records
 from tests.ocb_events.support import config_events
-from tests.ocb_events.test_golden_log import GOLDEN, expected_records
 from tests.strategies import event_batches
 
 

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 
 from ocb_events.schema import Event
-from replay import PROJECTIONS, ROUTES
-from replay import fold as replay_fold
+from projections import PROJECTIONS, ROUTES
+from projections import fold as registry_fold
 from tests.projections.streams import as_records, streams
 
 NAMES = sorted(PROJECTIONS)
@@ -73,12 +73,12 @@ def test_ignored_payloads_leave_state_unchanged(
 
 @given(a=streams, b=streams)
 def test_the_routed_fold_equals_evolving_every_record(a: list[Event], b: list[Event]) -> None:
-    routed = replay_fold(as_records(a + b), {n: PROJECTIONS[n].initial() for n in NAMES})
+    routed = registry_fold(as_records(a + b), {n: PROJECTIONS[n].initial() for n in NAMES})
     for n in NAMES:
         assert snap(n, routed[n]) == snap(n, fold(n, a + b))
     # and from snapshots taken at different points
     states = {n: PROJECTIONS[n].restore(snap(n, fold(n, a[: i + 1]))) for i, n in enumerate(NAMES)}
-    resumed = replay_fold(as_records(a + b), states)
+    resumed = registry_fold(as_records(a + b), states)
     for n in NAMES:
         assert snap(n, resumed[n]) == snap(n, fold(n, a + b))
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
-
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ocb_events.schema import Event, FileChanged, FileIndexed, Record
+from ocb_events.schema import FileChanged, FileIndexed
 from projections import graph
-from workspace_sync import FileText, PreviousFile, diff_file, diff_workspace
+from tests.workspace_sync.support import apply, ft, previous, view
+from workspace_sync import diff_file, diff_workspace
 
 PARAS = [
     "alpha beta",
@@ -22,29 +21,6 @@ PARAS = [
     "one long line " * 12 + "with another tail",
     "x" * 130,  # a word longer than the cap
 ]
-
-
-def ft(path: str, text: str) -> FileText:
-    return FileText(path, text, hashlib.blake2b(text.encode(), digest_size=16).hexdigest())
-
-
-def previous(g: graph.State) -> dict[str, PreviousFile]:
-    return {
-        p: PreviousFile(
-            e.content_hash, [(i, g.nodes[i].text_hash) for i in e.chunks], e.next_ordinal
-        )
-        for p, e in g.files.items()
-    }
-
-
-def apply(g: graph.State, events: list[Event]) -> graph.State:
-    for ev in events:
-        g = graph.evolve(g, Record(seq=g.seq + 1, ts=0, actor="sync", event=ev))  # type: ignore[arg-type]
-    return g
-
-
-def view(g: graph.State) -> list[tuple[str, int, int, int, str]]:
-    return sorted((n.path, n.start_line, n.end_line, n.start_col, n.text) for n in g.nodes.values())
 
 
 def in_file_order(g: graph.State) -> dict[str, list[str]]:

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from ocb_events.codec import encode_record
 from ocb_events.schema import Event, Record
 from projections import graph
-from tests.workspace_sync.test_diff import apply, ft, previous, view
+from tests.workspace_sync.support import apply, ft, previous, view
 from workspace_sync import diff_workspace, scan_workspace, split_lines
 from workspace_sync.secrets import (
     Finding,

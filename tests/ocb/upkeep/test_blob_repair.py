@@ -15,7 +15,7 @@ from ocb.cli.app import app
 from ocb.upkeep.maintain import maintain
 from ocb_events.clock import TickClock
 from ocb_events.schema import NodesEmbedded, RouteModelTrained
-from tests.ocb.test_maintenance import copy_and_ask
+from tests.ocb.upkeep.support import copy_and_ask
 
 QUESTIONS = ["how do I roll back a bad deploy", "can we skip CI for an urgent hotfix"]
 runner = CliRunner()

@@ -44,11 +44,10 @@ from replay import PROJECTIONS, rebuild
 from replay.verify import FAIL
 from tests.golden_files import check
 from tests.ocb.graphs import build
+from tests.ocb.upkeep.support import COPY, DUPLICATE, ROLLBACK, copy_and_ask
 
 FIRST_TS = 1_767_225_600 * 10**9  # the ts of the built brain's first record
 DAY = NS_PER_DAY
-DUPLICATE = "when to roll back: API 5xx rate above 1%, p99 latency above 800 ms"
-ROLLBACK, COPY = "runbooks/rollback.md", "notes/rollback-copy.md"
 runner = CliRunner()
 
 
@@ -348,16 +347,6 @@ def test_connect_links_nodes_without_edges_to_their_most_similar_chunks(brain: B
 
 
 # --------------------------------------------------------------------------- merge
-
-
-def copy_and_ask(brain: Brain, workspace: Path) -> None:
-    """Copy the first 13 lines of the rollback runbook into another file and ask about
-    them three times."""
-    lines = (workspace / ROLLBACK).read_text().splitlines()
-    (workspace / COPY).write_text("\n".join(lines[:13]) + "\n")
-    brain.sync(workspace)
-    for _ in range(3):
-        brain.query(DUPLICATE)
 
 
 def duplicate(brain: Brain, workspace: Path) -> list[tuple[str, str]]:

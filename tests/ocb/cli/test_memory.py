@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from ocb.brain import Brain
 from ocb.cli.app import app
-from tests.ocb.test_memory import LOGS, clock
+from tests.ocb.memory.support import LOGS, clock
 
 runner = CliRunner()
 

@@ -7,9 +7,8 @@ import json
 from pathlib import Path
 
 from tests.golden_files import check
-from tests.ocb.test_cli import QUESTION, cli_brain, log_bytes, ocb, one_error
-
-__all__ = ["cli_brain"]  # the fixture, imported for its use here
+from tests.ocb.cli.support import QUESTION, log_bytes, ocb, one_error
+from tests.ocb.support import EXAMPLE
 
 HOTFIX = "can we skip CI for an urgent hotfix"
 
@@ -91,7 +90,7 @@ def test_bad_corrections_and_retractions_are_one_error_and_record_nothing(
 
 
 def test_the_demo_still_corrects_the_withdrawn_advice(tmp_path: Path) -> None:
-    workspace = Path(__file__).resolve().parents[2] / "examples" / "workspace"
+    workspace = EXAMPLE
     code, out, _ = ocb("demo", "--workspace", workspace, "--brain", tmp_path / "demo")
     assert code == 0
     assert "memory/2026-11-10.md::6 no longer fires for this question" in out

@@ -16,44 +16,12 @@ from ocb.brain import Brain
 from ocb.memory.dates import DAY_NS, day_start
 from ocb.memory.recall import access_decay, co_weights, composite, spread
 from ocb.settings import Memory
-from ocb_events.clock import TickClock
 from ocb_events.errors import InputError, WorkspaceError
 from ocb_events.schema import FactsRecorded, RecallTraced
 from projections import memory
 from replay import rebuild
+from tests.ocb.memory.support import LOGS, NOW, clock
 from workspace_sync import FileText, scan_workspace
-
-NOW = day_start(dt.date(2026, 11, 22)) + 9 * 3600 * 10**9
-
-LOGS = {
-    "memory/2026-11-01.md": """# 2026-11-01
-
-## Retain
-- B @database @slow-endpoint: the orders endpoint takes 4s because of a missing index
-- W @Peter: Peter owns the billing service
-- W @database: nightly backups finish at 2am
-""",
-    "memory/2026-11-20.md": """# 2026-11-20
-
-Notes from standup.
-
-## Retain
-- B @app: app performance regressed after the 3.2 release
-- W @app @slow-endpoint: the mobile client calls the orders endpoint on every screen
-- O(c=0.8) @Peter: prefers short written updates over meetings
-- W @Alice @billing: Alice joins the billing team next week
-""",
-    "memory/2026-11-21.md": """# 2026-11-21
-
-## Retain
-- B(s=0.9) @deploy: the Friday deploy was rolled back
-""",
-    "bank/opinions.md": "# Opinions\n- O(c=0.6) @deploy: Friday deploys are risky\n",
-}
-
-
-def clock() -> TickClock:
-    return TickClock(start_ns=NOW, step_ns=1_000)
 
 
 @pytest.fixture

@@ -25,20 +25,9 @@ from ocb_events.schema import ReflectRan
 from projections import memory
 from projections.memory import Fact
 from replay import rebuild
+from tests.ocb.memory.support import BASE, make_ws
 
 NOW = day_start(dt.date(2026, 11, 21)) + 9 * 3600 * 10**9
-LOG = "memory/2026-11-20.md"
-BASE = [
-    "- W(s=0.9) @Peter: owns the billing service",
-    "- B @Peter: drinks green tea every morning",
-    "- W @Alice: leads the search team",
-    "- B(s=0.3) @Peter @Alice: reviewed the search rollout plan together",
-]
-OPINIONS = (
-    "# Opinions\n\n"
-    "- O(c=0.60) @Peter: prefers green tea over coffee\n"
-    "- O(c=0.5) @Alice: the search team ships carefully\n"
-)
 PETER = (
     "# Peter\n"
     "\n"
@@ -51,26 +40,6 @@ PETER = (
     " memory/2026-11-20.md#L9\n"
 )
 runner = CliRunner()
-
-
-def make_ws(
-    tmp_path: Path,
-    retain: Sequence[str] = BASE,
-    opinions: str = OPINIONS,
-    pages: dict[str, str] | None = None,
-) -> Path:
-    ws = tmp_path / "ws"
-    files = {
-        LOG: "# 2026-11-20\n\nTalked with Peter about the billing migration.\n\n## Retain\n"
-        + "".join(line + "\n" for line in retain),
-        "notes/peter.md": "# Peter\n\nPeter prefers async reviews.\n",
-        "bank/opinions.md": opinions,
-        **(pages or {}),
-    }
-    for rel, text in files.items():
-        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
-        (ws / rel).write_bytes(text.encode())
-    return ws
 
 
 def open_brain(tmp_path: Path, ws: Path) -> Brain:

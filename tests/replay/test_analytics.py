@@ -18,7 +18,7 @@ from ocb_events.errors import AnalyticsError
 from ocb_events.schema import STOP, EdgesUpdated, OutcomeRecorded, QueryTraced
 from replay.analytics import AnalyticsStore
 from replay.rows import TABLES
-from tests.ocb.test_whatif import ops, run_op, workspaces, write_workspace
+from tests.ocb.support import ops, run_op, workspaces, write_workspace
 
 QUESTIONS = ["how do I roll back a bad deploy", "who is on call", "postgres pool size"]
 

@@ -20,7 +20,7 @@ from ocb_events.clock import TickClock
 from ocb_events.errors import InputError
 from replay import PROJECTIONS, rebuild
 from replay.verify import verify_live, verify_snapshots
-from tests.ocb.conftest import EXAMPLE
+from tests.ocb.support import EXAMPLE
 
 QUESTIONS = ["how do I roll back a bad deploy", "who is on call", "postgres pool size"]
 runner = CliRunner()

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from ocb.brain import Brain
 from ocb.cli.app import app
 from ocb_events.clock import TickClock
-from tests.ocb.test_whatif import tree_bytes
+from tests.ocb.support import tree_bytes
 
 runner = CliRunner()
 QUESTIONS = ["how do I roll back a bad deploy", "who is on call", "postgres pool size"]

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ocb.cli.app import app
-from tests.ocb.conftest import EXAMPLE
+from tests.ocb.support import EXAMPLE
 
 runner = CliRunner()
 

@@ -9,31 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
+from ocb.brain import Brain
 from ocb.cli.app import app
 from tests.golden_files import check
-
-QUESTION = "how do I roll back a bad deploy"
-runner = CliRunner()
-
-
-def ocb(*args: str) -> tuple[int, str, str]:
-    res = runner.invoke(app, [str(a) for a in args], prog_name="ocb")
-    return res.exit_code, res.stdout, res.stderr
-
-
-def log_bytes(brain: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted((brain / "log").glob("*.seg"))}
-
-
-@pytest.fixture
-def cli_brain(tmp_path: Path, workspace: Path) -> Path:
-    path = tmp_path / "cli-brain"
-    code, out, _ = ocb("init", "--workspace", workspace, "--brain", path)
-    assert code == 0
-    return path
-
+from tests.ocb.cli.support import QUESTION, log_bytes, ocb, one_error
 
 COMMANDS = sorted(c.name or c.callback.__name__ for c in app.registered_commands)  # type: ignore[union-attr]
 
@@ -197,11 +177,6 @@ def test_batch_answers_one_json_line_per_query(cli_brain: Path, tmp_path: Path) 
         "latency_ms": rows[2]["latency_ms"],
     }
     assert all(r["latency_ms"] >= 0 for r in rows)
-
-
-def one_error(err: str, pattern: str) -> None:
-    lines = err.splitlines()
-    assert len(lines) == 2 and re.match(pattern, lines[0]) and lines[1].startswith("hint: ")
 
 
 def test_bad_workspaces_are_refused_without_creating_a_brain(tmp_path: Path) -> None:
@@ -380,3 +355,21 @@ def test_out_of_range_settings_are_refused(
     assert code == 1
     one_error(err, "error: " + pattern)
     assert log_bytes(cli_brain) == before
+
+
+def test_the_init_brain_of_a_test_records_what_init_in_the_test_would(
+    cli_brain: Path, workspace: Path, tmp_path: Path
+) -> None:
+    """``cli_brain`` is copied from an ``ocb init`` run once per session: the same
+    files and records as an init in the test (the system clock's times aside, and the
+    names of caches keyed by them)."""
+    fresh = tmp_path / "fresh"
+    assert ocb("init", "--workspace", workspace, "--brain", fresh)[0] == 0
+
+    def made(path: Path) -> tuple[list[str], list[tuple[int, str, object]]]:
+        files = [p for p in path.rglob("*") if p.is_file() and "cache" not in p.parts]
+        names = sorted(str(p.relative_to(path)) for p in files)
+        with Brain(path, writer=False) as b:
+            return names, [(r.seq, r.actor, r.event) for r in b.log.read()]
+
+    assert made(cli_brain) == made(fresh)

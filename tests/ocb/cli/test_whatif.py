@@ -19,8 +19,7 @@ from ocb.whatif import diff
 from ocb_events.clock import TickClock
 from ocb_events.schema import STOP, EdgesUpdated, OutcomeRecorded
 from replay import iso
-from tests.ocb.conftest import EXAMPLE
-from tests.ocb.test_whatif import ask_and_learn, tree_bytes
+from tests.ocb.support import ask_and_learn, tree_bytes
 
 runner = CliRunner()
 LEARNED_AT_NS = 1_800_000_000_000_000_000  # 2027-01-15T08:00:00Z; the sync ran in 2026
@@ -60,14 +59,11 @@ class History:
 
 
 @pytest.fixture(scope="module")
-def history(tmp_path_factory: pytest.TempPathFactory) -> History:
+def history(tmp_path_factory: pytest.TempPathFactory, example_brain: Path) -> History:
     """One brain for the whole module: every test here only reads it (the what-if and
     bad-input tests check that it stays byte-identical)."""
-    root = tmp_path_factory.mktemp("cli-whatif")
-    shutil.copytree(EXAMPLE, root / "ws")
-    path = root / "brain"
-    with Brain.create(path, clock=TickClock()) as b:
-        b.sync(root / "ws")
+    path = tmp_path_factory.mktemp("cli-whatif") / "brain"
+    shutil.copytree(example_brain, path)
     with Brain(path, clock=TickClock(start_ns=LEARNED_AT_NS)) as b:
         synced = b.log.last_seq
         ask_and_learn(b, 4)

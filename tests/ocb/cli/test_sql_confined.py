@@ -29,7 +29,6 @@ from ocb_events.clock import TickClock
 from ocb_events.errors import AnalyticsError, InputError
 from replay.analytics import AnalyticsStore, _open, check_query
 from replay.store_lock import StoreLock
-from tests.ocb.conftest import EXAMPLE
 
 runner = CliRunner()
 QUESTIONS = ["how do I roll back a bad deploy", "who is on call", "postgres pool size"]
@@ -61,12 +60,10 @@ OCB = [sys.executable, "-c", "from ocb.cli.app import main; main()"]
 
 
 @pytest.fixture(scope="module")
-def history_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def history_template(tmp_path_factory: pytest.TempPathFactory, example_brain: Path) -> Path:
     """A brain of the example workspace with a few queries and outcomes, built once."""
     root = tmp_path_factory.mktemp("history")
-    shutil.copytree(EXAMPLE, root / "workspace")
-    with Brain.create(root / "brain", clock=TickClock()) as b:
-        b.sync(root / "workspace")
+    shutil.copytree(example_brain, root / "brain")
     with Brain(root / "brain", clock=TickClock(start_ns=1_800_000_000_000_000_000)) as b:
         for i in range(3):
             answer = b.query(QUESTIONS[i], chat_id=f"c{i}")
@@ -76,7 +73,7 @@ def history_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def history(history_template: Path, tmp_path: Path) -> Path:
-    """A private copy of the template (with its workspace beside it)."""
+    """A private copy of the template."""
     shutil.copytree(history_template, tmp_path / "copy", symlinks=True)
     return tmp_path / "copy" / "brain"
 

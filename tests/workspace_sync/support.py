@@ -1,0 +1,33 @@
+"""Builders shared by the diffing tests: file texts with their content hash, the
+previous files of a graph, and folding diff events into a graph and viewing it."""
+
+from __future__ import annotations
+
+import hashlib
+
+from ocb_events.schema import Event, Record
+from projections import graph
+from workspace_sync import FileText, PreviousFile
+
+
+def ft(path: str, text: str) -> FileText:
+    return FileText(path, text, hashlib.blake2b(text.encode(), digest_size=16).hexdigest())
+
+
+def previous(g: graph.State) -> dict[str, PreviousFile]:
+    return {
+        p: PreviousFile(
+            e.content_hash, [(i, g.nodes[i].text_hash) for i in e.chunks], e.next_ordinal
+        )
+        for p, e in g.files.items()
+    }
+
+
+def apply(g: graph.State, events: list[Event]) -> graph.State:
+    for ev in events:
+        g = graph.evolve(g, Record(seq=g.seq + 1, ts=0, actor="sync", event=ev))  # type: ignore[arg-type]
+    return g
+
+
+def view(g: graph.State) -> list[tuple[str, int, int, int, str]]:
+    return sorted((n.path, n.start_line, n.end_line, n.start_col, n.text) for n in g.nodes.values())
