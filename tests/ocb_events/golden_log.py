@@ -1,14 +1,11 @@
 """The golden log's contents: the appends that wrote ``tests/golden/log-v1``
-(``golden_batches``), the records it must decode to (``expected_records``) and the
-writer that regenerates it (``write_golden``, only under ``OCB_UPDATE_GOLDEN=1``)."""
+(``golden_batches``, in the first storage format) and the records it must decode to
+(``expected_records``)."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
-from ocb_events.clock import TickClock
-from ocb_events.log import SegmentLog
 from ocb_events.schema import (
     STOP,
     Candidate,
@@ -228,17 +225,3 @@ def expected_records() -> list[Record]:
             for e in events
         )
     return out
-
-
-def write_golden(target: Path, scratch: Path) -> None:
-    """Write the golden log into ``scratch`` and copy its segments and TAIL (never
-    the LOCK) to ``target``."""
-    with SegmentLog(
-        scratch, clock=TickClock(start_ns=START_NS, step_ns=STEP_NS), segment_bytes=SEGMENT_BYTES
-    ) as log:
-        written = [r for actor, events in golden_batches() for r in log.append(events, actor=actor)]
-    assert written == expected_records()
-    shutil.rmtree(target, ignore_errors=True)
-    target.mkdir(parents=True)
-    for p in sorted(scratch.glob("*.seg")) + [scratch / "TAIL"]:
-        shutil.copyfile(p, target / p.name)

@@ -1,20 +1,20 @@
 """A frozen log written by the first storage format: it must always decode.
 
-``OCB_UPDATE_GOLDEN=1`` rewrites ``tests/golden/log-v1`` from
-``golden_log.golden_batches()``; review the diff. Never regenerate it to make a
-decoding change pass: an old brain on a user's disk looks exactly like this directory.
+It was written by the first storage format (OCBSEG02, before the hash chain), which
+no writer of today produces, so it cannot be regenerated: never change its bytes to
+make a decoding change pass, an old brain on a user's disk looks exactly like this
+directory.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
 from ocb_events.clock import TickClock
 from ocb_events.log import SegmentLog, verify_log
 from ocb_events.schema import ConfigChanged, tag_of
-from tests.ocb_events.golden_log import GOLDEN, expected_records, write_golden
+from tests.ocb_events.golden_log import GOLDEN, expected_records
 from tests.ocb_events.support import V1_TAGS
 
 
@@ -22,9 +22,7 @@ def _listing(directory: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(directory.iterdir())}
 
 
-def test_golden_log_decodes_to_the_expected_records(tmp_path: Path) -> None:
-    if os.environ.get("OCB_UPDATE_GOLDEN") == "1":
-        write_golden(GOLDEN, tmp_path / "scratch")
+def test_golden_log_decodes_to_the_expected_records() -> None:
     before = _listing(GOLDEN)
     with SegmentLog(GOLDEN, writer=False) as log:
         assert log.recovery is None
