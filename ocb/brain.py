@@ -58,6 +58,8 @@ Estimate = Callable[[str, str, list[str]], float]
 class Brain(Store):
     """A brain directory with one method per command (see ``Store`` for how to open
     one: ``Brain(path)``, ``Brain.create(path)``, or ``Brain.init(path, workspace)``).
+    The checks that must work on a log that cannot be opened take the brain's path:
+    ``Brain.doctor_at``, ``Brain.repair`` and ``Brain.verify_at``.
     """
 
     # ------------------------------------------------------------------ the workspace
