@@ -28,20 +28,29 @@ from ocb.graph.learn import learn
 from ocb.graph.query import query, route_scorer, trace_of
 from ocb.graph.sync import Progress, Scanned, scan, sync
 from ocb.reports import Answer, InjectReport, LearnReport, SyncReport
-from ocb.store import Store, StoreOptions
+from ocb.store import Store, StoreOptions, Warn
 from ocb_events.schema import QueryTraced, Record
 
 if TYPE_CHECKING:
+    from ocb.checks.repair import BrainRepair
     from ocb.graph.retract import RetractReport
     from ocb.graph.route import TrainReport
     from ocb.graph.teach import TeachReport
     from ocb.memory.kg import KgHistory, KgSetReport, KgView
     from ocb.memory.reflect import Judge, ReflectReport, Summarize
     from ocb.memory.retain import RecallAnswer, RetainReport
+    from ocb.scratch import Progress as Replaying
     from ocb.upkeep.blobs import BlobReport
     from ocb.upkeep.forget import ForgetReport
     from ocb.upkeep.health import Health
     from ocb.upkeep.maintain import AnchorReport, MaintenanceReport
+    from ocb.whatif import DiffReport, Relearning, WhatIfReport
+    from replay.audit import EdgeAudit, NodeAudit
+    from replay.history import CatchUp
+    from replay.report import HistoryReport
+    from replay.store_meta import QueryResult
+    from replay.verify import Check
+    from replay.verify import Progress as Counted
 
 __all__ = ["Answer", "Brain", "InjectReport", "LearnReport", "SyncReport"]
 
@@ -51,6 +60,8 @@ Estimate = Callable[[str, str, list[str]], float]
 class Brain(Store):
     """A brain directory with one method per command (see ``Store`` for how to open
     one: ``Brain(path)``, ``Brain.create(path)``, or ``Brain.init(path, workspace)``).
+    The checks that must work on a log that cannot be opened take the brain's path:
+    ``Brain.doctor_at``, ``Brain.repair`` and ``Brain.verify_at``.
     """
 
     # ------------------------------------------------------------------ the workspace
@@ -244,16 +255,18 @@ class Brain(Store):
         )
 
     def teach(
-        self, lines: Sequence[str], *, apply: bool = False, relevance: bool = False
+        self, labels: Sequence[str] | Path, *, apply: bool = False, relevance: bool = False
     ) -> TeachReport:
-        """Turn teacher labels (JSON lines, see ``ocb.graph.teach``) into the updates
-        they cause, recorded only with ``apply``.
+        """Turn teacher labels (JSON lines, or a file of them; see ``ocb.graph.teach``)
+        into the updates they cause, recorded only with ``apply``.
 
         Raises:
-            InputError: malformed lines, by number; nothing is recorded.
+            InputError: an unreadable file or malformed lines, by number; nothing is
+                recorded.
         """
-        from ocb.graph.teach import teach
+        from ocb.graph.teach import read_labels, teach
 
+        lines = read_labels(labels) if isinstance(labels, Path) else labels
         return teach(self, lines, apply=apply, relevance=relevance)
 
     def train_route(self, *, min_examples: int = 20) -> TrainReport:
@@ -453,4 +466,138 @@ class Brain(Store):
 
         return forget(
             self, seq=seq, path=path, fact=fact, text=text, reason=reason, dry_run=dry_run
+        )
+
+    def write_snapshots(self) -> list[tuple[str, int]]:
+        """Write a snapshot of every projection now: ``(projection, seq)`` of each."""
+        from replay import PROJECTIONS
+
+        self.load(*PROJECTIONS)
+        return self.save_snapshots(force=True, strict=True)
+
+    # ------------------------------------------------------------------ checks
+
+    @staticmethod
+    def doctor_at(
+        path: str | Path, *, repair: bool = False, as_of: int | str | None = None
+    ) -> tuple[list[Check], BlobReport | None]:
+        """Every health check of the brain at ``path``, whose log may be damaged (its
+        check then fails), and the blob repair run first with ``repair`` (else None).
+        Raises InputError for ``repair`` with ``as_of``, BrainNotFound without a brain."""
+        from ocb.checks.brain import doctor
+
+        return doctor(path, repair=repair, as_of=as_of)
+
+    @staticmethod
+    def repair(path: str | Path, *, warn: Warn | None = None) -> BrainRepair:
+        """Repair a damaged log, which cannot be opened: intact records are kept, lost
+        ones become tombstones keeping their seq (``ocb.checks.repair``). Raises
+        BrainNotFound without a brain at ``path``, BrainLocked when another writes it."""
+        from ocb.checks.repair import repair_brain
+
+        return repair_brain(Path(path), warn=warn)
+
+    @staticmethod
+    def verify_at(
+        path: str | Path, *, warn: Warn | None = None, progress: Counted | None = None
+    ) -> list[Check]:
+        """The log's framing, checksums, seqs and chain, then (when they hold) every
+        snapshot against a rebuild. Raises BrainNotFound: no brain at ``path``."""
+        from ocb.checks.brain import verify_brain
+
+        return verify_brain(path, warn=warn, progress=progress)
+
+    def check_projections(self) -> list[Check]:
+        """Every projection as loaded (newest snapshot + tail) against a full rebuild."""
+        from replay.verify import verify_live
+
+        return verify_live(self.log, self.snapshots)
+
+    # ------------------------------------------------------------------ the history
+
+    @staticmethod
+    def check_sql(statement: str) -> None:
+        """Refuse SQL that ``sql`` refuses, before any brain is opened (InputError,
+        AnalyticsError)."""
+        from replay.analytics import check_query
+
+        check_query(statement)
+
+    def sql(self, statement: str, **catch_up: Unpack[CatchUp]) -> QueryResult:
+        """Run one reading statement over the whole history (``replay.analytics``);
+        AnalyticsError (or InputError) when it is not a single read, or fails."""
+        from replay.history import caught_up
+
+        with caught_up(self.path, self.log, self.warn, **catch_up) as store:
+            return store.query(statement)
+
+    def report(self, *, top: int = 10, **catch_up: Unpack[CatchUp]) -> HistoryReport:
+        """Canned analytics over the whole history (``replay.report``)."""
+        from replay.history import caught_up
+        from replay.report import report
+
+        with caught_up(self.path, self.log, self.warn, **catch_up) as store:
+            return report(store, top=top)
+
+    def audit_edge(self, source: str, target: str, **catch_up: Unpack[CatchUp]) -> EdgeAudit:
+        """Every change of an edge's weight, with its cause (``replay.audit``);
+        InputError for an unknown node or edge, naming close matches."""
+        from replay.audit import audit_edge
+        from replay.history import caught_up
+
+        with caught_up(self.path, self.log, self.warn, **catch_up) as store:
+            return audit_edge(store, source, target)
+
+    def audit_node(self, node: str, *, limit: int = 20, **catch_up: Unpack[CatchUp]) -> NodeAudit:
+        """A node's life, injections, weight changes and last ``limit`` accesses
+        (``replay.audit``); InputError for an unknown node, naming close matches."""
+        from replay.audit import audit_node
+        from replay.history import caught_up
+
+        with caught_up(self.path, self.log, self.warn, **catch_up) as store:
+            return audit_node(store, node, limit=limit)
+
+    def diff(
+        self,
+        start: str | int,
+        end: str | int | None = None,
+        *,
+        threshold: float = 0.0,
+        top: int = 20,
+    ) -> DiffReport:
+        """How the graph changed between two points, seqs or ISO times (``ocb.whatif``).
+
+        Raises:
+            InputError: a point outside the history, ``start`` after ``end``, bad limits.
+        """
+        from ocb.whatif import diff
+
+        return diff(self, start, end, threshold=threshold, top=top)
+
+    def what_if(
+        self,
+        start: str | int = 0,
+        *,
+        threshold: float = 0.0,
+        top: int = 20,
+        queries: int = 50,
+        progress: Replaying | None = None,
+        **learning: Unpack[Relearning],
+    ) -> WhatIfReport:
+        """Re-decide the learning after ``start`` with other ``learning`` settings in a
+        scratch brain and compare it with this one, which never changes (``ocb.whatif``).
+
+        Raises:
+            InputError: a bad point, rule, value or limit; nothing is recorded.
+        """
+        from ocb.whatif import what_if
+
+        return what_if(
+            self,
+            start,
+            threshold=threshold,
+            top=top,
+            queries=queries,
+            progress=progress,
+            **learning,
         )

@@ -12,6 +12,8 @@ Example:
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 import msgspec
 
 from ocb.engine.policy import tiers
@@ -126,6 +128,15 @@ def diff(
 
 
 # --------------------------------------------------------------------------- overrides
+
+
+class Relearning(TypedDict, total=False):
+    """The ``learning.*`` settings a what-if usually changes (None: as recorded)."""
+
+    rule: str | None
+    eta: float | None
+    gamma: float | None
+    baseline_rate: float | None
 
 
 def check_overrides(**overrides: object) -> dict[str, object]:

@@ -9,14 +9,23 @@ from ocb.checks.memory import MEMORY_CHECKS, memory_checks
 from ocb.engine.embed import unpack_matrix
 from ocb.engine.policy import tier_of
 from ocb.settings import Memory, Traversal, resolve
-from ocb.store import Store
+from ocb.store import Store, Warn
 from ocb.upkeep.blobs import ROUTE_MODEL, BlobReport, find_lost, regenerate_blobs
-from ocb_events.errors import LogError, OcbError
+from ocb_events.errors import InputError, LogError, OcbError
 from ocb_events.log import verify_log
 from projections.graph import CHUNK
 from projections.graph import State as GraphState
 from replay import PROJECTIONS, rebuild
-from replay.verify import FAIL, PASS, SKIP, WARN, Check
+from replay.verify import (
+    FAIL,
+    PASS,
+    SKIP,
+    WARN,
+    Check,
+    Progress,
+    verify_segments,
+    verify_snapshots,
+)
 
 DORMANT_LIMIT = 0.9
 
@@ -227,3 +236,41 @@ def run_doctor(path: str | Path, as_of: int | str | None = None) -> list[Check]:
         return checks + _memory_checks(store)
     finally:
         store.close()
+
+
+def doctor(
+    path: str | Path, *, repair: bool = False, as_of: int | str | None = None
+) -> tuple[list[Check], BlobReport | None]:
+    """Every check of the brain at ``path`` (see ``run_doctor``), after regenerating its
+    lost vector blobs with ``repair`` (None without it). A damaged log skips the repair:
+    its check fails and names the log's own repair.
+
+    Raises:
+        InputError: ``repair`` with ``as_of`` (the repair mends the brain as it is now).
+        BrainNotFound: no brain at ``path``.
+    """
+    if repair and as_of is not None:
+        raise InputError("--repair mends the brain as it is now", "drop --as-of")
+    fixed = None
+    if repair:
+        try:
+            fixed = repair_blobs(path)
+        except LogError:
+            pass  # a damaged log: the doctor's report says so and names its repair
+    return run_doctor(path, as_of=as_of), fixed
+
+
+def verify_brain(
+    path: str | Path, *, warn: Warn | None = None, progress: Progress | None = None
+) -> list[Check]:
+    """The log of the brain at ``path`` (framing, checksums, seqs, hash chain), then,
+    when it holds, every snapshot against a rebuild (``replay.verify``).
+
+    Raises:
+        BrainNotFound: no brain at ``path``.
+    """
+    found = [verify_segments(Path(path) / "log")]
+    if found[0].ok:
+        with Store(path, writer=False, warn=warn) as store:
+            found += verify_snapshots(store.log, store.snapshots, progress)
+    return found

@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 
 from ocb.cli.options import AsOfOpt, BrainOpt, JsonOpt, handled, out, warn
-from ocb_events.errors import InputError, LogError
 
 group = typer.Typer()
 
@@ -31,21 +30,12 @@ def doctor(
       ocb doctor --brain /tmp/brain --repair
       ocb doctor --brain /tmp/brain --as-of 1200
     """
-    from ocb.checks.brain import repair_blobs, run_doctor
+    from ocb.brain import Brain
     from ocb.cli.render.doctor import doctor_json, doctor_report_text
-    from replay.verify import FAIL
 
-    if repair and as_of is not None:
-        raise InputError("--repair mends the brain as it is now", "drop --as-of")
-    fixed = None
-    if repair:
-        try:
-            fixed = repair_blobs(brain)
-        except LogError:
-            pass  # a damaged log: the doctor's report says so and names its repair
-    checks = run_doctor(brain, as_of=as_of)
+    checks, fixed = Brain.doctor_at(brain, repair=repair, as_of=as_of)
     out((checks, fixed), as_json, doctor_report_text, doctor_json)
-    if any(c.status == FAIL for c in checks):
+    if not all(c.ok for c in checks):
         raise typer.Exit(1)
 
 
@@ -64,10 +54,9 @@ def replay(
     """
     from ocb.brain import Brain
     from ocb.cli.render.verify import findings_json, findings_text
-    from replay.verify import verify_live
 
     with Brain(brain, writer=False, warn=warn) as b:
-        found = verify_live(b.log, b.snapshots)
+        found = b.check_projections()
     out(found, as_json, findings_text, findings_json)
     if not all(f.ok for f in found):
         raise typer.Exit(1)
@@ -98,21 +87,15 @@ def verify_command(
     from ocb.brain import Brain
     from ocb.cli.progress import ProgressBar
     from ocb.cli.render.verify import findings_text, log_repair_text, verify_json
-    from replay.verify import verify_segments, verify_snapshots
 
     fixed = None
     if repair:
-        from ocb.checks.repair import repair_brain
-
-        fixed = repair_brain(brain, warn=warn)
+        fixed = Brain.repair(brain, warn=warn)
         if not as_json:
             typer.echo(log_repair_text(fixed))  # before the checks, which may take a while
-    found = [verify_segments(brain / "log")]
-    if found[0].ok:
-        bar = ProgressBar()
-        with Brain(brain, writer=False, warn=warn) as b:
-            found += verify_snapshots(b.log, b.snapshots, lambda n, t: bar("verify", n, t))
-        bar.close()
+    bar = ProgressBar()
+    found = Brain.verify_at(brain, warn=warn, progress=lambda n, t: bar("verify", n, t))
+    bar.close()
     out((found, fixed), as_json, lambda got: findings_text(got[0]), verify_json)
     if not all(f.ok for f in found):
         raise typer.Exit(1)

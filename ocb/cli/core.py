@@ -293,11 +293,9 @@ def snapshot(brain: BrainOpt, as_json: JsonOpt = False) -> None:
     """
     from ocb.brain import Brain
     from ocb.cli.render.store import snapshot_json, snapshot_text
-    from replay import PROJECTIONS
 
     with Brain(brain, warn=warn) as b:
-        b.load(*PROJECTIONS)
-        written = b.save_snapshots(force=True, strict=True)
+        written = b.write_snapshots()
     out(written, as_json, snapshot_text, snapshot_json)
 
 

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ocb.brain import Brain
-from ocb.checks.brain import run_doctor
 from ocb.cli.render.doctor import doctor_text
 from ocb.cli.render.graph import inject_text, learn_text, sync_text
 
@@ -55,7 +54,7 @@ def run_demo(workspace: Path, brain_dir: Path | None, say: Callable[[str], None]
             verdict = "still fires" if stale in fixed else "no longer fires"
             say(f"  {stale} {verdict} for this question")
         say(f"\n$ ocb doctor --brain {brain_dir}")
-        say(doctor_text(run_doctor(brain_dir)))
+        say(doctor_text(Brain.doctor_at(brain_dir)[0]))
         if tmp is None:
             say(f"\nthe brain stays in {brain_dir}; its whole history, as JSON lines:")
             say(f"$ ocb events --brain {brain_dir} --since 0")

@@ -3,7 +3,7 @@ report, and the ``audit`` sub-app (edge, node)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -14,7 +14,7 @@ from ocb.cli.options import BrainOpt, JsonOpt, handled, note, out, warn
 from ocb_events.errors import InputError
 
 if TYPE_CHECKING:
-    from replay.analytics import AnalyticsStore
+    from ocb.brain import Brain
 
 group = typer.Typer()
 
@@ -24,30 +24,20 @@ audit = typer.Typer(
     rich_markup_mode=None,
 )
 
-STORE = Path("cache") / "analytics.duckdb"
-"""The analytics store inside a brain directory (derived from the log; delete freely)."""
-
 
 @contextmanager
-def caught_up(brain: Path) -> Iterator[AnalyticsStore]:
-    """The brain's analytics store, caught up with its log (a progress bar on a TTY).
-
-    Other processes may read the store at the same time; one that has to catch it up
-    waits for their queries (saying so on stderr), and they wait for its catch-up.
-    """
+def reading(brain: Path) -> Iterator[tuple[Brain, Callable[[int, int], None]]]:
+    """The brain, read-only, and the progress of catching its analytics store up with
+    its log (a bar on a TTY, closed when the command is done with the brain)."""
     from ocb.brain import Brain
     from ocb.cli.progress import ProgressBar
-    from replay.analytics import AnalyticsStore
 
     bar = ProgressBar()
-    with Brain(brain, writer=False, warn=warn) as b:
-        store = AnalyticsStore(b.path / STORE, warn=warn, waiting=note)
-        try:
-            store.catch_up(b.log, progress=lambda n, t: bar("analytics", n, t))
-            bar.close()
-            yield store
-        finally:
-            store.close()
+    try:
+        with Brain(brain, writer=False, warn=warn) as b:
+            yield b, lambda n, t: bar("analytics", n, t)
+    finally:
+        bar.close()
 
 
 @group.command()
@@ -68,14 +58,14 @@ def sql(
       ocb sql --brain /tmp/brain "SELECT source, count(*) n FROM outcomes GROUP BY ALL"
       ocb sql --brain /tmp/brain --json "SELECT * FROM deltas WHERE rule = 'pg' LIMIT 5"
     """
+    from ocb.brain import Brain
     from ocb.cli.render.sql import result_csv, result_json, result_text
-    from replay.analytics import check_query
 
     if as_json and as_csv:
         raise InputError("--json and --csv exclude each other", "pass one of them")
-    check_query(statement)
-    with caught_up(brain) as store:
-        result = store.query(statement)
+    Brain.check_sql(statement)
+    with reading(brain) as (b, progress):
+        result = b.sql(statement, progress=progress, waiting=note)
     if as_csv:
         typer.echo(result_csv(result), nl=False)
     else:
@@ -103,14 +93,13 @@ def report(
     """
     from ocb.cli.render.plot import check_plotting, write_plots
     from ocb.cli.render.sql import report_json, report_text
-    from replay.report import report as run_report
 
     if top < 1:
         raise InputError(f"--top must be at least 1, got {top}", "pass --top 10")
     if plot is not None:
         check_plotting(plot)
-    with caught_up(brain) as store:
-        rep = run_report(store, top=top)
+    with reading(brain) as (b, progress):
+        rep = b.report(top=top, progress=progress, waiting=note)
     written = write_plots(rep, plot) if plot is not None else []
     out(rep, as_json, report_text, report_json)
     for p in written:
@@ -134,10 +123,9 @@ def audit_edge(
       ocb audit edge --brain /tmp/brain deploy.md::2 rollback.md::0 --json
     """
     from ocb.cli.render.audit import edge_json, edge_text
-    from replay.audit import audit_edge as run
 
-    with caught_up(brain) as store:
-        got = run(store, source, target)
+    with reading(brain) as (b, progress):
+        got = b.audit_edge(source, target, progress=progress, waiting=note)
     out(got, as_json, edge_text, edge_json)
 
 
@@ -158,8 +146,7 @@ def audit_node(
       ocb audit node --brain /tmp/brain fix::1 --limit 5 --json
     """
     from ocb.cli.render.audit import node_json, node_text
-    from replay.audit import audit_node as run
 
-    with caught_up(brain) as store:
-        got = run(store, node, limit=limit)
+    with reading(brain) as (b, progress):
+        got = b.audit_node(node, limit=limit, progress=progress, waiting=note)
     out(got, as_json, node_text, node_json)

@@ -43,10 +43,9 @@ def kg_set(
     """
     from ocb.brain import Brain
     from ocb.cli.render.kg import set_json, set_text
-    from ocb.memory.kg import kg_set as run
 
     with Brain(brain, warn=warn) as b:
-        report = run(b, subject, predicate, value, source)
+        report = b.kg_set(subject, predicate, value, source)
     out(report, as_json, set_text, set_json)
 
 
@@ -69,10 +68,9 @@ def kg_get(
     """
     from ocb.brain import Brain
     from ocb.cli.render.kg import get_json, get_text
-    from ocb.memory.kg import kg_get as run
 
     with Brain(brain, writer=False, warn=warn, as_of=as_of) as b:
-        view = run(b, subject, predicate)
+        view = b.kg_get(subject, predicate)
     out(view, as_json, get_text, get_json)
 
 
@@ -94,8 +92,7 @@ def kg_history(
     """
     from ocb.brain import Brain
     from ocb.cli.render.kg import history_json, history_text
-    from ocb.memory.kg import kg_history as run
 
     with Brain(brain, writer=False, warn=warn, as_of=as_of) as b:
-        got = run(b, subject, predicate)
+        got = b.kg_history(subject, predicate)
     out(got, as_json, history_text, history_json)

@@ -29,8 +29,7 @@ def reflect(
     """
     from ocb.brain import Brain
     from ocb.cli.render.memory import reflect_json, reflect_text
-    from ocb.memory.reflect import reflect as run
 
     with Brain(brain, warn=warn) as b:
-        report = run(b, since)
+        report = b.reflect(since)
     out(report, as_json, reflect_text, reflect_json)

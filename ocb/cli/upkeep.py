@@ -41,11 +41,9 @@ def maintain(
     """
     from ocb.brain import Brain
     from ocb.cli.render.upkeep import maintenance_json, maintenance_text
-    from ocb.upkeep.maintain import maintain as run
 
     with Brain(brain, writer=not dry_run, warn=warn) as b:
-        report = run(
-            b,
+        report = b.maintain(
             ops,
             dry_run=dry_run,
             half_life_days=half_life_days,
@@ -73,10 +71,9 @@ def anchor(
     """
     from ocb.brain import Brain
     from ocb.cli.render.upkeep import anchor_json, anchor_text
-    from ocb.upkeep.maintain import anchor as set_authority
 
     with Brain(brain, warn=warn) as b:
-        report = set_authority(b, authority, node_ids=node or [], path=file)
+        report = b.anchor(authority, node_ids=node or [], path=file)
     out(report, as_json, anchor_text, anchor_json)
 
 
@@ -98,10 +95,9 @@ def teach(
     """
     from ocb.brain import Brain
     from ocb.cli.render.upkeep import teach_json, teach_text
-    from ocb.graph.teach import read_labels, teach
 
     with Brain(brain, writer=apply, warn=warn) as b:
-        report = teach(b, read_labels(labels), apply=apply, relevance=relevance)
+        report = b.teach(labels, apply=apply, relevance=relevance)
     out(report, as_json, teach_text, teach_json)
 
 
@@ -121,10 +117,9 @@ def train_route(
     """
     from ocb.brain import Brain
     from ocb.cli.render.upkeep import train_json, train_text
-    from ocb.graph.route import train
 
     with Brain(brain, warn=warn) as b:
-        report = train(b, min_examples=min_examples)
+        report = b.train_route(min_examples=min_examples)
     out(report, as_json, train_text, train_json)
 
 
@@ -147,8 +142,7 @@ def health(
     """
     from ocb.brain import Brain
     from ocb.cli.render.upkeep import health_json, health_text
-    from ocb.upkeep.health import check
 
     with Brain(brain, writer=apply, warn=warn, as_of=as_of) as b:
-        report, recs = check(b, window=window, apply=apply)
+        report, recs = b.health(window=window, apply=apply)
     out((report, recs), as_json, health_text, health_json)

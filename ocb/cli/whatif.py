@@ -38,10 +38,9 @@ def diff_command(
     """
     from ocb.brain import Brain
     from ocb.cli.render.whatif import diff_json, diff_text
-    from ocb.whatif import diff
 
     with Brain(brain, writer=False, warn=warn) as b:
-        report = diff(b, start, end, threshold=threshold, top=top)
+        report = b.diff(start, end, threshold=threshold, top=top)
     out(report, as_json, diff_text, diff_json)
 
 
@@ -75,12 +74,10 @@ def what_if_command(
     from ocb.brain import Brain
     from ocb.cli.progress import ProgressBar
     from ocb.cli.render.whatif import what_if_json, what_if_text
-    from ocb.whatif import what_if
 
     bar = ProgressBar()
     with Brain(brain, writer=False, warn=warn) as b:
-        report = what_if(
-            b,
+        report = b.what_if(
             start,
             threshold=threshold,
             top=top,

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ocb.cli.render.encode import plain
-from replay.verify import FAIL
 
 if TYPE_CHECKING:
     from ocb.upkeep.blobs import BlobReport
@@ -26,7 +25,7 @@ def doctor_json(got: Doctored) -> dict[str, Any]:
             "regenerated": fixed.regenerated,
             "lost": plain(fixed.lost),
         }
-    out["ok"] = all(c.status != FAIL for c in checks)
+    out["ok"] = all(c.ok for c in checks)
     out["checks"] = plain(checks)
     return out
 

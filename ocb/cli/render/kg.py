@@ -17,10 +17,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ocb.cli.render.encode import fields
-from ocb.memory.kg import days_text
 
 if TYPE_CHECKING:
     from ocb.memory.kg import KgHistory, KgSetReport, KgView
+
+
+def _days(days: float) -> str:
+    """``1 day``, ``2.5 days``: as the staleness caveat of ``ocb.memory.kg`` says it."""
+    return f"{days:g} day" + ("" if days == 1 else "s")
 
 
 def set_json(r: KgSetReport) -> dict[str, Any]:
@@ -48,7 +52,7 @@ def get_text(v: KgView) -> str:
         cite = f" [{f.source}]" if f.source else ""
         lines.append(f"  {f.predicate} = {f.value}{cite}")
         since = f"since {f.since}, " if f.since != f.verified else ""
-        lines.append(f"    {since}verified {f.verified} ({days_text(f.age_days)} ago)")
+        lines.append(f"    {since}verified {f.verified} ({_days(f.age_days)} ago)")
         if f.caveat:
             lines.append(f"    caveat: {f.caveat}")
         for c in f.conflicts:
