@@ -107,8 +107,7 @@ def main() -> None:
     has_ref = bool(args.ref_site and args.ref_site.exists())
     if has_ref:
         sys.path.append(str(args.ref_site))
-        from openclawbrain.traverse import TraversalConfig
-        from openclawbrain.traverse import traverse as ref_traverse
+        from openclawbrain.traverse import TraversalConfig, traverse as ref_traverse
 
         ref_cfg = TraversalConfig(max_hops=3, max_fired_nodes=30, max_context_chars=6000)
     else:

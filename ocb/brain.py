@@ -1,11 +1,8 @@
 """The Python API of a brain: one object per brain directory, one method per command.
 
-``Brain`` is a ``Store`` (the log, blobs, snapshots, settings, embedder and caches)
-with one typed method per command; each delegates to the feature module that decides
-it and records its events (``ocb.graph``, ``ocb.memory``, ``ocb.upkeep``). The CLI is
-a thin layer over this class. The modules of rarely used commands (forget, retract,
-the typed memory, maintenance ...) are imported when the command runs, so that a
-query starts fast.
+``Brain`` is a ``Store`` with one typed method per command, each delegating to the
+feature that decides and records it; the CLI calls nothing else. Rarely used commands'
+modules are imported when they run, so that a query starts fast.
 
 Example:
     >>> brain, report = Brain.init("/tmp/brain", "examples/workspace")  # doctest: +SKIP
@@ -49,8 +46,7 @@ if TYPE_CHECKING:
     from replay.history import CatchUp
     from replay.report import HistoryReport
     from replay.store_meta import QueryResult
-    from replay.verify import Check
-    from replay.verify import Progress as Counted
+    from replay.verify import Check, Progress as Counted
 
 __all__ = ["Answer", "Brain", "InjectReport", "LearnReport", "SyncReport"]
 

@@ -31,11 +31,14 @@ import os
 import struct
 import zlib
 from array import array
+from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
 
+from ocb_events.codec import encode_record
 from ocb_events.errors import LogCorrupt
+from ocb_events.schema import Record
 
 MORE = 1 << 31
 REDACTED = 1 << 30
@@ -294,3 +297,13 @@ def read_header(buf: Buffer, size: int, name: str, first_seq: int) -> tuple[Form
     if fields[1] != first_seq:
         raise LogCorrupt(name, 0, first_seq, "bad segment header")
     return fmt, (fields[2] if fmt.chained else ZERO_CHAIN)
+
+
+def frame_records(recs: Sequence[Record], prev: bytes) -> tuple[list[bytes], bytes]:
+    """The frames of one batch of records (``MORE`` on all but the last) chained from
+    ``prev``, and the chain after the last."""
+    frames, chain, last = [], prev, len(recs) - 1
+    for i, r in enumerate(recs):
+        frame, chain = encode_frame(r.seq, r.ts, encode_record(r), chain, more=i < last)
+        frames.append(frame)
+    return frames, chain

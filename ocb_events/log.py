@@ -43,17 +43,14 @@ from pathlib import Path
 from typing import Literal, overload
 
 from ocb_events.clock import Clock, system_clock
-from ocb_events.codec import decode_for_fold, decode_record, encode_record
+from ocb_events.codec import decode_for_fold, decode_record
 from ocb_events.durable import fsync_dir
 from ocb_events.errors import LogConflict, LogCorrupt, LogError, LogWriteFailed
 from ocb_events.frames import (
     CURRENT,
-    LENGTH_MASK,
-    MORE,
-    REDACTED,
     ZERO_CHAIN,
     Format,
-    encode_frame,
+    frame_records,
     map_file,
     read_header,
     scan,
@@ -76,6 +73,8 @@ from ocb_events.segments import (
     Segment,
     acquire_lock,
     list_segments,
+    read_frames,
+    segment_format,
     segment_name,
 )
 
@@ -95,17 +94,6 @@ SEGMENT_BYTES = 16 * 1024 * 1024
 Durability = Literal["batch", "none"]
 _Decode = Callable[..., Record | FoldRecord]
 _HEAD = struct.Struct("<IIQq")  # crc, word, seq, ts: the same in every format
-_REDACTED_SKIP = 16
-
-
-def frame_records(recs: Sequence[Record], prev: bytes) -> tuple[list[bytes], bytes]:
-    """The frames of one batch of records (``MORE`` on all but the last) chained from
-    ``prev``, and the chain after the last."""
-    frames, chain, last = [], prev, len(recs) - 1
-    for i, r in enumerate(recs):
-        frame, chain = encode_frame(r.seq, r.ts, encode_record(r), chain, more=i < last)
-        frames.append(frame)
-    return frames, chain
 
 
 class SegmentLog:
@@ -320,17 +308,7 @@ class SegmentLog:
             yield from self._read_segment(seg, from_seq, limit, decode)
 
     def _fmt(self, seg: Segment) -> Format:
-        if seg.fmt is None:
-            buf, size = map_file(seg.path)
-            try:
-                head = read_header(buf, size, seg.name, seg.first_seq)
-            finally:
-                if isinstance(buf, mmap.mmap):
-                    buf.close()
-            if head is None:
-                raise LogCorrupt(seg.name, 0, seg.first_seq, "segment has no header")
-            seg.fmt = head[0]
-        return seg.fmt
+        return segment_format(seg)
 
     def _offsets(self, seg: Segment) -> array[int]:
         """Offset of every frame of a segment by ``seq - first_seq`` (built once)."""
@@ -382,37 +360,8 @@ class SegmentLog:
             k = from_seq - seg.first_seq
             if k < len(offsets):
                 off, expected = offsets[k], from_seq
-        buf, size = map_file(seg.path)
-        name = seg.name
-        view = memoryview(buf)
-        unpack, crc32, head = _HEAD.unpack_from, zlib.crc32, fmt.frame_size
-        mask = LENGTH_MASK if fmt.chained else ~MORE
-        redacted = REDACTED if fmt.chained else 0
-        try:
-            while off < size and expected <= limit:
-                if size - off < head:
-                    break
-                crc, word, seq, ts = unpack(buf, off)
-                end = off + head + (word & mask)
-                if seq != expected or end > size:
-                    raise LogCorrupt(name, off, expected, "framing mismatch")
-                if seq >= from_seq:
-                    with view[off + 4 : end] as body:
-                        if crc32(body) != crc:
-                            raise LogCorrupt(name, off, seq, "checksum mismatch")
-                    start = off + head + (_REDACTED_SKIP if word & redacted else 0)
-                    with view[start:end] as payload:
-                        rec = decode(payload, segment=name, offset=off)
-                    yield rec
-                off = end
-                expected += 1
-            # records must continue in the next segment (or end the log here)
-            if expected <= limit and all(s.first_seq != expected for s in self._segments):
-                raise LogCorrupt(name, off, expected, "record missing")
-        finally:
-            view.release()
-            if isinstance(buf, mmap.mmap):
-                buf.close()
+        firsts = {s.first_seq for s in self._segments}
+        return read_frames(seg, fmt, off, expected, from_seq, limit, decode, firsts)
 
     # ------------------------------------------------------------------ writing
 

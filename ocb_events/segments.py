@@ -7,13 +7,20 @@ import fcntl
 import mmap
 import os
 import struct
+import zlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
 from ocb_events.errors import BrainLocked, LogCorrupt
 from ocb_events.frames import (
+    DIGEST_BYTES,
+    LENGTH_MASK,
     MAX_FRAME,
+    MORE,
+    REDACTED,
     Format,
     content_digest,
     crc_ok,
@@ -158,3 +165,65 @@ def locate_damage(
             raise LogCorrupt(seg.name, off, info.seq, "hash chain broken")
         off, expected = info.end, expected + 1
     raise LogCorrupt(seg.name, 0, seg.first_seq, "segment changed since its last commit")
+
+
+def segment_format(seg: Segment) -> Format:
+    """The format of a segment, read from its header once.
+
+    Raises:
+        LogCorrupt: the segment has no header.
+    """
+    if seg.fmt is None:
+        buf, size = map_file(seg.path)
+        try:
+            head = read_header(buf, size, seg.name, seg.first_seq)
+        finally:
+            if isinstance(buf, mmap.mmap):
+                buf.close()
+        if head is None:
+            raise LogCorrupt(seg.name, 0, seg.first_seq, "segment has no header")
+        seg.fmt = head[0]
+    return seg.fmt
+
+
+def read_frames(
+    seg: Segment, fmt: Format, off: int, expected: int, from_seq: int, limit: int,
+    decode: Callable[..., Any], firsts: set[int],
+) -> Iterator[Any]:  # fmt: skip
+    """Decode the records ``from_seq..limit`` of a segment, reading from the frame of
+    seq ``expected`` at ``off``; each checksum is verified. ``firsts``: the first seqs
+    of every segment (the records must continue in one of them, or end the log here).
+
+    Raises:
+        LogCorrupt: framing or a checksum that does not hold, or a record missing.
+    """
+    buf, size = map_file(seg.path)
+    name = seg.name
+    view = memoryview(buf)
+    unpack, crc32, head = _HEAD.unpack_from, zlib.crc32, fmt.frame_size
+    mask = LENGTH_MASK if fmt.chained else ~MORE
+    redacted = REDACTED if fmt.chained else 0
+    try:
+        while off < size and expected <= limit:
+            if size - off < head:
+                break
+            crc, word, seq, _ = unpack(buf, off)
+            end = off + head + (word & mask)
+            if seq != expected or end > size:
+                raise LogCorrupt(name, off, expected, "framing mismatch")
+            if seq >= from_seq:
+                with view[off + 4 : end] as body:
+                    if crc32(body) != crc:
+                        raise LogCorrupt(name, off, seq, "checksum mismatch")
+                start = off + head + (DIGEST_BYTES if word & redacted else 0)
+                with view[start:end] as payload:
+                    rec = decode(payload, segment=name, offset=off)
+                yield rec
+            off = end
+            expected += 1
+        if expected <= limit and expected not in firsts:
+            raise LogCorrupt(name, off, expected, "record missing")
+    finally:
+        view.release()
+        if isinstance(buf, mmap.mmap):
+            buf.close()

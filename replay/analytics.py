@@ -1,11 +1,9 @@
 """The analytics store: a brain's history as DuckDB tables, derived from its log.
 
-NOTE: this is the only module that imports duckdb, and every ``duckdb.Error`` becomes
-an ``AnalyticsError`` here. The store is a cache (``<brain>/cache/analytics.duckdb``),
-never the source of truth: it can be deleted at any time and is rebuilt from the log.
-It holds the seq it is folded to and catches up from there, reading only the records
-after it. A store that cannot be opened, holds another version's schema or does not
-match the log is never trusted: it is rebuilt, with a warning.
+NOTE: the only module that imports duckdb; every ``duckdb.Error`` becomes an
+``AnalyticsError`` here. The store is a cache (``<brain>/cache/analytics.duckdb``),
+rebuilt from the log whenever it is deleted, cannot be opened, holds another version's
+schema or does not match the log (with a warning); it catches up from the seq it holds.
 
 Layout: the rows live in tables of schema ``store``, loaded in bulk (each flush hands
 DuckDB one dict of numpy columns per table and runs one ``INSERT ... SELECT``); the
@@ -15,11 +13,10 @@ folded alongside the rows with ``projections.graph.evolve`` and snapshotted into
 store with every commit that changed it, so ``deltas`` always agrees with the graph.
 
 Connections are confined (``replay.confinement``): queries run read-only, one reading
-statement at a time; catching up takes a read-write connection. Between processes, a
-lock file (``replay.store_lock``) is shared by readers and exclusive while catching up:
-readers never refuse each other, and a process that must catch up waits (``WAIT_S``)
-for the queries before it, re-reads the store's seq under the lock, and closes its
-read-write connection before it queries.
+statement at a time. A lock file (``replay.store_lock``) is shared by readers and
+exclusive while catching up: readers never refuse each other; a process that must
+catch up waits (``WAIT_S``) for the queries before it, re-reads the store's seq under
+the lock, and closes its read-write connection before it queries.
 """
 
 from __future__ import annotations
@@ -42,8 +39,7 @@ from replay.columns import column, grouped
 from replay.diff import Tiers
 from replay.rows import HISTORY, TABLES, VARCHAR, RowFold
 from replay.store_lock import StoreLock
-from replay.store_meta import Meta, QueryResult, chain_at, same_history
-from replay.store_meta import first_ts as first_ts_of
+from replay.store_meta import Meta, QueryResult, chain_at, first_ts as first_ts_of, same_history
 
 VERSION = 3
 """The schema version; a store of another version is rebuilt."""

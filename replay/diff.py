@@ -19,8 +19,7 @@ from collections.abc import Iterator
 import msgspec
 
 from ocb_events.schema import STOP
-from projections.graph import Edge, Node
-from projections.graph import State as GraphState
+from projections.graph import Edge, Node, State as GraphState
 
 TIERS = ("reflex", "habitual", "dormant", "inhibitory")
 """The edge tiers, strongest first."""

@@ -13,8 +13,7 @@ from ocb.store import Store, Warn
 from ocb.upkeep.blobs import ROUTE_MODEL, BlobReport, find_lost, regenerate_blobs
 from ocb_events.errors import InputError, LogError, OcbError
 from ocb_events.log import verify_log
-from projections.graph import CHUNK
-from projections.graph import State as GraphState
+from projections.graph import CHUNK, State as GraphState
 from replay import PROJECTIONS, rebuild
 from replay.verify import (
     FAIL,

@@ -12,8 +12,7 @@ from collections.abc import Sequence
 
 from ocb.memory.recall import FactIndex, access_decay
 from ocb.settings import Memory
-from projections.memory import DAY_NS, Fact
-from projections.memory import State as MemoryState
+from projections.memory import DAY_NS, Fact, State as MemoryState
 from replay.verify import PASS, SKIP, WARN, Check
 from workspace_sync.text import terms
 

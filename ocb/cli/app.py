@@ -15,8 +15,7 @@ from typer.models import CommandInfo
 
 from ocb.cli.checks import group as checks
 from ocb.cli.core import group as core
-from ocb.cli.history import audit
-from ocb.cli.history import group as history
+from ocb.cli.history import audit, group as history
 from ocb.cli.kg import group as kg
 from ocb.cli.memory import group as memory
 from ocb.cli.reflect import group as reflect

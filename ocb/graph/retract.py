@@ -60,8 +60,7 @@ from ocb_events.schema import (
     TeacherLabeled,
     tag_of,
 )
-from projections.graph import CHUNK
-from projections.graph import State as GraphState
+from projections.graph import CHUNK, State as GraphState
 from replay import load_states
 
 Pair = tuple[str, str]

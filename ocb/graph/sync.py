@@ -33,8 +33,7 @@ from ocb_events.schema import (
     WorkspaceAttached,
 )
 from projections.graph import CHUNK, State
-from projections.memory import State as MemoryState
-from projections.memory import spec_of
+from projections.memory import State as MemoryState, spec_of
 from workspace_sync import (
     FileText,
     PreviousFacts,

@@ -21,8 +21,7 @@ from ocb.settings import Memory, resolve
 from ocb.store import Store
 from ocb_events.errors import InputError, unknown
 from ocb_events.schema import KgFactSet
-from projections.kg import SEP, Entry, Statement, key
-from projections.kg import State as KgState
+from projections.kg import SEP, Entry, State as KgState, Statement, key
 from replay import iso
 
 DAY_NS = 86_400 * 1_000_000_000

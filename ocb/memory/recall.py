@@ -26,8 +26,7 @@ from ocb.engine.search import SearchIndex
 from ocb.memory.dates import DAY_NS, Window, today
 from ocb.settings import Memory
 from ocb_events.schema import RecallHit, RecallTraced, Setting
-from projections.memory import Fact
-from projections.memory import State as MemoryState
+from projections.memory import Fact, State as MemoryState
 from workspace_sync.text import terms
 
 F32 = npt.NDArray[np.float32]

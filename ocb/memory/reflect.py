@@ -39,8 +39,7 @@ from ocb.redaction import redact_input
 from ocb.store import Store
 from ocb_events.errors import InputError, OcbError, WorkspaceError
 from ocb_events.schema import ReflectChange, ReflectRan
-from projections.memory import Fact
-from projections.memory import State as MemoryState
+from projections.memory import Fact, State as MemoryState
 from replay.timetravel import iso
 from workspace_sync.facts import FACT_HEAD
 from workspace_sync.markdown import FENCE, HEADING

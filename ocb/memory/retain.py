@@ -25,8 +25,7 @@ from ocb.redaction import redact_input, warn_file
 from ocb.settings import Memory, resolve
 from ocb.store import Store
 from ocb_events.errors import InputError, OcbError, WorkspaceError, unknown
-from projections.memory import Fact
-from projections.memory import State as MemoryState
+from projections.memory import Fact, State as MemoryState
 from workspace_sync import (
     Skipped,
     format_bullet,

@@ -52,8 +52,7 @@ from ocb_events.schema import (
     NodesMerged,
     NodeSplit,
 )
-from projections.graph import CHUNK, Edge, Node
-from projections.graph import State as GraphState
+from projections.graph import CHUNK, Edge, Node, State as GraphState
 from workspace_sync import Piece, chunk_text, split_lines, text_hash
 
 _BLOCK = 1024

@@ -44,8 +44,7 @@ from ocb.engine.embed import Embedder, Matrix
 from ocb.engine.learning import group_by_source
 from ocb.settings import Indexing, Maintenance
 from ocb_events.schema import STOP, EdgeDelta, EdgeRef, EdgesRemoved, EdgesUpdated, Event, Setting
-from projections.graph import CHUNK, Edge
-from projections.graph import State as GraphState
+from projections.graph import CHUNK, Edge, State as GraphState
 
 NS_PER_DAY = 86_400 * 10**9
 MIN_DECAY = 1e-3

@@ -7,8 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from ocb_events.clock import TickClock
 from ocb_events.frames import V2, ZERO_CHAIN, digest, frame_header, link, scan_offsets

@@ -9,8 +9,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from ocb_events import codec
 from ocb_events.codec import (

@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given
 
 from ocb_events.schema import Event
-from projections import PROJECTIONS, ROUTES
-from projections import fold as registry_fold
+from projections import PROJECTIONS, ROUTES, fold as registry_fold
 from tests.projections.streams import as_records, streams
 
 NAMES = sorted(PROJECTIONS)

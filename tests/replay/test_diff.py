@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import msgspec
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from ocb.engine.learning import group_by_source
 from ocb.engine.policy import tier_of

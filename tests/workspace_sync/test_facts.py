@@ -3,8 +3,7 @@ survive edits, and the retain edit of a daily log (exact bytes)."""
 
 from __future__ import annotations
 
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from workspace_sync import (
     FileText,

@@ -11,8 +11,7 @@ import string
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from ocb_events.codec import encode_record
 from ocb_events.schema import Event, Record

@@ -11,8 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from typer.testing import CliRunner
 
 from ocb.brain import Brain
@@ -39,8 +38,7 @@ from ocb_events.schema import (
     RecallTraced,
     Record,
 )
-from projections.memory import DAY_NS, evolve, initial
-from projections.memory import State as MemoryState
+from projections.memory import DAY_NS, State as MemoryState, evolve, initial
 from replay.verify import PASS, SKIP, WARN, Check
 from workspace_sync.text import terms
 

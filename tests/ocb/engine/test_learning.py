@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from ocb.engine.learning import decide_deltas, heuristic_deltas, pg_deltas
 from ocb.engine.policy import softmax

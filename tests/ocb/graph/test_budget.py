@@ -8,8 +8,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from ocb.brain import Brain
 from ocb_events.clock import TickClock

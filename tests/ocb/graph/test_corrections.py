@@ -5,8 +5,7 @@ that fired; a CORRECTION that names nothing to correct is refused."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from ocb.brain import Brain
 from ocb.engine.stance import judge, units

@@ -12,8 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from ocb.brain import Brain
 from ocb.engine.route_model import collect_examples
