@@ -367,12 +367,30 @@ def audit_node(store: AnalyticsStore, node: str, *, limit: int = 20) -> NodeAudi
     if limit < 0:
         raise InputError(f"--limit must be at least 0, got {limit}", "pass --limit 20")
     _check_node(store, node)
-    now = store.query(
-        "SELECT path, start_line, end_line, kind, authority, created_seq, alias_of, stop "
-        "FROM nodes WHERE id = ?",
+    life = _life(store, node)
+    out_in = store.query(
+        "SELECT count(*) FILTER (WHERE source = $1), count(*) FILTER (WHERE target = $1) "
+        "FROM deltas WHERE source = $1 OR target = $1",
         [node],
-    ).rows
-    life = [
+    ).rows[0]
+    accesses, first, last, recent = _accesses(store, node, limit)
+    return NodeAudit(
+        id=node,
+        **_head(store, node, life),
+        life=life,
+        injections=_injections(store, node),
+        changes_out=int(out_in[0]),
+        changes_in=int(out_in[1]),
+        accesses=accesses,
+        first_access=first,
+        last_access=last,
+        recent=recent,
+        as_of_seq=store.last_seq,
+    )
+
+
+def _life(store: AnalyticsStore, node: str) -> list[LifeEvent]:
+    return [
         LifeEvent(
             int(s),
             _ts(ts),
@@ -390,7 +408,10 @@ def audit_node(store: AnalyticsStore, node: str, *, limit: int = 20) -> NodeAudi
             [node],
         ).rows
     ]
-    injections = [
+
+
+def _injections(store: AnalyticsStore, node: str) -> list[Cause]:
+    return [
         Cause(
             seq=int(s),
             kind="injection",
@@ -409,11 +430,10 @@ def audit_node(store: AnalyticsStore, node: str, *, limit: int = 20) -> NodeAudi
             [node],
         ).rows
     ]
-    out_in = store.query(
-        "SELECT count(*) FILTER (WHERE source = $1), count(*) FILTER (WHERE target = $1) "
-        "FROM deltas WHERE source = $1 OR target = $1",
-        [node],
-    ).rows[0]
+
+
+def _accesses(store: AnalyticsStore, node: str, limit: int) -> tuple[int, str, str, list[Access]]:
+    """How often the node fired, first and last, and its ``limit`` latest firings."""
     summary = store.query(
         "SELECT count(*), min(seq), max(seq) FROM fired WHERE node = ?", [node]
     ).rows[0]
@@ -432,6 +452,16 @@ def audit_node(store: AnalyticsStore, node: str, *, limit: int = 20) -> NodeAudi
         ).rows
         at = {int(s): _ts(t) for s, t in stamps}
         first, last = at.get(int(summary[1]), ""), at.get(int(summary[2]), "")
+    return int(summary[0]), first, last, recent
+
+
+def _head(store: AnalyticsStore, node: str, life: list[LifeEvent]) -> dict[str, Any]:
+    """Where the node is now, or where it last was when it is gone."""
+    now = store.query(
+        "SELECT path, start_line, end_line, kind, authority, created_seq, alias_of, stop "
+        "FROM nodes WHERE id = ?",
+        [node],
+    ).rows
     if now:
         path, lo, hi, kind, auth, created, alias, stop = now[0]
         head: dict[str, Any] = {
@@ -458,16 +488,4 @@ def audit_node(store: AnalyticsStore, node: str, *, limit: int = 20) -> NodeAudi
             "alias_of": "",
             "stop": None,
         }
-    return NodeAudit(
-        id=node,
-        **head,
-        life=life,
-        injections=injections,
-        changes_out=int(out_in[0]),
-        changes_in=int(out_in[1]),
-        accesses=int(summary[0]),
-        first_access=first,
-        last_access=last,
-        recent=recent,
-        as_of_seq=store.last_seq,
-    )
+    return head

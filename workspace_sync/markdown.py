@@ -214,54 +214,70 @@ def chunk_text(
         Pieces in file order, covering every non-whitespace character exactly once.
     """
     cap = max(1, max_chars)
-    target = min(target_chars, cap)
     lines = split_lines(text)
-    pieces: list[Piece] = []
-    stack: list[tuple[int, str]] = []
-    cur: tuple[int, int] | None = None  # open piece (start, end), 0-based
-    body = False  # whether the open piece holds more than headings
-    crumb = ""
-
-    def close() -> None:
-        nonlocal cur
-        if cur is not None:
-            s, e = cur
-            pieces.append(Piece("\n".join(lines[s : e + 1]), s + 1, e + 1, crumb))
-            cur = None
-
+    c = _Chunker(lines, min(target_chars, cap), cap)
     for b in _blocks(lines, markdown):
         if b.heading_level:
-            # a heading directly under its parent heading joins it in one piece
-            nested = cur is not None and not body and stack and stack[-1][0] < b.heading_level
-            if not nested or cur is None or _size(lines, cur[0], b.end) - 1 > cap:
-                close()
-                nested = False
-            while stack and stack[-1][0] >= b.heading_level:
-                stack.pop()
-            stack.append((b.heading_level, b.heading_text))
-            crumb = _crumb(stack)[:cap]
-            if len(lines[b.start]) > cap:
-                pieces.extend(_with_crumb(_capped(lines, b.start, b.end, target, cap), crumb))
-                body = True
-                continue
-            cur = (cur[0], b.end) if nested and cur is not None else (b.start, b.end)
-            body = False
-            continue
-        for unit in _split_block(lines, b, target, cap):
-            body = True
+            c.heading(b)
+        else:
+            c.block(b)
+    c.close()
+    return c.pieces
+
+
+class _Chunker:
+    """The pieces of a file as its blocks come, in order, with the piece being built
+    (``cur``: 0-based start and end lines), whether it holds more than headings
+    (``body``) and the heading path above it (``stack``, ``crumb``)."""
+
+    def __init__(self, lines: list[str], target: int, cap: int) -> None:
+        self.lines, self.target, self.cap = lines, target, cap
+        self.pieces: list[Piece] = []
+        self.stack: list[tuple[int, str]] = []
+        self.cur: tuple[int, int] | None = None
+        self.body = False
+        self.crumb = ""
+
+    def close(self) -> None:
+        if self.cur is not None:
+            s, e = self.cur
+            self.pieces.append(Piece("\n".join(self.lines[s : e + 1]), s + 1, e + 1, self.crumb))
+            self.cur = None
+
+    def heading(self, b: _Block) -> None:
+        lines, cap, cur, stack = self.lines, self.cap, self.cur, self.stack
+        # a heading directly under its parent heading joins it in one piece
+        nested = cur is not None and not self.body and stack and stack[-1][0] < b.heading_level
+        if not nested or cur is None or _size(lines, cur[0], b.end) - 1 > cap:
+            self.close()
+            nested = False
+        while stack and stack[-1][0] >= b.heading_level:
+            stack.pop()
+        stack.append((b.heading_level, b.heading_text))
+        self.crumb = _crumb(stack)[:cap]
+        if len(lines[b.start]) > cap:
+            units = _capped(lines, b.start, b.end, self.target, cap)
+            self.pieces.extend(_with_crumb(units, self.crumb))
+            self.body = True
+            return
+        cur = self.cur
+        self.cur = (cur[0], b.end) if nested and cur is not None else (b.start, b.end)
+        self.body = False
+
+    def block(self, b: _Block) -> None:
+        for unit in _split_block(self.lines, b, self.target, self.cap):
+            self.body = True
             if isinstance(unit, Piece):
-                close()
-                pieces.append(msgspec.structs.replace(unit, heading=crumb))
+                self.close()
+                self.pieces.append(msgspec.structs.replace(unit, heading=self.crumb))
                 continue
             s, e = unit
-            if cur is not None:
-                if _size(lines, cur[0], e) <= target:
-                    cur = (cur[0], e)
+            if self.cur is not None:
+                if _size(self.lines, self.cur[0], e) <= self.target:
+                    self.cur = (self.cur[0], e)
                     continue
-                close()
-            cur = (s, e)
-    close()
-    return pieces
+                self.close()
+            self.cur = (s, e)
 
 
 def _with_crumb(units: list[Unit], crumb: str) -> list[Piece]:
