@@ -1,7 +1,7 @@
 """Reliability: SIGKILL trials across every writing command, every corruption scenario
 of the trust issue, and a full disk on a small tmpfs. Not part of the test suite.
 
-    .venv/bin/python benchmarks/bench_reliability.py            # ~11 min on 2 cores
+    .venv/bin/python benchmarks/bench_reliability.py            # 11-18 min on 2 cores
     .venv/bin/python benchmarks/bench_reliability.py --kills 100 --quick
 
 Prints one table (tried / survived / acknowledged records lost / silent wrong results
