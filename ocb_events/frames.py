@@ -49,6 +49,8 @@ ZERO_CHAIN = bytes(16)
 DIGEST_BYTES = 16
 
 _LINK = struct.Struct("<16sQq")
+HEAD = struct.Struct("<IIQq")
+"""The start of every frame, the same in every format: crc, word, seq, ts."""
 
 
 class Format(msgspec.Struct, frozen=True):

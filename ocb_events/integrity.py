@@ -6,7 +6,6 @@ held), and ``verify_log``, which checks every frame of every segment end to end.
 from __future__ import annotations
 
 import mmap
-import struct
 import zlib
 from collections.abc import Iterable
 from pathlib import Path
@@ -17,12 +16,12 @@ from ocb_events.codec import decode_record
 from ocb_events.errors import LogCorrupt, LogTruncated
 from ocb_events.frames import (
     CURRENT,
+    HEAD,
     LENGTH_MASK,
     MORE,
     REDACTED,
     Format,
     map_file,
-    read_header,
     scan,
 )
 from ocb_events.marks import Seal, Tail, read_seals, read_tail
@@ -30,11 +29,10 @@ from ocb_events.segments import (
     Segment,
     list_segments,
     locate_damage,
+    segment_head,
     segment_name,
     verify_segment,
 )
-
-_HEAD = struct.Struct("<IIQq")  # crc, word, seq, ts: the same in every format
 
 
 def drop_unwritten(segs: list[Segment], tail: Tail | None, *, writer: bool) -> None:
@@ -46,13 +44,8 @@ def drop_unwritten(segs: list[Segment], tail: Tail | None, *, writer: bool) -> N
     """
     while segs:
         seg = segs[-1]
-        buf, size = map_file(seg.path)
-        try:
-            if read_header(buf, size, seg.name, seg.first_seq) is not None:
-                return
-        finally:
-            if isinstance(buf, mmap.mmap):
-                buf.close()
+        if segment_head(seg) is not None:
+            return
         if tail is not None and tail.first_seq == seg.first_seq:
             if tail.last_seq >= seg.first_seq:
                 raise LogTruncated(
@@ -172,15 +165,8 @@ def verify_log(directory: Path) -> list[SegmentReport]:
         if seg.first_seq != expected:
             raise LogCorrupt(seg.name, 0, expected, f"segment starts at seq {seg.first_seq}")
         last = i == len(segs) - 1
-        if last and seg.path.stat().st_size < CURRENT.header_size:
-            buf, size = map_file(seg.path)
-            try:
-                unwritten = read_header(buf, size, seg.name, seg.first_seq) is None
-            finally:
-                if isinstance(buf, mmap.mmap):
-                    buf.close()
-            if unwritten:
-                break  # created but never written
+        if last and seg.path.stat().st_size < CURRENT.header_size and segment_head(seg) is None:
+            break  # created but never written
         seal, end = verify_segment(seg, prev, last=last)
         _decode_all(seg, end)
         assert seg.fmt is not None
@@ -202,7 +188,7 @@ def _decode_all(seg: Segment, end: int) -> None:
         off = fmt.header_size
         mask = LENGTH_MASK if fmt.chained else ~MORE
         while off < end:
-            word = _HEAD.unpack_from(buf, off)[1]
+            word = HEAD.unpack_from(buf, off)[1]
             stop = off + fmt.frame_size + (word & mask)
             skip = 16 if fmt.chained and word & REDACTED else 0
             with memoryview(buf)[off + fmt.frame_size + skip : stop] as payload:

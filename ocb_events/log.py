@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import mmap
 import os
-import struct
 import threading
 import zlib
 from array import array
@@ -48,8 +47,8 @@ from ocb_events.durable import fsync_dir
 from ocb_events.errors import LogConflict, LogCorrupt, LogError, LogWriteFailed
 from ocb_events.frames import (
     CURRENT,
+    HEAD,
     ZERO_CHAIN,
-    Format,
     frame_records,
     map_file,
     read_header,
@@ -93,7 +92,6 @@ SEGMENT_BYTES = 16 * 1024 * 1024
 
 Durability = Literal["batch", "none"]
 _Decode = Callable[..., Record | FoldRecord]
-_HEAD = struct.Struct("<IIQq")  # crc, word, seq, ts: the same in every format
 
 
 class SegmentLog:
@@ -248,7 +246,7 @@ class SegmentLog:
         if not offsets:
             return 0
         with open(seg.path, "rb") as fh:
-            return int(_HEAD.unpack(os.pread(fh.fileno(), _HEAD.size, offsets[-1]))[3])
+            return int(HEAD.unpack(os.pread(fh.fileno(), HEAD.size, offsets[-1]))[3])
 
     def _truncate(self, seg: Segment, offset: int) -> None:
         fd = os.open(seg.path, os.O_WRONLY)
@@ -307,14 +305,11 @@ class SegmentLog:
                 return
             yield from self._read_segment(seg, from_seq, limit, decode)
 
-    def _fmt(self, seg: Segment) -> Format:
-        return segment_format(seg)
-
     def _offsets(self, seg: Segment) -> array[int]:
         """Offset of every frame of a segment by ``seq - first_seq`` (built once)."""
         got = self._index.get(seg.first_seq)
         if got is None:
-            got = scan_offsets(seg.path, seg.first_seq, self._fmt(seg))
+            got = scan_offsets(seg.path, seg.first_seq, segment_format(seg))
             self._index[seg.first_seq] = got
         return got
 
@@ -324,7 +319,7 @@ class SegmentLog:
         seg = next(s for s in reversed(self._segments) if s.first_seq <= seq)
         off = self._offsets(seg)[seq - seg.first_seq]
         with open(seg.path, "rb") as fh:
-            return seg, os.pread(fh.fileno(), self._fmt(seg).frame_size, off)
+            return seg, os.pread(fh.fileno(), segment_format(seg).frame_size, off)
 
     def ts_of(self, seq: int) -> int:
         """The ts of record ``seq`` (read from its frame header, no decoding).
@@ -333,7 +328,7 @@ class SegmentLog:
             LogError: ``seq`` is outside 1..last_seq.
         """
         _, head = self._frame_head(seq)
-        return int(_HEAD.unpack_from(head)[3])
+        return int(HEAD.unpack_from(head)[3])
 
     def chain_of(self, seq: int) -> bytes | None:
         """The hash chain of the history up to record ``seq`` (all zeros for 0); None
@@ -347,21 +342,20 @@ class SegmentLog:
         if seq == self._last_seq and self._chain:
             return self._chain
         seg, head = self._frame_head(seq)
-        fmt = self._fmt(seg)
+        fmt = segment_format(seg)
         return bytes(fmt.frame.unpack(head)[4]) if fmt.chained else None
 
     def _read_segment(
         self, seg: Segment, from_seq: int, limit: int, decode: _Decode
     ) -> Iterator[Record | FoldRecord]:
-        fmt = self._fmt(seg)
+        fmt = segment_format(seg)
         off, expected = fmt.header_size, seg.first_seq
         if from_seq > seg.first_seq:
             offsets = self._offsets(seg)
             k = from_seq - seg.first_seq
             if k < len(offsets):
                 off, expected = offsets[k], from_seq
-        firsts = {s.first_seq for s in self._segments}
-        return read_frames(seg, fmt, off, expected, from_seq, limit, decode, firsts)
+        return read_frames(seg, fmt, off, expected, from_seq, limit, decode, self._segments)
 
     # ------------------------------------------------------------------ writing
 

@@ -1,14 +1,13 @@
-"""Segment files of a log directory: listing, locking, and verifying a segment or the
-whole log end to end (framing, checksums, seqs, hash chain, what the marks name)."""
+"""Segment files of a log directory: listing, locking, reading a segment's header and
+frames, and verifying a segment end to end (framing, checksums, seqs, hash chain)."""
 
 from __future__ import annotations
 
 import fcntl
 import mmap
 import os
-import struct
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,8 @@ import msgspec
 from ocb_events.errors import BrainLocked, LogCorrupt
 from ocb_events.frames import (
     DIGEST_BYTES,
+    FORMATS,
+    HEAD,
     LENGTH_MASK,
     MAX_FRAME,
     MORE,
@@ -32,7 +33,7 @@ from ocb_events.frames import (
 )
 from ocb_events.marks import Seal
 
-_HEAD = struct.Struct("<IIQq")  # crc, word, seq, ts: the same in every format
+_HEADER_MAX = max(f.header_size for f in FORMATS.values())
 
 
 class Recovery(msgspec.Struct, frozen=True):
@@ -167,6 +168,18 @@ def locate_damage(
     raise LogCorrupt(seg.name, 0, seg.first_seq, "segment changed since its last commit")
 
 
+def segment_head(seg: Segment) -> tuple[Format, bytes] | None:
+    """The header of a segment's file (``read_header``): None when it is shorter than
+    any header.
+
+    Raises:
+        LogCorrupt: an unknown magic or a first seq that does not match the name.
+    """
+    with open(seg.path, "rb") as fh:
+        data = fh.read(_HEADER_MAX)
+    return read_header(data, len(data), seg.name, seg.first_seq)
+
+
 def segment_format(seg: Segment) -> Format:
     """The format of a segment, read from its header once.
 
@@ -174,12 +187,7 @@ def segment_format(seg: Segment) -> Format:
         LogCorrupt: the segment has no header.
     """
     if seg.fmt is None:
-        buf, size = map_file(seg.path)
-        try:
-            head = read_header(buf, size, seg.name, seg.first_seq)
-        finally:
-            if isinstance(buf, mmap.mmap):
-                buf.close()
+        head = segment_head(seg)
         if head is None:
             raise LogCorrupt(seg.name, 0, seg.first_seq, "segment has no header")
         seg.fmt = head[0]
@@ -188,11 +196,11 @@ def segment_format(seg: Segment) -> Format:
 
 def read_frames(
     seg: Segment, fmt: Format, off: int, expected: int, from_seq: int, limit: int,
-    decode: Callable[..., Any], firsts: set[int],
+    decode: Callable[..., Any], segs: Sequence[Segment],
 ) -> Iterator[Any]:  # fmt: skip
     """Decode the records ``from_seq..limit`` of a segment, reading from the frame of
-    seq ``expected`` at ``off``; each checksum is verified. ``firsts``: the first seqs
-    of every segment (the records must continue in one of them, or end the log here).
+    seq ``expected`` at ``off``; each checksum is verified. The records must
+    continue in one of ``segs`` (every segment of the log), or end the log here.
 
     Raises:
         LogCorrupt: framing or a checksum that does not hold, or a record missing.
@@ -200,7 +208,7 @@ def read_frames(
     buf, size = map_file(seg.path)
     name = seg.name
     view = memoryview(buf)
-    unpack, crc32, head = _HEAD.unpack_from, zlib.crc32, fmt.frame_size
+    unpack, crc32, head = HEAD.unpack_from, zlib.crc32, fmt.frame_size
     mask = LENGTH_MASK if fmt.chained else ~MORE
     redacted = REDACTED if fmt.chained else 0
     try:
@@ -221,7 +229,7 @@ def read_frames(
                 yield rec
             off = end
             expected += 1
-        if expected <= limit and expected not in firsts:
+        if expected <= limit and all(s.first_seq != expected for s in segs):
             raise LogCorrupt(name, off, expected, "record missing")
     finally:
         view.release()
