@@ -275,10 +275,11 @@ def inject(
     """
     store.load("config", "graph", "traces")
     trace = trace_of(store, trace_id, chat_id) if (trace_id or chat_id) else None
-    _, _, ix = store.settings()
-    content = redact_input(store.warn, store.secrets(), "injected content", content)
+    ix = store.setting(Indexing)
+    secrets = store.secrets()
+    content = redact_input(store.warn, secrets, "injected content", content)
     if trace is not None:  # a trace recorded before scanning was on
-        anchor = redact_input(store.warn, store.secrets(), "anchor query", trace.query)
+        anchor = redact_input(store.warn, secrets, "anchor query", trace.query)
         trace = msgspec.structs.replace(trace, query=anchor)
     seq = store.log.last_seq
     got = decide_inject(
