@@ -229,14 +229,7 @@ class Brain(Store):
         reason: str = "",
         dry_run: bool = False,
     ) -> RetractReport:
-        """Take back an outcome, a teacher label or an injection, keeping both in the
-        history: by its seq, by the injected node's id, or the newest outcome of a
-        trace or a chat (see ``ocb.graph.retract``). ``dry_run`` decides without recording.
-
-        Raises:
-            InputError: nothing or more than one thing named, unknown ids, a record that
-                cannot be retracted or already was, a view of the past.
-        """
+        """Take back an outcome, a teacher label or an injection (``ocb.graph.retract.retract``)."""
         from ocb.graph.retract import retract
 
         return retract(

@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import get_args
 
 import msgspec
 
@@ -49,7 +50,7 @@ from ocb.engine.embed import HashEmbedder
 from ocb.graph.learn import decide_learn, steps_from_ids
 from ocb.graph.query import trace_of
 from ocb.graph.retract import Held, Target, decide_retract
-from ocb.settings import Indexing, Learning, Maintenance, Traversal, resolve
+from ocb.settings import Indexing, Learning, Maintenance, Rule, Traversal, resolve
 from ocb.store import Store
 from ocb.upkeep.weights import OpPlan, View, decide_decay, decide_scale
 from ocb_events.blobs import BlobStore
@@ -73,7 +74,7 @@ from ocb_events.schema import (
     TeacherLabeled,
 )
 
-LEARNING_RULES = ("pg", "heuristic")
+LEARNING_RULES = get_args(Rule)
 """The rules of outcome updates, re-decided by what-if replay."""
 UPKEEP: dict[str, Callable[[View], OpPlan]] = {"decay": decide_decay, "scale": decide_scale}
 """The maintenance operations re-decided by what-if replay (the others are copied)."""

@@ -19,7 +19,7 @@ import msgspec
 from ocb.engine.policy import tiers
 from ocb.graph.query import query
 from ocb.scratch import Progress, ReplayStats, scratch_replay
-from ocb.settings import check_key
+from ocb.settings import Traversal, check_key
 from ocb.store import Store
 from ocb_events.errors import InputError
 from ocb_events.protocol import EventLog
@@ -93,7 +93,7 @@ def _view_at(store: Store, seq: int) -> tuple[graph_projection.State, Tiers]:
     if seq == 0:
         return graph_projection.initial(), Tiers()
     with Store(store.path, writer=False, as_of=seq, warn=store.warn) as view:
-        return view.graph, tiers(view.settings()[0])
+        return view.graph, tiers(view.setting(Traversal))
 
 
 def diff(
@@ -261,7 +261,7 @@ def what_if(
     settings = check_overrides(**overrides)
     seq = point(store.log, start, "--from")
     with scratch_replay(store, seq, settings, queries=queries, progress=progress) as r:
-        real_t, alt_t = store.settings()[0], r.brain.settings()[0]
+        real_t, alt_t = store.setting(Traversal), r.brain.setting(Traversal)
         weights = diff_graphs(
             store.graph,
             r.brain.graph,

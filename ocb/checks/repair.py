@@ -9,19 +9,16 @@ carry that history's chain), and a ``log_repaired`` event says what was lost.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
 
-from ocb.store import Store
+from ocb.store import Store, Warn
 from ocb_events.clock import Clock, system_clock
 from ocb_events.errors import BrainNotFound
 from ocb_events.repair import repair_log
 from ocb_events.schema import LogRepaired, SeqRange
 from replay import SnapshotStore
-
-Warn = Callable[[str], None]
 
 
 class BrainRepair(msgspec.Struct):

@@ -95,11 +95,12 @@ def units(text: str) -> list[Unit]:
     for sentence in _SENTENCE.split(text):
         withdrawn = any(w in WITHDRAWALS for w in words(sentence))
         for part in sentence.split(";"):
-            ws = [w for w in words(part) if w not in STOPWORDS and w not in _CUES]
+            found = words(part)
+            ws = [w for w in found if w not in STOPWORDS and w not in _CUES]
             if not ws:
                 continue
             negated = withdrawn or bool(_NOT.search(part.lower()))
-            negated = negated or any(w in NEGATIONS for w in words(part))
+            negated = negated or any(w in NEGATIONS for w in found)
             terms = frozenset(_key(stem(w)) for w in ws)
             advised = frozenset(_key(stem(w)) for w in ws if not _past(w))
             out.append(Unit(terms, advised, negated))

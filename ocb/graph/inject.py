@@ -117,6 +117,11 @@ def _check_inject(
             raise unknown("node", t, sorted(graph.nodes), "list node ids from `ocb query --json`")
 
 
+def _fired_chunks(graph: State, trace: QueryTraced) -> list[str]:
+    """The chunks that fired in ``trace`` and are still in the graph."""
+    return [f for f in trace.fired if f in graph.nodes and graph.nodes[f].kind == CHUNK]
+
+
 def _by_content(
     graph: State,
     index: SearchIndex,
@@ -127,7 +132,7 @@ def _by_content(
 ) -> tuple[list[str], list[str]]:
     """The chunks a correction vetoes by its content (see ``ocb.engine.stance``), among what
     fired and the correction's best matches (``near``); and the fired ones it spares."""
-    fired = [f for f in trace.fired if f in graph.nodes and graph.nodes[f].kind == CHUNK]
+    fired = _fired_chunks(graph, trace)
     pool = list(dict.fromkeys([*fired, *near]))
     files = graph.files
 
@@ -139,7 +144,8 @@ def _by_content(
         text, [graph.nodes[n] for n in pool], file_of, idf_of(index), s.correction_min_similarity
     )
     vetoed = [st.node_id for st in stances if st.vetoed]
-    return vetoed, [f for f in fired if f not in set(vetoed)]
+    vetoed_set = set(vetoed)
+    return vetoed, [f for f in fired if f not in vetoed_set]
 
 
 def _new_id(graph: State, kind: str) -> str:
@@ -190,8 +196,7 @@ def _vetoes(
     if trace is None or targets:
         return "targets", list(targets), []
     if all_fired:
-        fired = [f for f in trace.fired if f in graph.nodes and graph.nodes[f].kind == CHUNK]
-        return "all", fired, []
+        return "all", _fired_chunks(graph, trace), []
     suppressed, spared = _by_content(graph, index, text, trace, pool, s)
     return "content", suppressed, spared
 
@@ -275,10 +280,11 @@ def inject(
     """
     store.load("config", "graph", "traces")
     trace = trace_of(store, trace_id, chat_id) if (trace_id or chat_id) else None
-    _, _, ix = store.settings()
-    content = redact_input(store.warn, store.secrets(), "injected content", content)
+    ix = store.setting(Indexing)
+    secrets = store.secrets()
+    content = redact_input(store.warn, secrets, "injected content", content)
     if trace is not None:  # a trace recorded before scanning was on
-        anchor = redact_input(store.warn, store.secrets(), "anchor query", trace.query)
+        anchor = redact_input(store.warn, secrets, "anchor query", trace.query)
         trace = msgspec.structs.replace(trace, query=anchor)
     seq = store.log.last_seq
     got = decide_inject(

@@ -159,12 +159,7 @@ def learn(
     **learning: object,
 ) -> LearnReport:
     """Score a trace and record the weight changes the learning rule decides (see
-    ``Brain.learn``).
-
-    Raises:
-        InputError: no target given, unknown ids, a bad outcome, rule or source, or
-            a trace this source already scored (without ``again``).
-    """
+    ``Brain.learn`` for the arguments and the errors)."""
     store.load("config", "graph", "traces")
     done = store.state("traces").requests.get(request_id) if request_id else None
     if done is not None:

@@ -7,6 +7,7 @@ import hashlib
 import msgspec
 
 from ocb.engine.route_model import collect_examples, encode_model, fit
+from ocb.settings import Learning
 from ocb.store import Store
 from ocb_events.errors import InputError
 from ocb_events.schema import (
@@ -46,7 +47,7 @@ def train(store: Store, *, min_examples: int = 20) -> TrainReport:
             f"--min-examples must be at least 1, got {min_examples}", "pass --min-examples 20"
         )
     store.load("config", "graph", "vectors")
-    _, learn, _ = store.settings()
+    learn = store.setting(Learning)
     seq = store.log.last_seq
     ex = collect_examples(
         store.log.read(1, seq), store.graph, store.search_index(), store.embedder(), learn

@@ -430,7 +430,7 @@ def _settled_plan(
     root_s = str(root.resolve())
     attempt = 0
     while True:
-        _, _, ix = store.settings()
+        ix = store.setting(Indexing)
         plan, problems = plan_sync(
             store.graph, store.state("vectors").embedder_id, store.state("memory"),
             store.embedder(), store.vectors_of, ix, files, skipped,

@@ -28,7 +28,7 @@ import msgspec
 from ocb.engine.learning import decide_deltas, group_by_source
 from ocb.graph.query import trace_of
 from ocb.settings import Learning
-from ocb.store import Store
+from ocb.store import Store, Warn
 from ocb_events.errors import InputError
 from ocb_events.schema import (
     STOP,
@@ -42,8 +42,6 @@ from ocb_events.schema import (
     Step,
     TeacherLabeled,
 )
-
-Warn = Callable[[str], None]
 
 
 class DecisionPoint(msgspec.Struct, frozen=True):
@@ -344,7 +342,7 @@ def teach_with(
 def _decide_and_record(
     store: Store, labels: Sequence[Label], *, apply: bool, relevance: bool, teacher: str
 ) -> TeachReport:
-    _, learn, _ = store.settings()
+    learn = store.setting(Learning)
     traces = {tid: trace_of(store, tid) for tid in sorted({lab.trace_id for lab in labels})}
     seq = store.log.last_seq
     events = decide_teach(

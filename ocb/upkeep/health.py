@@ -128,7 +128,7 @@ def check(
     if window < 1:
         raise InputError(f"--window must be at least 1, got {window}", "pass --window 100")
     store.load("config", "graph", "traces")
-    trav, _, _ = store.settings()
+    trav = store.setting(Traversal)
     refs = sorted(store.state("traces").by_id.values(), key=lambda r: r.seq)[-window:]
     recent = [rec.event for ref in refs for rec in store.log.read(ref.seq, ref.seq)]
     report = assess(store.graph, [t for t in recent if isinstance(t, QueryTraced)], trav)
