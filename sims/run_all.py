@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from sims.common import QUICK_RESULTS, RESULTS, Result, save
+from sims.common import Result, save
 
 SIMULATIONS = [
     "deploy_pipeline",
@@ -37,8 +37,9 @@ SIMULATIONS = [
 ]
 
 
-def run(names: list[str], quick: bool, out: Path) -> list[tuple[Result, float]]:
-    """Run the named simulations in order; each result is saved under ``out``."""
+def run(names: list[str], quick: bool, out: Path | None) -> list[tuple[Result, float]]:
+    """Run the named simulations in order; each result is saved under ``out`` (by
+    default where ``save`` puts a full or a quick run)."""
     done = []
     for name in names:
         module = importlib.import_module(f"sims.{name}")
@@ -90,8 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: unknown simulation(s): {', '.join(unknown)}", file=sys.stderr)
         print(f"hint: choose from {', '.join(SIMULATIONS)}", file=sys.stderr)
         return 2
-    out = args.out or (QUICK_RESULTS if args.quick else RESULTS)
-    done = run(names, args.quick, out)
+    done = run(names, args.quick, args.out)
     print(table(done))
     failed = [r.name for r, _ in done if not (r.passed and r.rebuild_equal)]
     if failed:

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.import_scan import imports
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ["ocb", "ocb_events", "projections", "replay", "workspace_sync"]
 OURS = set(PACKAGES)
@@ -35,14 +37,7 @@ def test_all_is_sorted_and_names_what_the_package_defines(package: str) -> None:
 
 
 def imports_of(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    out: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            out.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            out.add(node.module)
-    return out
+    return {module for _, module in imports(path.read_text(encoding="utf-8"))}
 
 
 @pytest.mark.parametrize("package", PACKAGES)

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ocb.cli.options import AsOfOpt, BrainOpt, JsonOpt, handled, out, warn
-from ocb_events.errors import InputError, OcbError
 
 if TYPE_CHECKING:
     from ocb.brain import Brain
@@ -66,6 +65,7 @@ def query(
     """
     from ocb.brain import Brain
     from ocb.cli.render.graph import answer_json, answer_text
+    from ocb_events.errors import InputError
 
     if batch is not None and text:
         raise InputError("give a question or --batch FILE, not both", "drop one of them")
@@ -81,6 +81,7 @@ def _answer_batch(b: Brain, batch: Path, *, top: int, chat_id: str, mode: str | 
     """One JSON answer per line of ``batch``; a failed line fails the command at the end."""
     from ocb.cli.batch import run_batch
     from ocb.cli.render.encode import dumps
+    from ocb_events.errors import OcbError
 
     failed = 0
     for obj in run_batch(b, batch, top=top, chat_id=chat_id, mode=mode):

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ocb.cli.options import BrainOpt, JsonOpt, handled, note, out, warn
-from ocb_events.errors import InputError
 
 if TYPE_CHECKING:
     from ocb.brain import Brain
@@ -60,6 +59,7 @@ def sql(
     """
     from ocb.brain import Brain
     from ocb.cli.render.sql import result_csv, result_json, result_text
+    from ocb_events.errors import InputError
 
     if as_json and as_csv:
         raise InputError("--json and --csv exclude each other", "pass one of them")
@@ -93,6 +93,7 @@ def report(
     """
     from ocb.cli.render.plot import check_plotting, write_plots
     from ocb.cli.render.sql import report_json, report_text
+    from ocb_events.errors import InputError
 
     if top < 1:
         raise InputError(f"--top must be at least 1, got {top}", "pass --top 10")

@@ -14,8 +14,6 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from ocb_events.errors import OcbError
-
 F = TypeVar("F", bound=Callable[..., Any])
 
 BrainOpt = Annotated[
@@ -33,6 +31,10 @@ def handled(fn: F) -> F:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        # Imported here: the event package loads the whole log stack, which ``--help`` and
+        # usage errors never need.
+        from ocb_events.errors import OcbError
+
         try:
             return fn(*args, **kwargs)
         except OcbError as exc:

@@ -3,15 +3,13 @@ previous files of a graph, and folding diff events into a graph and viewing it."
 
 from __future__ import annotations
 
-import hashlib
-
 from ocb_events.schema import Event, Record
 from projections import graph
-from workspace_sync import FileText, PreviousFile
+from workspace_sync import FileText, PreviousFile, text_hash
 
 
 def ft(path: str, text: str) -> FileText:
-    return FileText(path, text, hashlib.blake2b(text.encode(), digest_size=16).hexdigest())
+    return FileText(path, text, text_hash(text))
 
 
 def previous(g: graph.State) -> dict[str, PreviousFile]:

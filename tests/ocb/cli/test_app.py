@@ -83,7 +83,7 @@ def test_init_query_learn_inject_doctor_outputs(cli_brain: Path, workspace: Path
         "--again",
     )
     check("cli/learn.txt", out)
-    code, out, _ = ocb(
+    correction = (
         "inject",
         "--brain",
         cli_brain,
@@ -94,18 +94,9 @@ def test_init_query_learn_inject_doctor_outputs(cli_brain: Path, workspace: Path
         "--chat-id",
         "c1",
     )
+    code, out, _ = ocb(*correction)
     assert code == 0 and out.startswith("injected correction::1 with ")
-    code, out, _ = ocb(
-        "inject",
-        "--brain",
-        cli_brain,
-        "--type",
-        "CORRECTION",
-        "--content",
-        "Never skip CI for hotfixes",
-        "--chat-id",
-        "c1",
-    )
+    code, out, _ = ocb(*correction)
     assert out == "correction::1 already holds this content; nothing recorded\n"
     code, out, _ = ocb("doctor", "--brain", cli_brain)
     assert code == 0 and out.count("PASS") == 11
