@@ -334,7 +334,7 @@ def plan_sync(
     secret; the content hash stays that of the file on disk."""
     found: dict[str, tuple[Finding, ...]] = {}
     if secrets is not None:
-        files, found = redact_files(files, secrets)
+        files, found = _redact_new(graph, mem, files, secrets)
     plan = decide_sync(
         graph, embedder_id, files, skipped, embedder, existing_vectors, s,
         root=root, progress=progress,
@@ -357,6 +357,25 @@ def plan_sync(
     recorded |= {e.path for e in facts}
     plan.secrets = [(p, f) for p in sorted(found) if p in recorded for f in found[p]]
     return plan, problems
+
+
+def _redact_new(
+    graph: State, mem: MemoryState, files: Sequence[FileText], secrets: Scanner
+) -> tuple[list[FileText], dict[str, tuple[Finding, ...]]]:
+    """``redact_files`` of the files a sync may record: a file whose content hash the
+    graph and the typed memory already hold records nothing (``decide_sync`` and
+    ``diff_facts`` skip it), so it is not scanned again."""
+
+    def recorded_as_is(f: FileText) -> bool:
+        g, m = graph.files.get(f.path), mem.files.get(f.path)
+        if g is None or g.content_hash != f.content_hash:
+            return False
+        return m.content_hash == f.content_hash if m is not None else bool(mem.files)
+
+    new = [f for f in files if not recorded_as_is(f)]
+    scanned, found = redact_files(new, secrets)
+    by_path = {f.path: f for f in scanned}
+    return [by_path.get(f.path, f) for f in files], found
 
 
 # --------------------------------------------------------------------------- on a store

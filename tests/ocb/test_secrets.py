@@ -20,6 +20,7 @@ from ocb_events.clock import TickClock
 from ocb_events.errors import InputError
 from tests.ocb.memory.support import BASE, make_ws
 from workspace_sync import split_lines
+from workspace_sync.secrets import Redacted, Scanner
 
 TOKEN = "ghp_" + "x9Kq2LmZ7vB4nR8tW1yC6pD3sF5gH0jA2eUo"
 KEY_LINE = "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gunVTLw"
@@ -110,6 +111,30 @@ def test_a_sync_records_no_byte_of_a_pasted_secret(tmp_path: Path, ws: Path) -> 
         "notes/rotate.md:1: github-token redacted before recording (the file is unchanged)",
         "query: github-token redacted before recording",
     ]
+
+
+def test_a_sync_scans_only_the_files_it_may_record(
+    tmp_path: Path, ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files the brain already holds as they are record nothing: they are not scanned
+    again (a sync of an unchanged workspace runs no pattern at all)."""
+    scanned: list[str] = []
+    real = Scanner.redact
+
+    def counted(self: Scanner, text: str) -> Redacted:
+        scanned.append(text)
+        return real(self, text)
+
+    monkeypatch.setattr(Scanner, "redact", counted)
+    with open_brain(tmp_path / "b", []) as b:
+        b.sync(ws)
+        assert len(scanned) == len(NOTES)
+        scanned.clear()
+        assert b.sync(ws).events == 0
+        assert scanned == []
+        (ws / "notes/deploy.md").write_text("# Deploy\n\nRun it at 11:00.\n", encoding="utf-8")
+        b.sync(ws)
+        assert scanned == ["# Deploy\n\nRun it at 11:00.\n"]
 
 
 def test_turned_off_the_text_is_recorded_as_it_is(tmp_path: Path, ws: Path) -> None:
