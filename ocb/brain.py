@@ -157,14 +157,19 @@ class Brain(Store):
         source: str = "human",
         request_id: str = "",
         again: bool = False,
+        used: Sequence[str] = (),
         **learning: float | str | None,
     ) -> LearnReport:
         """Score a trace (by id, the last of a chat, or an explicit node path) and
-        record the weight changes the learning rule decides.
+        record what the learning rule decides: the change of the question's route
+        (``route``, the default) or of the edges walked (``pg``, ``heuristic``; an
+        explicit path always teaches the edges, with ``pg`` under ``route``).
 
         Args:
             outcome: the reward, in [-1, 1].
-            rule: ``pg`` (the default) or ``heuristic``.
+            rule: ``route`` (the default), ``pg`` or ``heuristic``.
+            used: the fired nodes the answer used or cited (a positive outcome of a
+                trace): the route keeps exactly those.
             source: the reward source: human, self, harvester or teacher.
             request_id: an idempotency key: when an outcome was already recorded under
                 it, nothing is recorded and that outcome's report comes back
@@ -174,8 +179,9 @@ class Brain(Store):
             learning: other ``learning.*`` settings for this outcome (``eta=0.05`` ...).
 
         Raises:
-            InputError: no target given, unknown ids, a bad outcome, rule or source, or
-                a trace this source already scored (without ``again``).
+            InputError: no target given, unknown ids, a bad outcome, rule or source, a
+                trace this source already scored (without ``again``), or ``used`` ids
+                that did not fire in the trace (all named; nothing is recorded).
         """
         return learn(
             self,
@@ -187,6 +193,7 @@ class Brain(Store):
             source=source,
             request_id=request_id,
             again=again,
+            used=used,
             **learning,
         )
 

@@ -30,6 +30,10 @@ class Answer(msgspec.Struct):
     context_chars: int
     context: str
     chat_id: str = ""
+    route: str = ""
+    """The route the query followed ("" when it walked the graph)."""
+    route_mode: str = ""
+    """``compiled``, ``explore`` or ``spent`` (see ``ocb.engine.routes``)."""
 
 
 class SyncReport(msgspec.Struct):
@@ -64,6 +68,10 @@ class LearnReport(msgspec.Struct):
     deltas: list[EdgeDelta]
     recorded: bool = True
     """False when a retry named a request id already recorded: nothing new was written."""
+    route: str = ""
+    """The route the outcome changed (``route`` rule), "" when none."""
+    credits: dict[str, float] = msgspec.field(default_factory=dict)
+    """The change of each node's credit on that route."""
 
 
 class Cited(msgspec.Struct, frozen=True):

@@ -47,10 +47,10 @@ from typing import get_args
 import msgspec
 
 from ocb.engine.embed import HashEmbedder
-from ocb.graph.learn import decide_learn, steps_from_ids
+from ocb.graph.learn import RouteInputs, decide_learn, path_rule, steps_from_ids
 from ocb.graph.query import trace_of
-from ocb.graph.retract import Held, Target, decide_retract
-from ocb.settings import Indexing, Learning, Maintenance, Rule, Traversal, resolve
+from ocb.graph.retract import Change, Held, Target, decide_retract
+from ocb.settings import Indexing, Learning, Maintenance, Routes, Rule, Traversal, resolve
 from ocb.store import Store
 from ocb.upkeep.weights import OpPlan, View, decide_decay, decide_scale
 from ocb_events.blobs import BlobStore
@@ -70,6 +70,7 @@ from ocb_events.schema import (
     Record,
     Retracted,
     RouteModelTrained,
+    RouteUpdated,
     Step,
     TeacherLabeled,
 )
@@ -135,7 +136,9 @@ def _remap(ev: Event, seqs: _SeqMap) -> Event:
     """A copied event with the seqs it names moved onto the scratch log."""
     if seqs.identity:
         return ev
-    if isinstance(ev, EdgesUpdated | EdgesRemoved | EdgeRelevanceSet | NodesMerged | NodeSplit):
+    if isinstance(
+        ev, EdgesUpdated | EdgesRemoved | EdgeRelevanceSet | NodesMerged | NodeSplit | RouteUpdated
+    ):
         return msgspec.structs.replace(ev, cause_seq=seqs(ev.cause_seq))
     if isinstance(ev, RouteModelTrained):
         return msgspec.structs.replace(ev, trained_to_seq=seqs(ev.trained_to_seq))
@@ -168,7 +171,10 @@ def _window(log: EventLog, start: int, end: int) -> _Window:
         elif isinstance(ev, Retracted) and ev.kind != "injection":
             retractions.add(rec.seq)
             w.targets.add(ev.target_seq)
-        elif isinstance(ev, EdgesUpdated | EdgeRelevanceSet) and ev.cause_seq in retractions:
+        elif isinstance(ev, Change) and ev.cause_seq in retractions:
+            w.replaced.add(rec.seq)
+        elif isinstance(ev, RouteUpdated) and ev.cause_seq in outcomes:
+            w.decisions[ev.cause_seq] = ("route", None)
             w.replaced.add(rec.seq)
         elif isinstance(ev, EdgesUpdated):
             if ev.rule in LEARNING_RULES and ev.cause_seq in outcomes:
@@ -223,7 +229,7 @@ class Replay:
         ev = _remap(rec.event, self._seqs)
         if rec.seq in self._targets and isinstance(ev, OutcomeRecorded | TeacherLabeled):
             self._held[rec.seq] = Held(ev)
-        elif isinstance(ev, EdgesUpdated | EdgeRelevanceSet):
+        elif isinstance(ev, Change):
             held = self._held.get(rec.event.cause_seq)  # type: ignore[union-attr]
             if held is not None and rec.event.cause_seq in self._targets:  # type: ignore[union-attr]
                 self.flush()  # the weights this change finds
@@ -246,17 +252,20 @@ class Replay:
                 s = msgspec.structs.replace(s, **{f"weight_{source}": p.source_weight})
         return msgspec.structs.replace(s, **self.overrides)
 
-    def _trajectory(self, ev: OutcomeRecorded) -> tuple[list[Step], float, float] | None:
-        """The steps an outcome credits, with the damping and temperature that acted."""
+    def _trajectory(
+        self, ev: OutcomeRecorded
+    ) -> tuple[list[Step], float, float, QueryTraced | None] | None:
+        """The steps an outcome credits, with the damping and temperature that acted,
+        and the trace it scores (None for an explicit path)."""
         trav = resolve(Traversal, self.brain.state("config").values)
         try:
             if ev.fired_ids:
                 steps = steps_from_ids(self.brain.graph, list(ev.fired_ids), trav)
-                return steps, trav.damping, trav.tau
+                return steps, trav.damping, trav.tau, None
             scored = trace_of(self.brain, ev.trace_id, ev.chat_id)
         except InputError:
             return None  # not resolvable on the scratch brain: keep what was recorded
-        return list(scored.steps), scored.params.damping, scored.params.tau
+        return list(scored.steps), scored.params.damping, scored.params.tau, scored
 
     def outcome(self, rec: Record, recorded: tuple[str, LearnParams | None] | None) -> bool:
         """Re-decide an outcome's update; False when it must be copied as recorded."""
@@ -266,12 +275,21 @@ class Replay:
         path = self._trajectory(ev)
         if path is None:
             return False
-        steps, damping, tau = path
+        steps, damping, tau, trace = path
         seq = self._next_seq
+        if recorded is None and ev.rule:
+            recorded = (ev.rule, None)  # an outcome that changed nothing names its rule
+        settings = self._learning(ev.source, recorded)
+        route = None
+        if trace is None:
+            settings = path_rule(settings)
+        else:
+            rs = resolve(Routes, self.brain.state("config").values)
+            route = RouteInputs(self.brain.state("routes"), self.brain.graph, trace, rs)
         got = decide_learn(
             steps,
             ev.reward,
-            self._learning(ev.source, recorded),
+            settings,
             source=ev.source,
             damping=damping,
             tau=tau,
@@ -280,13 +298,16 @@ class Replay:
             trace_id=ev.trace_id,
             chat_id=ev.chat_id,
             fired_ids=ev.fired_ids,
+            request_id=ev.request_id,
+            used=ev.used,
+            route=route,
         )
         if rec.seq in self._targets:
             held = self._held[rec.seq] = Held(ev)
-            if got.update is not None:
-                held.keep(self.brain.graph, got.update)
+            for change in got.events[1:]:
+                held.keep(self.brain.graph, change)  # type: ignore[arg-type]
         self._seqs.note(rec.seq, seq)
-        self._add(rec, [ev] if got.update is None else [ev, got.update])
+        self._add(rec, [ev, *got.events[1:]])
         self.flush()
         self.stats.outcomes += 1
         return True
@@ -301,8 +322,9 @@ class Replay:
         seq = self._next_seq
         target = Target(self._seqs(ev.target_seq), ev.kind, held.event, tuple(held.changes))
         d = decide_retract(
-            target, self.brain.graph, held.before, retraction_seq=seq, reason=ev.reason
-        )
+            target, self.brain.graph, held.before, retraction_seq=seq, reason=ev.reason,
+            routes=self.brain.state("routes"),
+        )  # fmt: skip
         self._seqs.note(rec.seq, seq)
         self._add(rec, d.events)
         self.flush()

@@ -31,7 +31,7 @@ from workspace_sync.secrets import parse_allow, parse_patterns
 REWARD_SOURCES = ("human", "self", "harvester", "teacher")
 
 RouteMode = Literal["edge", "edge+sim", "learned"]
-Rule = Literal["pg", "heuristic"]
+Rule = Literal["route", "pg", "heuristic"]
 Value = int | float | str | bool
 """A setting's value (what ``ConfigChanged`` records)."""
 
@@ -90,18 +90,20 @@ class Traversal(msgspec.Struct, frozen=True):
 
 
 class Learning(msgspec.Struct, frozen=True):
-    """How outcomes change edges: learning rate, discount, the rate of the per-node
-    reward baselines (0 turns them off), and the weight of each reward source. The
-    policy gradient uses the temperature of the traversal that made the trace
-    (``traversal.tau``)."""
+    """What outcomes teach. The ``route`` rule compiles each scored question's route
+    (``routes.*``; no edge moves); ``pg`` and ``heuristic`` change the edges walked:
+    learning rate, discount, the rate of the per-node reward baselines (0 turns them
+    off), and the weight of each reward source. The policy gradient uses the
+    temperature of the traversal that made the trace (``traversal.tau``)."""
 
     rule: Annotated[
         Rule,
         Meta(
-            description="learning rule: REINFORCE policy gradient (pg) or heuristic",
+            description="learning rule: query-anchored routes (route), REINFORCE policy "
+            "gradient over the edges walked (pg) or heuristic",
             extra={"noun": "learning rule"},
         ),
-    ] = "pg"
+    ] = "route"
     eta: Annotated[float, _m("learning rate", ge=0)] = 0.1
     gamma: Annotated[float, _m("discount of credit per step back along a trace", ge=0, le=1)] = 0.9
     baseline_rate: Annotated[
@@ -255,9 +257,30 @@ class Secrets(msgspec.Struct, frozen=True):
 
 S = TypeVar("S", bound=msgspec.Struct)
 
+
+class Routes(msgspec.Struct, frozen=True):
+    """How the ``route`` rule compiles repeated questions (see ``ocb.engine.routes``). A
+    query follows the route of the scored question whose terms it shares most, when
+    they share at least ``match`` of them (Jaccard). A route fires the chunks its
+    outcomes proved (halving a scalar-scored context down to ``min_chunks``), explores
+    ``explore`` untried chunks after a miss, and after ``explore_limit`` misses fires
+    nothing until the workspace changes."""
+
+    match: Annotated[
+        float,
+        _m("share of terms a query has in common with a route's question to follow it", gt=0, le=1),
+    ] = 0.8
+    explore: Annotated[int, _m("untried chunks a route fires after a miss", ge=1)] = 4
+    explore_limit: Annotated[
+        int, _m("misses after which a route stops exploring until the workspace changes", ge=1)
+    ] = 5
+    min_chunks: Annotated[int, _m("chunks a route scored without --used narrows down to", ge=1)] = 1
+
+
 SECTIONS: dict[str, type[msgspec.Struct]] = {
     "traversal": Traversal,
     "learning": Learning,
+    "routes": Routes,
     "indexing": Indexing,
     "maintenance": Maintenance,
     "storage": Storage,

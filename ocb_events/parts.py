@@ -92,6 +92,15 @@ class NodeValue(_Part):
     value: float
 
 
+class RouteCredit(_Part):
+    """A change of one node's credit on a route (see ``RouteUpdated``), with the
+    ``text_hash`` of the node's text the credit is about."""
+
+    node: str
+    delta: float
+    text_hash: str = ""
+
+
 class EdgeRef(_Part):
     """A directed edge by its endpoints."""
 

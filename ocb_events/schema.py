@@ -39,6 +39,7 @@ from ocb_events.parts import (
     QueryParams as QueryParams,
     RecallHit as RecallHit,
     ReflectChange as ReflectChange,
+    RouteCredit as RouteCredit,
     SeedHit as SeedHit,
     SeqRange as SeqRange,
     Setting as Setting,
@@ -221,6 +222,22 @@ class RouteModelTrained(Event, tag="route_model_trained"):
     accuracy: float = 0.0
 
 
+class RouteUpdated(Event, tag="route_updated"):
+    """An outcome's change to a query-anchored route (decided by the ``route`` learning
+    rule, cause_seq = the outcome's seq; or its reversal, cause_seq = a retraction's).
+    A route belongs to one question (``key``: its sorted query terms, set when the
+    route is created with its ``query``); each node's credit on it moves by its delta
+    and now refers to the node's text as ``text_hash``; ``misses`` is the change of the
+    route's count of failed answers. Folded by routes."""
+
+    route_id: str
+    cause_seq: int
+    credits: tuple[RouteCredit, ...] = ()
+    misses: int = 0
+    key: str = ""
+    query: str = ""
+
+
 class NodesMerged(Event, tag="nodes_merged"):
     """A near-duplicate chunk (``absorbed``) merged into another (``kept``) by the
     maintenance run at ``cause_seq``. ``edges`` are set as decided: the absorbed chunk's
@@ -275,6 +292,11 @@ class QueryTraced(Event, tag="query_traced"):
     params: QueryParams
     chat_id: str = ""
     vetoed: tuple[str, ...] = ()
+    route: str = ""
+    """The route the query followed ("" when it walked the graph)."""
+    route_mode: str = ""
+    """How it followed it: ``compiled`` (fired the route's chunks), ``explore`` (fired
+    the best chunks the route has not tried) or ``spent`` (fired nothing)."""
 
 
 class OutcomeRecorded(Event, tag="outcome_recorded"):
@@ -288,6 +310,11 @@ class OutcomeRecorded(Event, tag="outcome_recorded"):
     fired_ids: tuple[str, ...] = ()
     request_id: str = ""
     """The caller's idempotency key: a second outcome with the same key is not recorded."""
+    used: tuple[str, ...] = ()
+    """The fired nodes the answer used or cited."""
+    rule: str = ""
+    """The learning rule that decided the outcome's changes ("" in logs from before it
+    was recorded: the rule of its ``edges_updated``, or the config's)."""
 
 
 # --------------------------------------------------------------------------- typed memory
@@ -418,6 +445,7 @@ AnyEvent = (
     | MaintenanceRan
     | TeacherLabeled
     | RouteModelTrained
+    | RouteUpdated
     | NodesMerged
     | NodeSplit
     | FactsRecorded
@@ -461,6 +489,7 @@ FoldEvent = (
     | MaintenanceRan
     | TeacherLabeled
     | RouteModelTrained
+    | RouteUpdated
     | NodesMerged
     | NodeSplit
     | FactsRecorded

@@ -10,7 +10,7 @@ from types import ModuleType
 from typing import Any
 
 from ocb_events.schema import FoldRecord, Record
-from projections import config, graph, kg, memory, traces, vectors
+from projections import config, graph, kg, memory, routes, traces, vectors
 
 __all__ = [
     "PROJECTIONS",
@@ -20,6 +20,7 @@ __all__ = [
     "graph",
     "kg",
     "memory",
+    "routes",
     "traces",
     "vectors",
 ]
@@ -29,6 +30,7 @@ PROJECTIONS: dict[str, ModuleType] = {
     "graph": graph,
     "kg": kg,
     "memory": memory,
+    "routes": routes,
     "traces": traces,
     "vectors": vectors,
 }
@@ -59,6 +61,7 @@ ROUTES: dict[str, frozenset[str]] = {
     ),
     "kg": frozenset({"kg_fact_set"}),
     "memory": frozenset({"facts_recorded", "recall_traced", "reflect_ran"}),
+    "routes": frozenset({"route_updated"}),
     "traces": frozenset({"outcome_recorded", "query_traced"}),
     "vectors": frozenset({"embedder_configured", "file_changed", "file_removed", "nodes_embedded"}),
 }

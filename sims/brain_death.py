@@ -1,9 +1,10 @@
 """Brain-death recovery: a graph made > 90 % dormant is detected and the proposed
 changes, applied, bring it back to routing.
 
-A workspace of three topics is built and used for a while; then a month passes with
-no use, and maintenance decays it with a three-day half-life: almost every edge falls
-below the habitual threshold and queries fire their seeds and nothing else. ``ocb
+A workspace of three topics is built and used for a while (outcomes on traces, learned
+by the policy gradient over the edges walked, ``learning.rule`` pg); then a month passes
+with no use, and maintenance decays it with a three-day half-life: almost every edge
+falls below the habitual threshold and queries fire their seeds and nothing else. ``ocb
 health`` reports brain death and proposes a habitual threshold under which the
 strongest 30 % of the remaining positive edges route again; ``--apply`` records it as a
 config event, and the same questions route again.
@@ -25,7 +26,7 @@ TOPICS = {
     "network": "loadbalancer nginx envoy timeout retry circuitbreaker mtu peering".split(),
 }
 QUESTIONS = ["stripe refund invoice", "reindex a shard mapping", "envoy retry timeout"]
-SETTINGS = {"maintenance.half_life_days": 3.0}
+SETTINGS = {"learning.rule": "pg", "maintenance.half_life_days": 3.0}
 
 
 def walk(brain: Brain, n: int) -> tuple[float, float]:

@@ -5,8 +5,9 @@ The workspace holds a deploy runbook of five steps (build, stage, smoke, canary,
 promote) among unrelated notes. A procedure is read forwards, so the scenario sets the
 forward edges between steps to 0.4 and the backward ones to 0.2. The agent asks for the
 build step, its traversal walks the chain, and every answer is scored +1 (a human
-outcome on the recorded trace). Settings: one seed, up to 6 hops, policy gradient with
-eta 0.3 and no discount (every step of a procedure matters equally).
+outcome on the recorded trace). Settings: one seed, up to 6 hops, policy gradient
+(``learning.rule`` pg) with eta 0.3 and no discount (every step of a procedure matters
+equally).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ STEPS = [
 SETTINGS = {
     "traversal.max_seeds": 1,
     "traversal.max_hops": 6,
+    "learning.rule": "pg",
     "learning.eta": 0.3,
     "learning.gamma": 1.0,
 }

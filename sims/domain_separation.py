@@ -13,7 +13,8 @@ In this product learning never creates an edge (edges come from init, injections
 maintenance); it only moves weights. So the claim is measured as: the edge set is the
 same before and after the workload, and the cross-domain edges that are routable
 (habitual or reflex, weight >= traversal.habitual) are at most five and at most a
-quarter of the routable within-domain edges. Default settings throughout.
+quarter of the routable within-domain edges. Default settings throughout, but for the
+learning rule: the policy gradient over the edges walked (``learning.rule`` pg).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from sims.common import Result, rebuild_equal, scratch_brain, topic_files
 
 NAME = "domain_separation"
 CLAIM = "a mixed workload leaves only a handful of routable cross-domain edges"
+SETTINGS = {"learning.rule": "pg"}
 DOMAINS = {
     "database": "postgres vacuum autovacuum replica replication wal btree planner transaction "
     "deadlock pgbouncer backup snapshot restore schema migration tablespace bloat checkpoint "
@@ -71,7 +73,7 @@ def routable(brain: Brain, dom: dict[str, str], tier: str = "habitual") -> tuple
 def run(quick: bool = False) -> Result:
     queries = 40 if quick else 200
     rng = random.Random(5)
-    with scratch_brain(workspace()) as brain:
+    with scratch_brain(workspace(), SETTINGS) as brain:
         g = brain.graph
         dom = {n: domain_of(g.nodes[n].text) for n in sorted(g.nodes)}
         before = sorted((a, b) for a, ts in g.out.items() for b in ts)

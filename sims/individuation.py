@@ -7,7 +7,8 @@ byte for byte equal (compared without the scratch workspace path, the one thing 
 differs). The first agent asks about databases and frontend and is always satisfied
 (+1); the second asks about frontend and billing and rejects a third of its answers
 (-1, seeded). Both score the recorded traces as a human. The edges touched are those
-either workload's outcomes changed. Default settings throughout.
+either workload's outcomes changed. Default settings throughout, but for the learning
+rule: the policy gradient over the edges walked (``learning.rule`` pg).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from sims.common import Result, rebuild_equal, scratch_brain, topic_files
 
 NAME = "individuation"
 CLAIM = "one starting graph, two workloads: many edges end > 0.05 apart"
+SETTINGS = {"learning.rule": "pg"}
 TOPICS = {
     "database": "postgres vacuum replica replication wal btree planner transaction deadlock "
     "pgbouncer backup snapshot restore schema migration bloat checkpoint".split(),
@@ -64,7 +66,7 @@ def run(quick: bool = False) -> Result:
     queries = 30 if quick else 150
     files = topic_files(TOPICS, 12, 4, seed=4)
     with ExitStack() as stack:
-        brains = {k: stack.enter_context(scratch_brain(files)) for k in WORKLOADS}
+        brains = {k: stack.enter_context(scratch_brain(files, SETTINGS)) for k in WORKLOADS}
         equal_at_start = len({graph_bytes(b) for b in brains.values()}) == 1
         touched = {k: work(brains[k], *WORKLOADS[k], queries) for k in WORKLOADS}
         w1, w2 = (edge_weights(b) for b in brains.values())

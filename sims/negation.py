@@ -6,7 +6,8 @@ A hotfix question leads from its guidance chunk to two follow-ups: the current r
 0.5). Each round the agent asks the question, scores its trace +1, and reports the
 withdrawn advice as wrong by scoring the path guidance -> withdrawn -1 (``learn
 --fired-ids``). Once the withdrawn edge is inhibitory it vetoes its target: the advice
-stops firing at all.
+stops firing at all. Learning is the policy gradient over the edges walked
+(``learning.rule`` pg).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ FILES = {
     "memory/withdrawn.md": "# Withdrawn rule\n\nSkipping the pipeline was once allowed.\n",
 }
 GUIDE, GOOD, OLD = "runbooks/hotfix.md::0", "memory/current.md::0", "memory/withdrawn.md::0"
-SETTINGS = {"traversal.max_seeds": 1, "indexing.similar_k": 0}
+SETTINGS = {"traversal.max_seeds": 1, "indexing.similar_k": 0, "learning.rule": "pg"}
 
 
 def run(quick: bool = False) -> Result:

@@ -6,7 +6,8 @@ questions about one topic, over and over, and scores every trace +1; each ten qu
 day passes and maintenance decays the graph with a two-day half-life. The routes those
 questions use are reinforced faster than they decay; every edge the workload never
 uses, in all three topics, fades into the dormant tier, where it is kept (and can
-recover) but no longer routes. Reward baselines are off, as in context reduction, and
+recover) but no longer routes. Learning is the policy gradient over the edges walked
+(``learning.rule`` pg); reward baselines are off, as in context reduction, and
 the learning rate is 0.3 so that three reinforcements a day outpace the decay.
 """
 
@@ -29,6 +30,7 @@ QUESTIONS = ["stripe refund on an invoice", "proration of a subscription", "char
 SETTINGS = {
     "traversal.max_seeds": 1,
     "maintenance.half_life_days": 2.0,
+    "learning.rule": "pg",
     "learning.baseline_rate": 0.0,
     "learning.eta": 0.3,
 }

@@ -14,7 +14,8 @@ logits and STOP logit at the trace's tau), multiplied along the route; a route n
 the walk never decided at contributes 0. The answer node's activation (its score among
 the results, 0 when it did not fire) is reported too: activation flows as that same
 probability from a seed of activation 1, so the two agree while the walk takes the
-route. Settings: one seed, default learning.
+route. Settings: one seed, policy-gradient learning (``learning.rule`` pg) with its
+default parameters.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ STEPS = [
     "Revoke the old credential and record the rotation date.",
 ]
 FILLER = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima".split()
-SETTINGS = {"traversal.max_seeds": 1}
+SETTINGS = {"traversal.max_seeds": 1, "learning.rule": "pg"}
 IDS = [f"runbooks/rotate.md::{i}" for i in range(len(STEPS) + 1)]
 ROUTE = list(zip(IDS[1:], IDS[2:], strict=False))
 QUESTION = "create the new credential in the vault"

@@ -61,7 +61,9 @@ from ocb_events.schema import (
     ReflectChange,
     ReflectRan,
     Retracted,
+    RouteCredit,
     RouteModelTrained,
+    RouteUpdated,
     SeedHit,
     SeqRange,
     Setting,
@@ -321,6 +323,19 @@ def route_model_trained() -> st.SearchStrategy[RouteModelTrained]:
     )
 
 
+def route_updated() -> st.SearchStrategy[RouteUpdated]:
+    credits = st.builds(RouteCredit, node=ids, delta=small_floats, text_hash=hashes)
+    return st.builds(
+        RouteUpdated,
+        route_id=ids,
+        cause_seq=st.integers(0, 2**62),
+        credits=_tuples(credits),
+        misses=st.integers(-100, 100),
+        key=texts,
+        query=texts,
+    )
+
+
 def nodes_merged() -> st.SearchStrategy[NodesMerged]:
     return st.builds(
         NodesMerged,
@@ -373,6 +388,8 @@ def query_traced() -> st.SearchStrategy[QueryTraced]:
         params=query_params(),
         chat_id=texts,
         vetoed=id_tuples,
+        route=texts,
+        route_mode=st.sampled_from(["", "compiled", "explore", "spent"]),
     )
 
 
@@ -385,6 +402,8 @@ def outcome_recorded() -> st.SearchStrategy[OutcomeRecorded]:
         chat_id=texts,
         fired_ids=id_tuples,
         request_id=texts,
+        used=id_tuples,
+        rule=st.sampled_from(["", "route", "pg", "heuristic"]),
     )
 
 
@@ -507,6 +526,7 @@ EVENT_BUILDERS: dict[type[Event], Callable[[], st.SearchStrategy[Any]]] = {
     MaintenanceRan: maintenance_ran,
     TeacherLabeled: teacher_labeled,
     RouteModelTrained: route_model_trained,
+    RouteUpdated: route_updated,
     NodesMerged: nodes_merged,
     NodeSplit: node_split,
     FactsRecorded: facts_recorded,

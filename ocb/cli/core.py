@@ -99,7 +99,7 @@ def learn(
     trace: Annotated[str, typer.Option(help="Trace id from ocb query.")] = "",
     chat_id: Annotated[str, typer.Option(help="Use the last trace of this chat.")] = "",
     fired_ids: Annotated[str, typer.Option(help="Comma-separated node path to credit.")] = "",
-    rule: Annotated[str | None, typer.Option(help="pg (default) or heuristic.")] = None,
+    rule: Annotated[str | None, typer.Option(help="route (default), pg or heuristic.")] = None,
     source: Annotated[str, typer.Option(help="human, self, harvester or teacher.")] = "human",
     request_id: Annotated[
         str, typer.Option(help="Idempotency key: a retry with the same key is recorded once.")
@@ -107,15 +107,22 @@ def learn(
     again: Annotated[
         bool, typer.Option("--again", help="Score a trace this source already scored.")
     ] = False,
+    used: Annotated[
+        list[str] | None,
+        typer.Option(help="A fired node the answer used or cited (repeatable)."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Score a trace so the edges it used are strengthened or weakened.
+    """Score a trace so the next answer to its question fires what helped.
 
-    A trace is scored once per source; a retry with the same --request-id records
-    nothing new and prints the outcome already recorded.
+    Under the default rule (route) the question's route keeps what a good answer used
+    (--used) or halves a good context, and vetoes a bad one; --rule pg or heuristic
+    moves the edges walked instead. A trace is scored once per source; a retry with the
+    same --request-id records nothing new and prints the outcome already recorded.
 
     \b
     Example:
+      ocb learn --brain /tmp/brain --trace t31 --outcome 1 --used runbooks/rollback.md::0
       ocb learn --brain /tmp/brain --trace t31 --outcome 1 --request-id run-7
       ocb learn --brain /tmp/brain --chat-id c1 --outcome -1 --rule heuristic
     """
@@ -133,6 +140,7 @@ def learn(
             source=source,
             request_id=request_id,
             again=again,
+            used=used or (),
         )
     out(report, as_json, learn_text, learn_json)
 

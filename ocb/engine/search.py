@@ -246,3 +246,20 @@ def choose_seeds(
     best = float(hyb[ranked[0]]) if ranked else 0.0
     chosen = [i for i in ranked[:max_seeds] if hyb[i] >= seed_ratio * best]
     return Seeding(ranked, chosen, hyb, lex, cos)
+
+
+def best_rows(index: SearchIndex, scores: Matrix, k: int, exclude: frozenset[str]) -> list[str]:
+    """The ids of the ``k`` best-scoring rows (positive scores only, ties by id) whose
+    ids are not in ``exclude``."""
+    n = len(index.ids)
+    want = min(n, len(exclude) + k)
+    while want:
+        part = np.argpartition(-scores, want - 1)[:want] if want < n else np.arange(n)
+        rows = sorted(
+            (int(i) for i in part if scores[i] > 0), key=lambda i: (-scores[i], index.ids[i])
+        )
+        picked = [index.ids[i] for i in rows if index.ids[i] not in exclude][:k]
+        if len(picked) == k or want == n:
+            return picked
+        want = min(n, want * 2)
+    return []

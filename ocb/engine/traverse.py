@@ -244,3 +244,24 @@ def traverse(
         hop += 1
         frontier = w.expand(hop, frontier)
     return w.walk
+
+
+def fire_nodes(
+    graph: State,
+    seeds: Sequence[tuple[str, float]],
+    nodes: Sequence[str],
+    settings: Traversal,
+) -> Walk:
+    """Fire ``nodes`` in order, without walking (a route's context), within the
+    budgets; inhibitory edges out of every seed candidate veto their targets first, as
+    in ``traverse``."""
+    w = _Walker(graph, settings, None, None)
+    for sid, _ in seeds:
+        w.veto_from(sid)
+    w.walk.stop_reason = "route"
+    for nid in nodes:
+        if nid in w.walk.vetoed or nid not in graph.nodes:
+            continue
+        if not w.fire(nid, 1.0) and w.done:
+            break
+    return w.walk

@@ -10,9 +10,10 @@ import msgspec
 
 from ocb.engine.learning import decide_deltas, group_by_source
 from ocb.engine.policy import tier_of
+from ocb.engine.routes import decide_route
 from ocb.graph.query import trace_of
 from ocb.reports import LearnReport
-from ocb.settings import REWARD_SOURCES, Learning, Traversal
+from ocb.settings import REWARD_SOURCES, Learning, Routes, Traversal
 from ocb.store import Store
 from ocb_events.errors import InputError, unknown
 from ocb_events.schema import (
@@ -21,9 +22,12 @@ from ocb_events.schema import (
     EdgesUpdated,
     Event,
     OutcomeRecorded,
+    QueryTraced,
+    RouteUpdated,
     Step,
 )
 from projections.graph import State
+from projections.routes import State as RoutesState
 
 
 def check_outcome(outcome: float) -> float:
@@ -76,17 +80,57 @@ def steps_from_ids(graph: State, ids: Sequence[str], s: Traversal) -> list[Step]
     return steps
 
 
+def check_used(graph: State, trace: QueryTraced, used: Sequence[str], reward: float) -> None:
+    """``used`` names nodes that fired in ``trace``, for a positive outcome.
+
+    Raises:
+        InputError: a negative or zero outcome, ids that name no node, or nodes that
+            did not fire in the trace (all named).
+    """
+    if not used:
+        return
+    if reward <= 0:
+        raise InputError(
+            "--used names what a good answer used, but the outcome is not positive",
+            "give a positive --outcome, or leave out --used",
+        )
+    missing = sorted({u for u in used if u not in graph.nodes})
+    if missing:
+        raise unknown(
+            "node", missing[0], sorted(graph.nodes), "list node ids from `ocb query --json`"
+        )
+    fired = set(trace.fired)
+    idle = sorted({u for u in used if u not in fired})
+    if idle:
+        raise InputError(
+            f"--used names nodes that did not fire in trace {trace.trace_id}: {', '.join(idle)}",
+            f"pass only ids from the trace's fired list: {', '.join(trace.fired) or '(none)'}",
+        )
+
+
+class RouteInputs(msgspec.Struct, frozen=True):
+    """What the ``route`` rule decides from: the routes and the graph as they are, the
+    trace scored and the route settings."""
+
+    routes: RoutesState
+    graph: State
+    trace: QueryTraced
+    settings: Routes
+
+
 class Learned(msgspec.Struct, frozen=True):
-    """An outcome decided: its record and the weight update it causes (None when it
-    moves no weight and no baseline)."""
+    """An outcome decided: its record, the weight update it causes (None when it moves
+    no weight and no baseline) and the route update (None when no route changes)."""
 
     outcome: OutcomeRecorded
     update: EdgesUpdated | None = None
+    route: RouteUpdated | None = None
 
     @property
     def events(self) -> list[Event]:
         """The events to record, in order."""
-        return [self.outcome] if self.update is None else [self.outcome, self.update]
+        out: list[Event] = [self.outcome]
+        return out + [e for e in (self.update, self.route) if e is not None]
 
     @property
     def deltas(self) -> list[EdgeDelta]:
@@ -107,9 +151,13 @@ def decide_learn(
     chat_id: str = "",
     fired_ids: Sequence[str] = (),
     request_id: str = "",
+    used: Sequence[str] = (),
+    route: RouteInputs | None = None,
 ) -> Learned:
-    """The outcome and the weight changes it causes (cause_seq = the outcome's seq),
-    with the new reward baselines of the nodes it passed through.
+    """The outcome and the changes it causes (cause_seq = the outcome's seq): under
+    the ``route`` rule the change of the trace's route (``route``; nothing without
+    one), else the weight changes with the new reward baselines of the nodes it passed
+    through.
 
     Raises:
         InputError: a bad outcome or reward source.
@@ -126,7 +174,17 @@ def decide_learn(
         chat_id=chat_id,
         fired_ids=tuple(fired_ids),
         request_id=request_id,
+        used=tuple(sorted(set(used))),
+        rule=s.rule,
     )
+    if s.rule == "route":
+        if route is None:
+            return Learned(outcome)
+        got = decide_route(
+            route.routes, route.graph, route.trace, reward, route.settings,
+            used=frozenset(used), outcome_seq=outcome_seq,
+        )  # fmt: skip
+        return Learned(outcome, route=got)
     d = decide_deltas(
         steps, reward, s, source=source, damping=damping, tau=tau, baselines=baselines
     )
@@ -156,24 +214,33 @@ def learn(
     source: str = "human",
     request_id: str = "",
     again: bool = False,
+    used: Sequence[str] = (),
     **learning: object,
 ) -> LearnReport:
-    """Score a trace and record the weight changes the learning rule decides (see
+    """Score a trace and record the changes the learning rule decides (see
     ``Brain.learn`` for the arguments and the errors)."""
-    store.load("config", "graph", "traces")
+    store.load("config", "graph", "traces", "routes")
     done = store.state("traces").requests.get(request_id) if request_id else None
     if done is not None:
         return _learn_report(store, done)
     trav = store.setting(Traversal)
     settings = store.setting(Learning, rule=rule, **learning)
+    route: RouteInputs | None = None
     if fired_ids:
+        if used:
+            raise InputError("--used goes with a trace", "pass --trace ID or --chat-id ID")
         steps: list[Step] = steps_from_ids(store.graph, list(fired_ids), trav)
         damping, tau, trace_id = trav.damping, trav.tau, ""
+        settings = path_rule(settings)
     elif trace_id or chat_id:
         scored = trace_of(store, trace_id, chat_id)
         steps, trace_id = list(scored.steps), scored.trace_id
         damping, tau = scored.params.damping, scored.params.tau
+        check_outcome(outcome)
+        check_used(store.graph, scored, used, outcome)
         _check_not_scored(store, trace_id, source, again)
+        rs = store.setting(Routes)
+        route = RouteInputs(store.state("routes"), store.graph, scored, rs)
     else:
         raise InputError(
             "nothing to learn from", "pass --trace ID, --chat-id ID or --fired-ids A,B,C"
@@ -192,9 +259,28 @@ def learn(
         chat_id=chat_id,
         fired_ids=fired_ids,
         request_id=request_id,
+        used=used,
+        route=route,
     )
     store.record(got.events, source, expected_seq=seq)
-    return LearnReport(seq + 1, trace_id, settings.rule, source, float(outcome), got.deltas)
+    return _report(seq + 1, trace_id, settings.rule, got)
+
+
+def path_rule(s: Learning) -> Learning:
+    """The settings an outcome of an explicit node path learns with: a path has no
+    question to anchor a route to, so under the ``route`` rule it teaches the edges
+    with ``pg``."""
+    return msgspec.structs.replace(s, rule="pg") if s.rule == "route" else s
+
+
+def _report(seq: int, trace_id: str, rule: str, got: Learned) -> LearnReport:
+    out = got.outcome
+    r = got.route
+    return LearnReport(
+        seq, trace_id, rule, out.source, out.reward, got.deltas,
+        route=r.route_id if r is not None else "",
+        credits={c.node: round(c.delta, 6) for c in r.credits} if r is not None else {},
+    )  # fmt: skip
 
 
 def _check_not_scored(store: Store, trace_id: str, source: str, again: bool) -> None:
@@ -211,13 +297,13 @@ def _check_not_scored(store: Store, trace_id: str, source: str, again: bool) -> 
 
 def _learn_report(store: Store, outcome_seq: int) -> LearnReport:
     """The report of an outcome already in the log (``recorded`` False)."""
-    recs = list(store.log.read(outcome_seq, outcome_seq + 1))
+    recs = list(store.log.read(outcome_seq, outcome_seq + 2))
     out = recs[0].event
     assert isinstance(out, OutcomeRecorded)
-    upd = recs[1].event if len(recs) > 1 else None
-    caused = isinstance(upd, EdgesUpdated) and upd.cause_seq == outcome_seq
-    deltas = list(upd.deltas) if isinstance(upd, EdgesUpdated) and caused else []
-    rule = upd.rule if isinstance(upd, EdgesUpdated) and caused else store.setting(Learning).rule
-    return LearnReport(
-        outcome_seq, out.trace_id, rule, out.source, out.reward, deltas, recorded=False
-    )
+    caused = [r.event for r in recs[1:] if getattr(r.event, "cause_seq", 0) == outcome_seq]
+    upd = next((e for e in caused if isinstance(e, EdgesUpdated)), None)
+    route = next((e for e in caused if isinstance(e, RouteUpdated)), None)
+    rule = upd.rule if upd is not None else "route" if route is not None else ""
+    got = Learned(out, upd, route)
+    report = _report(outcome_seq, out.trace_id, rule or store.setting(Learning).rule, got)
+    return msgspec.structs.replace(report, recorded=False)

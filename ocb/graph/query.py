@@ -8,18 +8,20 @@ from collections.abc import Sequence
 import msgspec
 
 from ocb.engine.embed import Embedder
-from ocb.engine.search import SearchIndex, Seeding, choose_seeds
+from ocb.engine.routes import Plan, plan_route
+from ocb.engine.search import SearchIndex, Seeding, best_rows, choose_seeds
 from ocb.engine.traverse import (
     SEPARATOR,
     Scorer,
     Walk,
     block_chars,
     context_block,
+    fire_nodes,
     traverse,
 )
 from ocb.redaction import redact_input
 from ocb.reports import Answer, Hit
-from ocb.settings import Traversal
+from ocb.settings import Routes, Traversal
 from ocb.store import Store
 from ocb_events.errors import BlobMissing, InputError, unknown
 from ocb_events.schema import (
@@ -61,8 +63,10 @@ def decide_query(
     trace_id: str,
     chat_id: str = "",
     scorer: Scorer | None = None,
+    plan: Plan | None = None,
 ) -> tuple[QueryTraced, list[Hit]]:
-    """Seed, traverse and rank: the trace to record and the results to return.
+    """Seed, traverse (or follow the question's route, ``plan``) and rank: the trace to
+    record and the results to return.
 
     Raises:
         InputError: the query is empty or ``top`` is not positive.
@@ -82,10 +86,14 @@ def decide_query(
     hyb, lex, cos, best = sd.hybrid, sd.lexical, sd.cosine, sd.best
     seeds = [(index.ids[i], float(hyb[i]) / best) for i in sd.chosen]
     pos = index.pos
-    walk = traverse(
-        graph, seeds, s, lambda v: float(cos[pos[v]]) if v in pos else 0.0, scorer=scorer
-    )
-    hits = _results(graph, index, sd, walk, s.max_context_chars, top)
+    if plan is None:
+        walk = traverse(
+            graph, seeds, s, lambda v: float(cos[pos[v]]) if v in pos else 0.0, scorer=scorer
+        )
+    else:
+        walk = fire_nodes(graph, seeds, _route_nodes(index, sd, plan), s)
+    hidden = plan.vetoed if plan is not None else frozenset()
+    hits = _results(graph, index, sd, walk, s.max_context_chars, top, hidden)
     trace = QueryTraced(
         trace_id=trace_id,
         query=query,
@@ -105,23 +113,39 @@ def decide_query(
         stop_reason=walk.stop_reason,
         context_chars=walk.context_chars,
         params=_params(s, embedder.id),
+        route=plan.route if plan is not None else "",
+        route_mode=plan.mode if plan is not None else "",
     )
     return trace, hits[:top]
 
 
+def _route_nodes(index: SearchIndex, sd: Seeding, plan: Plan) -> list[str]:
+    """What a route fires: its compiled nodes, best match first; or when exploring,
+    the best matches it has not tried; or nothing."""
+    if plan.mode == "compiled":
+        pos, hyb = index.pos, sd.hybrid
+        return sorted(plan.fire, key=lambda n: (-float(hyb[pos[n]]) if n in pos else 0.0, n))
+    if plan.mode == "explore":
+        return best_rows(index, sd.hybrid, plan.explore, plan.avoid | plan.vetoed)
+    return []
+
+
 def _results(
-    graph: State, index: SearchIndex, sd: Seeding, walk: Walk, budget: int, top: int
-) -> list[Hit]:
-    """What fired, by activation, then the next-best matches only as far as the
-    context budget would hold them too, so the results never carry more text than a
-    context may."""
+    graph: State, index: SearchIndex, sd: Seeding, walk: Walk, budget: int, top: int,
+    hidden: frozenset[str] = frozenset(),
+) -> list[Hit]:  # fmt: skip
+    """What fired, by activation, then the next-best matches (but ``hidden`` ones)
+    only as far as the context budget would hold them too, so the results never carry
+    more text than a context may."""
     hits = [_hit(graph, n, walk.activation[n], True) for n in walk.ranked()]
     room = budget - walk.context_len
     for i in sd.ranked:
         if len(hits) >= top:
             break
         nid = index.ids[i]
-        if nid not in walk.activation and nid not in walk.vetoed and nid in graph.nodes:
+        if nid in hidden or nid in walk.vetoed:
+            continue
+        if nid not in walk.activation and nid in graph.nodes:
             cost = block_chars(graph.nodes[nid]) + len(SEPARATOR)
             if cost <= room:
                 room -= cost
@@ -169,7 +193,7 @@ def query(
     Raises:
         InputError: an empty query or a bad setting.
     """
-    store.load("config", "graph")
+    store.load("config", "graph", "routes")
     trav = store.setting(Traversal, **traversal)
     text = redact_input(store.warn, store.secrets(), "query", text)
     scorer = route_scorer(store) if trav.mode == "learned" else None
@@ -188,6 +212,7 @@ def query(
         trace_id=f"t{seq + 1}",
         chat_id=chat_id,
         scorer=scorer,
+        plan=plan_route(store.state("routes"), store.graph, text, store.setting(Routes)),
     )
     record = record and store.as_of is None  # the past is read-only
     if record:
@@ -201,6 +226,8 @@ def query(
         context_chars=trace.context_chars,
         context=assemble_context(store.graph, trace.fired, hits),
         chat_id=chat_id,
+        route=trace.route,
+        route_mode=trace.route_mode,
     )
 
 

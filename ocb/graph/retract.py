@@ -40,6 +40,7 @@ from collections.abc import Callable, Sequence
 import msgspec
 
 from ocb.engine.learning import group_by_source
+from ocb.engine.routes import reverse_route
 from ocb.graph.query import trace_of
 from ocb.store import Store
 from ocb_events.errors import InputError, unknown
@@ -57,14 +58,16 @@ from ocb_events.schema import (
     Record,
     Retracted,
     RetractKind,
+    RouteUpdated,
     TeacherLabeled,
     tag_of,
 )
 from projections.graph import CHUNK, State as GraphState
+from projections.routes import State as RoutesState
 from replay import load_states
 
 Pair = tuple[str, str]
-Change = EdgesUpdated | EdgeRelevanceSet
+Change = EdgesUpdated | EdgeRelevanceSet | RouteUpdated
 KINDS: dict[type, RetractKind] = {
     OutcomeRecorded: "outcome",
     TeacherLabeled: "label",
@@ -106,7 +109,8 @@ class Moved(msgspec.Struct, frozen=True):
 
 class Decision(msgspec.Struct, frozen=True):
     """A retraction's events and what they change: weights, baselines and relevance
-    restored, the edges a removed node takes with it, and what was skipped."""
+    restored, the edges a removed node takes with it, what was skipped, and the route
+    credits moved back (``source``: the route, ``target``: the node)."""
 
     events: list[Event]
     weights: list[Moved]
@@ -114,6 +118,7 @@ class Decision(msgspec.Struct, frozen=True):
     relevance: list[Moved]
     removed: list[Moved]
     skipped: list[str]
+    credits: list[Moved] = msgspec.field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- pure decisions
@@ -151,7 +156,7 @@ def before_of(g: GraphState, changes: Sequence[Change]) -> Before:
             for b in ev.baselines:
                 if b.node in g.nodes:
                     baselines.setdefault(b.node, g.baseline.get(b.node, 0.0))
-        else:
+        elif isinstance(ev, EdgeRelevanceSet):
             for u in ev.updates:
                 for t in u.targets:
                     r = _relevance(g, (u.source, t))
@@ -230,11 +235,12 @@ def _reverse_relevance(
 
 
 def decide_retract(
-    target: Target, g: GraphState, before: Before, *, retraction_seq: int, reason: str = ""
-) -> Decision:
-    """The retraction of ``target`` on the graph ``g`` (now), given ``before`` (what its
-    changes found): a ``Retracted`` record first, then the reversal naming it as cause.
-    """
+    target: Target, g: GraphState, before: Before, *, retraction_seq: int, reason: str = "",
+    routes: RoutesState | None = None,
+) -> Decision:  # fmt: skip
+    """The retraction of ``target`` on the graph ``g`` and the routes ``routes`` (now),
+    given ``before`` (what its changes found): a ``Retracted`` record first, then the
+    reversal naming it as cause."""
     node_id = target.event.node_id if isinstance(target.event, NodeInjected) else ""
     head = Retracted(target_seq=target.seq, kind=target.kind, node_id=node_id, reason=reason)
     out = Decision([head], [], [], [], [], [])
@@ -249,13 +255,16 @@ def decide_retract(
     deltas: list[EdgeDelta] = []
     values: list[NodeValue] = []
     relevance: list[EdgeValues] = []
+    back: list[RouteUpdated] = []
     for ev in target.changes:
         if isinstance(ev, EdgesUpdated):
             d, v = _reverse_update(ev, before, g, out)
             deltas += d
             values += v
-        else:
+        elif isinstance(ev, EdgeRelevanceSet):
             relevance += _reverse_relevance(ev, before, g, out)
+        else:
+            back += _reverse_route(ev, routes or RoutesState(), retraction_seq, out)
     if deltas or values:
         out.events.append(
             EdgesUpdated(
@@ -267,7 +276,22 @@ def decide_retract(
         )
     if relevance:
         out.events.append(EdgeRelevanceSet(updates=tuple(relevance), cause_seq=retraction_seq))
+    out.events.extend(back)
     return out
+
+
+def _reverse_route(
+    ev: RouteUpdated, routes: RoutesState, retraction_seq: int, out: Decision
+) -> list[RouteUpdated]:
+    back = reverse_route(ev, routes, retraction_seq)
+    if back is None:
+        out.skipped.append(f"route {ev.route_id}: gone since")
+        return []
+    now = routes.routes[ev.route_id].credits
+    for c in back.credits:
+        was = now.get(c.node, 0.0)
+        out.credits.append(Moved(ev.route_id, c.node, was, was + c.delta))
+    return [back]
 
 
 class Held:
@@ -278,10 +302,10 @@ class Held:
 
     def __init__(self, event: OutcomeRecorded | TeacherLabeled) -> None:
         self.event = event
-        self.changes: list[EdgesUpdated | EdgeRelevanceSet] = []
+        self.changes: list[Change] = []
         self.before = Before()
 
-    def keep(self, g: GraphState, change: EdgesUpdated | EdgeRelevanceSet) -> None:
+    def keep(self, g: GraphState, change: Change) -> None:
         """Add a change, with the values it finds in ``g`` (the scratch graph now)."""
         found = before_of(g, [change])
         self.before = Before(
@@ -299,9 +323,12 @@ def changes_of(log: EventLog, seq: int, end: int) -> tuple[Change, ...]:
     """The changes an outcome or a label at ``seq`` caused: the records right after it
     (up to ``end``) that name it as their cause."""
     found: list[Change] = []
-    for rec in log.read(seq + 1, min(seq + 2, end)):
+    for rec in log.read(seq + 1, min(seq + 3, end)):
         ev = rec.event
-        if not isinstance(ev, EdgesUpdated | EdgeRelevanceSet) or ev.cause_seq != seq:
+        if (
+            not isinstance(ev, EdgesUpdated | EdgeRelevanceSet | RouteUpdated)
+            or ev.cause_seq != seq
+        ):
             break
         found.append(ev)
     return tuple(found)
@@ -414,6 +441,8 @@ class RetractReport(msgspec.Struct, frozen=True):
     removed_node: str
     removed: list[Moved]
     skipped: list[str]
+    credits: list[Moved] = msgspec.field(default_factory=list)
+    """Route credits moved back (``source``: the route, ``target``: the node)."""
 
 
 def _detail(t: Target) -> str:
@@ -489,7 +518,7 @@ def retract(
             f"this brain is opened as of seq {store.as_of} and records nothing",
             "drop --as-of to retract",
         )
-    store.load("graph", "traces")
+    store.load("graph", "traces", "routes")
     at = _choose(store, seq, node_id, trace_id, chat_id, source)
     rec = next(iter(store.log.read(at, at)))
     changes = changes_of(store.log, at, store.horizon) if type(rec.event) in KINDS else ()
@@ -499,7 +528,10 @@ def retract(
         then = load_states(store.log, store.snapshots, ["graph"], to_seq=at, warn=store.warn)
         before = before_of(then["graph"], changes)
     last = store.log.last_seq
-    d = decide_retract(target, store.graph, before, retraction_seq=last + 1, reason=reason)
+    d = decide_retract(
+        target, store.graph, before, retraction_seq=last + 1, reason=reason,
+        routes=store.state("routes"),
+    )  # fmt: skip
     if not dry_run:
         store.record(d.events, "human", expected_seq=last)
     return RetractReport(
@@ -515,4 +547,5 @@ def retract(
         removed_node=target.event.node_id if isinstance(target.event, NodeInjected) else "",
         removed=d.removed,
         skipped=d.skipped,
+        credits=d.credits,
     )

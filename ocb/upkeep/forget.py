@@ -49,6 +49,7 @@ from ocb_events.schema import (
     ReflectChange,
     ReflectRan,
     Retracted,
+    RouteUpdated,
     Setting,
 )
 from projections import graph as graph_projection
@@ -67,6 +68,7 @@ CONTENT: dict[type[msgspec.Struct], tuple[str, ...]] = {
     MaintenanceRan: ("summary",),
     NodeInjected: ("content", "anchor_query"),
     QueryTraced: ("query",),
+    RouteUpdated: ("query", "key"),
     RecallTraced: ("query",),
     ReflectChange: ("subject", "before", "after"),
     Retracted: ("reason",),

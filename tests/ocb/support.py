@@ -75,7 +75,7 @@ words = st.lists(st.sampled_from(VOCAB), min_size=3, max_size=12).map(" ".join)
 sections = st.lists(st.tuples(st.sampled_from(VOCAB), words), min_size=1, max_size=4)
 workspaces = st.lists(sections, min_size=2, max_size=3)
 rewards = st.sampled_from([-1.0, -0.5, 0.25, 1.0])
-rules = st.sampled_from([None, "pg", "heuristic"])
+rules = st.sampled_from([None, "route", "pg", "heuristic"])
 sources = st.sampled_from(["human", "self", "harvester", "teacher"])
 ops = st.one_of(
     st.tuples(st.just("query"), words, st.sampled_from(["", "c1", "c2"])),
@@ -166,8 +166,16 @@ def learn_op(b: Brain, op: tuple[Any, ...], answer: Any, last: dict[str, Any]) -
     extra = {} if eta is None else {"eta": eta}
     report = None
     if kind == "trace":
+        # under the route rule, a good answer with a rate op also names what it used
+        used = answer.fired[:1] if reward > 0 and rule in (None, "route") and eta else []
         report = b.learn(
-            reward, trace_id=answer.trace_id, rule=rule, source=source, again=True, **extra
+            reward,
+            trace_id=answer.trace_id,
+            rule=rule,
+            source=source,
+            again=True,
+            used=[u for u in used if u in b.graph.nodes],
+            **extra,
         )
     elif kind == "chat" and last.get("chats"):
         chat = sorted(last["chats"])[0]
@@ -178,9 +186,11 @@ def learn_op(b: Brain, op: tuple[Any, ...], answer: Any, last: dict[str, Any]) -
         last["outcomes"] = last.get("outcomes", []) + [report.outcome_seq]
 
 
-def ask_and_learn(brain: Brain, rounds: int, reward: float = 1.0) -> None:
+def ask_and_learn(brain: Brain, rounds: int, reward: float = 1.0, rule: str = "pg") -> None:
+    """Ask the three questions in turn and score each trace under ``rule`` (by default
+    the policy gradient, which moves the edges walked), then its first fired nodes."""
     for i in range(rounds):
         answer = brain.query(QUESTIONS[i % 3], chat_id=f"c{i % 2}")
-        brain.learn(reward, trace_id=answer.trace_id)
+        brain.learn(reward, trace_id=answer.trace_id, rule=rule)
         if len(answer.fired) > 1:
             brain.learn(reward / 2, fired_ids=answer.fired[:3], source="self")

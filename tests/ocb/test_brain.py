@@ -41,7 +41,7 @@ def test_repeated_positive_outcomes_compile_a_reflex_route_and_shrink_the_contex
     first = brain.query(QUESTION)
     for _ in range(15):
         answer = brain.query(QUESTION)
-        brain.learn(1.0, trace_id=answer.trace_id)
+        brain.learn(1.0, trace_id=answer.trace_id, rule="pg")
     last = brain.query(QUESTION)
     weights = [brain.graph.out[u][v].weight for u, v in route(brain, last.trace_id)]
     assert weights and all(w >= 0.6 for w in weights[:3])
@@ -120,7 +120,7 @@ def test_injected_nodes_and_learned_weights_survive_a_resync(
 ) -> None:
     node = brain.inject("TEACHING", "Rollbacks are announced in #deploys").node_id
     answer = brain.query(QUESTION)
-    brain.learn(1.0, trace_id=answer.trace_id)
+    brain.learn(1.0, trace_id=answer.trace_id, rule="pg")
     u, v = route(brain, answer.trace_id)[0]
     learned = brain.graph.out[u][v].weight
     (workspace / "notes" / "new.md").write_text("# New note\n\nRoll back with helm.\n")

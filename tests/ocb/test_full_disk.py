@@ -48,17 +48,15 @@ DRIVER = textwrap.dedent(
 
     out = {"before": records()}
     fill(leave=16 * 1024)
-    out["learn"] = ocb("learn", "--brain", str(brain), "--chat-id", "c1", "--outcome", "1",
-                       "--request-id", "r1")
+    learn = ("learn", "--brain", str(brain), "--chat-id", "c1", "--outcome", "1", "--rule", "pg")
+    out["learn"] = ocb(*learn, "--request-id", "r1")
     out["after_learn"] = records()
-    out["retry"] = ocb("learn", "--brain", str(brain), "--chat-id", "c1", "--outcome", "1",
-                       "--request-id", "r1", "--json")
-    out["blind_retry"] = ocb("learn", "--brain", str(brain), "--chat-id", "c1", "--outcome", "1")
+    out["retry"] = ocb(*learn, "--request-id", "r1", "--json")
+    out["blind_retry"] = ocb(*learn)
     out["after_retries"] = records()
     out["tmp"] = sorted(p.name for p in brain.rglob("*.tmp"))
     fill(leave=0)
-    out["full"] = ocb("learn", "--brain", str(brain), "--chat-id", "c1", "--outcome", "1",
-                      "--again")
+    out["full"] = ocb(*learn, "--again")
     out["inject_full"] = ocb("inject", "--brain", str(brain), "--content", "check the canary")
     out["after_full"] = records()
     out["snapshot_full"] = ocb("snapshot", "--brain", str(brain))

@@ -19,14 +19,14 @@ def test_a_brain_over_a_memory_log_queries_and_learns(tmp_path: Path, workspace:
     with Brain(tmp_path / "mem", clock=TickClock(), log=log) as mem:
         mem.sync(workspace)
         answer = mem.query(QUESTION, chat_id="c1")
-        report = mem.learn(1.0, trace_id=answer.trace_id)
+        report = mem.learn(1.0, trace_id=answer.trace_id, rule="pg")
         assert answer.fired and report.deltas
         assert mem.state("traces").outcomes[answer.trace_id] == 1
     assert not (tmp_path / "mem" / "log").exists(), "the records live in the given log"
     with Brain.create(tmp_path / "disk", clock=TickClock()) as disk:
         disk.sync(workspace)
         same = disk.query(QUESTION, chat_id="c1")
-        assert disk.learn(1.0, trace_id=same.trace_id) == report
+        assert disk.learn(1.0, trace_id=same.trace_id, rule="pg") == report
         assert (same.fired, same.context) == (answer.fired, answer.context)
         assert list(disk.log.read()) == list(log.read())
 

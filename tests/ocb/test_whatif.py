@@ -167,7 +167,7 @@ def test_eta_zero_means_no_learning_even_over_recorded_config(brain: Brain) -> N
 def test_a_larger_rate_moves_every_rewarded_edge_further(brain: Brain) -> None:
     brain.set_config("learning.rule", "heuristic")
     start = brain.log.last_seq
-    ask_and_learn(brain, 6)
+    ask_and_learn(brain, 6, rule="heuristic")
     real = weights(brain.graph)
     with scratch_replay(brain, start, {"eta": 0.2}) as hi:
         high = weights(hi.brain.graph)
@@ -252,11 +252,11 @@ def test_a_decay_too_small_for_todays_rule_carries_its_time_over_in_a_what_if(
 
 def test_a_retracted_outcome_or_label_leaves_no_trace_in_any_what_if(brain: Brain) -> None:
     answer = brain.query(QUESTIONS[0])
-    taken = [brain.learn(1.0, trace_id=answer.trace_id).outcome_seq]
+    taken = [brain.learn(1.0, trace_id=answer.trace_id, rule="pg").outcome_seq]
     taken.append(label(brain, answer.trace_id, 0.8))
     for seq in taken:
         brain.retract(seq=seq)
-    kept = brain.learn(-1.0, trace_id=brain.query(QUESTIONS[1]).trace_id).outcome_seq
+    kept = brain.learn(-1.0, trace_id=brain.query(QUESTIONS[1]).trace_id, rule="pg").outcome_seq
 
     def touched(seq: int) -> set[tuple[str, str]]:
         update = next(iter(brain.log.read(seq + 1, seq + 1))).event
@@ -276,6 +276,7 @@ def test_a_retracted_outcome_or_label_leaves_no_trace_in_any_what_if(brain: Brai
 def test_an_update_the_record_lacks_shifts_later_seqs_and_their_causes_follow(
     brain: Brain,
 ) -> None:
+    brain.set_config("learning.rule", "pg")
     brain.set_config("learning.eta", 0.0)
     brain.set_config("learning.baseline_rate", 0.0)
     start = brain.log.last_seq

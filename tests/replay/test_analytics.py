@@ -89,7 +89,7 @@ def learned_brain(built: Path) -> Brain:
     b = Brain(built, clock=TickClock(start_ns=1_800_000_000_000_000_000))
     for i in range(6):
         answer = b.query(QUESTIONS[i % 3], chat_id=f"c{i % 2}")
-        b.learn(1.0 if i % 3 else -1.0, trace_id=answer.trace_id)
+        b.learn(1.0 if i % 3 else -1.0, trace_id=answer.trace_id, rule="pg")
     b.inject(
         "CORRECTION", "Never roll back without paging the on-call", chat_id="c0", all_fired=True
     )

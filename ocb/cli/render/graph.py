@@ -48,6 +48,8 @@ def answer_text(a: Answer) -> str:
         f"trace {a.trace_id or '(not recorded)'} · {len(a.fired)} fired · "
         f"{a.context_chars} chars · stop: {a.stop_reason}"
     )
+    if a.route:
+        head += f" · route {a.route} ({a.route_mode})"
     lines = [head]
     for i, h in enumerate(a.results, 1):
         mark = "" if h.fired else "  (not fired)"
@@ -88,11 +90,16 @@ def learn_json(r: LearnReport) -> dict[str, Any]:
 
 def learn_text(r: LearnReport) -> str:
     verb = "recorded" if r.recorded else "already recorded (nothing new)"
-    lines = [
-        f"outcome {r.reward:+g} ({r.source}, {r.rule}) {verb} at seq {r.outcome_seq}"
-        + (f" for trace {r.trace_id}" if r.trace_id else "")
-        + f": {len(r.deltas)} weight change(s)"
-    ]
+    head = f"outcome {r.reward:+g} ({r.source}, {r.rule}) {verb} at seq {r.outcome_seq}" + (
+        f" for trace {r.trace_id}" if r.trace_id else ""
+    )
+    if r.rule == "route":
+        if not r.route:
+            return head + ": the route already holds this"
+        lines = [head + f": route {r.route}, {len(r.credits)} credit change(s)"]
+        lines += [f"  {d:+.3f}  {n}" for n, d in sorted(r.credits.items())]
+        return "\n".join(lines)
+    lines = [head + f": {len(r.deltas)} weight change(s)"]
     top = sorted(r.deltas, key=lambda d: (-abs(d.delta), d.source, d.target))[:8]
     lines += [f"  {d.delta:+.3f}  {d.source} -> {d.target}" for d in top]
     return "\n".join(lines)

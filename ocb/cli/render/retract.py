@@ -32,6 +32,10 @@ def retract_json(r: RetractReport) -> dict[str, Any]:
             ],
         },
         "skipped": r.skipped,
+        "credits": [
+            {"route": m.source, "node": m.target, "before": m.before, "after": m.after}
+            for m in r.credits
+        ],
     }
 
 
@@ -46,11 +50,16 @@ def retract_text(r: RetractReport) -> str:
         return "\n".join(lines)
     n, b = len(r.weights), len(r.baselines)
     lines = [f"{head}: {n} weight(s) reversed, {b} baseline(s) restored"]
+    if r.credits:
+        lines[0] += f", {len(r.credits)} route credit(s) moved back"
     lines += [f"  {m.before:.3f} -> {m.after:.3f}  {m.source} -> {m.target}" for m in r.weights]
     lines += [f"  {m.before:.3f} -> {m.after:.3f}  baseline of {m.source}" for m in r.baselines]
     lines += [
         f"  {m.before:.3f} -> {m.after:.3f}  relevance of {m.source} -> {m.target}"
         for m in r.relevance
+    ]
+    lines += [
+        f"  {m.before:+.3f} -> {m.after:+.3f}  {m.target} on route {m.source}" for m in r.credits
     ]
     lines += [f"  skipped {s}" for s in r.skipped]
     return "\n".join(lines)

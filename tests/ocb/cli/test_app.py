@@ -53,6 +53,8 @@ def test_init_query_learn_inject_doctor_outputs(cli_brain: Path, workspace: Path
         "stop_reason",
         "context_chars",
         "context",
+        "route",
+        "route_mode",
     ]
     fired_texts = [r["text"] for r in answer["results"] if r["fired"]]
     assert all(t in answer["context"] for t in fired_texts)
@@ -64,7 +66,16 @@ def test_init_query_learn_inject_doctor_outputs(cli_brain: Path, workspace: Path
     code, out, _ = ocb("query", QUESTION, "--brain", cli_brain, "--top", "2")
     check("cli/query.txt", out)
     code, out, _ = ocb(
-        "learn", "--brain", cli_brain, "--trace", answer["trace_id"], "--outcome", "1", "--json"
+        "learn",
+        "--brain",
+        cli_brain,
+        "--trace",
+        answer["trace_id"],
+        "--outcome",
+        "1",
+        "--rule",
+        "pg",
+        "--json",
     )
     assert code == 0
     learned = json.loads(out)

@@ -25,8 +25,8 @@ def history(built: Path) -> Path:
     with Brain(built, clock=TickClock(start_ns=1_800_000_000_000_000_000)) as b:
         for i in range(6):
             answer = b.query(QUESTIONS[i % 3], chat_id=f"c{i}")
-            b.learn(-1.0 if i == 4 else 1.0, trace_id=answer.trace_id, source="human")
-        b.learn(0.5, chat_id="c1", source="self")
+            b.learn(-1.0 if i == 4 else 1.0, trace_id=answer.trace_id, rule="pg", source="human")
+        b.learn(0.5, chat_id="c1", rule="pg", source="self")
     return built
 
 

@@ -15,7 +15,8 @@ HOTFIX = "can we skip CI for an urgent hotfix"
 
 def test_retract_reports_what_it_reversed_and_the_history_keeps_both(cli_brain: Path) -> None:
     ocb("query", QUESTION, "--brain", cli_brain, "--chat-id", "c1")
-    code, out, _ = ocb("learn", "--brain", cli_brain, "--chat-id", "c1", "--outcome", "1", "--json")
+    learn = ["learn", "--brain", cli_brain, "--chat-id", "c1", "--outcome", "1", "--rule", "pg"]
+    code, out, _ = ocb(*learn, "--json")
     learned = json.loads(out)
     before = log_bytes(cli_brain)
     code, out, err = ocb("retract", "--brain", cli_brain, "--chat-id", "c1", "--dry-run")
@@ -28,7 +29,7 @@ def test_retract_reports_what_it_reversed_and_the_history_keeps_both(cli_brain: 
     got = json.loads(out)
     assert list(got) == [
         "seq", "recorded", "target", "reason", "weights", "baselines", "relevance", "removed",
-        "skipped",
+        "skipped", "credits",
     ]  # fmt: skip
     assert got["target"] == {
         "seq": learned["outcome_seq"],

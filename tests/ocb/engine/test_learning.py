@@ -35,7 +35,7 @@ def test_policy_gradient_worked_example_from_design() -> None:
 
 def test_recorded_deltas_carry_rule_params_and_sorted_order() -> None:
     step = _step({"A": 0.5, "B": 0.3, "C": -0.2}, chosen="A")
-    decision = decide_deltas([step], 1.0, Learning(eta=0.1), source="human", damping=0.3)
+    decision = decide_deltas([step], 1.0, Learning(rule="pg", eta=0.1), source="human", damping=0.3)
     deltas, params = decision.deltas, decision.params
     assert [(x.source, x.target) for x in deltas] == [
         ("n", STOP),
@@ -48,7 +48,7 @@ def test_recorded_deltas_carry_rule_params_and_sorted_order() -> None:
 
 def test_reward_source_weights_scale_the_update() -> None:
     step = _step({"A": 0.5, "B": 0.3}, chosen="A")
-    s = Learning()
+    s = Learning(rule="pg")
     human = decide_deltas([step], 1.0, s, source="human", damping=0.3).deltas
     teacher = decide_deltas([step], 1.0, s, source="teacher", damping=0.3).deltas
     ratio = teacher[1].delta / human[1].delta
@@ -96,9 +96,10 @@ def test_positive_outcome_never_weakens_an_edge_on_the_path(
 
 def test_the_gradient_uses_the_temperature_of_the_policy_that_acted() -> None:
     step = _step({"A": 0.5, "B": 0.3}, chosen="A")
-    got = decide_deltas([step], 1.0, Learning(), source="human", damping=0.3, tau=0.5)
+    s = Learning(rule="pg")
+    got = decide_deltas([step], 1.0, s, source="human", damping=0.3, tau=0.5)
     cold, params = got.deltas, got.params
-    warm = decide_deltas([step], 1.0, Learning(), source="human", damping=0.3, tau=2.0).deltas
+    warm = decide_deltas([step], 1.0, s, source="human", damping=0.3, tau=2.0).deltas
     probs = softmax([0.5, 0.3, 0.0], 0.5)
     assert params.tau == 0.5
     assert cold[1].delta == pytest.approx(0.1 * (1 - probs[0]) / 0.5)

@@ -66,7 +66,7 @@ def label_first_step(b: Brain, trace_id: str, score: float) -> int:
 def test_an_outcome_is_reversed_exactly_and_the_history_keeps_both(brain: Brain) -> None:
     before = values(brain.graph)
     brain.query(QUESTION, chat_id="c1")
-    learned = brain.learn(1.0, chat_id="c1")
+    learned = brain.learn(1.0, chat_id="c1", rule="pg")
     report = brain.retract(chat_id="c1", reason="scored the wrong chat")
     assert report.recorded and report.kind == "outcome" and report.target_seq == learned.outcome_seq
     assert close(values(brain.graph), before)
@@ -101,7 +101,7 @@ def test_an_outcome_is_reversed_exactly_and_the_history_keeps_both(brain: Brain)
 def test_later_changes_stay_when_an_older_outcome_is_retracted(brain: Brain) -> None:
     a = brain.query(QUESTION)
     w0 = values(brain.graph)
-    first = brain.learn(1.0, trace_id=a.trace_id)
+    first = brain.learn(1.0, trace_id=a.trace_id, rule="pg")
     w1 = values(brain.graph)
     clock = TickClock(start_ns=brain.log.last_ts + 20 * NS_PER_DAY)
     maintain(brain, ["decay"], clock=clock)  # a later change to the same weights

@@ -75,7 +75,8 @@ def test_a_trained_model_is_recorded_and_used_by_the_learned_mode(brain: Brain) 
 
 def test_a_model_identical_to_the_one_in_force_is_not_recorded_again(brain: Brain) -> None:
     for i in range(8):
-        brain.learn(1.0 if i % 3 else -1.0, trace_id=brain.query(QUESTIONS[i % 4]).trace_id)
+        answer = brain.query(QUESTIONS[i % 4])
+        brain.learn(1.0 if i % 3 else -1.0, trace_id=answer.trace_id, rule="pg")
     first = train(brain)
     brain.query(QUESTIONS[0])  # a trace without an outcome teaches nothing new
     seq = brain.log.last_seq
@@ -96,5 +97,5 @@ def test_a_model_identical_to_the_one_in_force_is_not_recorded_again(brain: Brai
     assert blobs.status == WARN and "fix: ocb train-route" in blobs.detail
     assert not train(brain).recorded and brain.blobs.get(model.blob, verify=True)  # ... back
     assert brain.log.last_seq == seq
-    brain.learn(1.0, trace_id=brain.query(QUESTIONS[1]).trace_id)
+    brain.learn(1.0, trace_id=brain.query(QUESTIONS[1]).trace_id, rule="pg")
     assert train(brain).recorded

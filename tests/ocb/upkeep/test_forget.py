@@ -172,7 +172,8 @@ STRUCTURAL = {
     "kind", "tier", "key", "cause", "rule", "embedder_id", "blob", "features", "kept",
     "absorbed", "node", "chosen", "followed", "mode", "stop_reason", "fact_id",
     "change", "supporting", "contradicting", "priority", "teacher",
-    "op", "root", "what", "segment", "actor", "evidence", "day",
+    "op", "root", "what", "segment", "actor", "evidence", "day", "used", "route", "route_mode",
+    "route_id",
 }  # fmt: skip
 """String fields that name things (ids, paths, hashes, kinds), not free text."""
 

@@ -1,0 +1,285 @@
+"""Does learning pay on real work? Repeated LoCoMo questions with agent-style feedback.
+
+Over ``../shared/bench/locomo-dev/`` (or ``--data``), with a fresh brain per conversation
+built through the Python API, shipped settings unless ``--rule`` says otherwise:
+
+    cold   every question once, nothing learned (the reference for every comparison)
+    P1     every question R times (one fixed shuffled order per conversation, seeded), each
+           answer followed by feedback as an agent would give it:
+             scalar  a self outcome: +1 when the fired context holds an evidence line, else -1
+             used    the same, plus the ids of the fired chunks that hold evidence as ``used``
+    P2     each question once in file order with the same scalar feedback, compared question
+           by question with the cold pass (learning must not hurt what it has not seen)
+
+Per round: mean context chars (the fired nodes' text), fired nodes, evidence recall of the
+fired context, R@2k and full@2k (the shared evaluator's scoring functions, on the answer's
+results with top 50), with paired 95 % bootstrap intervals for round R vs cold and P2 vs
+cold, overall and per category, and the wall time. Runs are deterministic (a fixed clock,
+seeded orders and resampling): two runs write identical ``records.jsonl``.
+
+    .venv/bin/python benchmarks/locomo_learning.py                    # all, ~15 min
+    .venv/bin/python benchmarks/locomo_learning.py --convs 1 --rounds 5   # a quick look
+    .venv/bin/python benchmarks/locomo_learning.py --rule pg          # the published rule
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+from ocb import Brain  # noqa: E402
+from ocb_events.clock import TickClock  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_DATA = HERE.parent.parent / "shared" / "bench" / "locomo-dev"
+DEFAULT_OUT = HERE / "results" / "locomo_learning"
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+TOP = 50
+METRICS = ("chars", "fired", "fired_recall", "r2k", "full2k")
+
+
+def evaluator(data: Path) -> ModuleType:
+    """The shared evaluator's module (its scoring functions are the definition)."""
+    spec = importlib.util.spec_from_file_location("locomo_evaluate", data / "tools" / "evaluate.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+class Conv:
+    def __init__(self, root: Path) -> None:
+        self.name = root.name
+        self.workspace = root / "workspace"
+        qs = [json.loads(line) for line in (root / "queries.jsonl").read_text().splitlines()]
+        self.queries = [q for q in qs if q.get("evidence")]
+
+
+class Scorer:
+    def __init__(self, ev: ModuleType, conv: Conv) -> None:
+        self.ev = ev
+        self.ws = str(conv.workspace)
+
+    def lines(self, q: dict) -> list[tuple[str, int]]:
+        return list(dict.fromkeys((e["path"], int(e["line"])) for e in q["evidence"]))
+
+    def covers(self, source: str, p: str, x: int) -> bool:
+        parsed = self.ev.parse_source(source, self.ws)
+        return parsed is not None and parsed[0] == p and parsed[1] <= x <= parsed[2]
+
+    def score(self, brain: Brain, q: dict, ans: Any) -> tuple[dict, list[str]]:
+        """The question's metrics, and the fired chunks that hold evidence."""
+        ev = self.lines(q)
+        fired = [brain.graph.nodes[n] for n in ans.fired]
+        used = [n.id for n in fired if any(self.covers(n.source, p, x) for p, x in ev)]
+        hit = {i for i, (p, x) in enumerate(ev) for n in fired if self.covers(n.source, p, x)}
+        results = [{"source": h.source, "text": h.text} for h in ans.results]
+        cov, _, _ = self.ev.budget_coverage(ev, results, 2000, self.ws)
+        rec = {
+            "qid": q["qid"],
+            "category": q["category"],
+            "chars": ans.context_chars,
+            "fired": len(ans.fired),
+            "fired_recall": len(hit) / len(ev),
+            "r2k": len(cov) / len(ev),
+            "full2k": 1.0 if len(cov) == len(ev) else 0.0,
+        }
+        return rec, used
+
+
+def build(conv: Conv, path: Path, settings: dict[str, str]) -> None:
+    brain, _ = Brain.init(path, conv.workspace, clock=TickClock())
+    for key, value in sorted(settings.items()):
+        brain.set_config(key, value)
+    brain.close()
+
+
+def open_copy(base: Path, dest: Path) -> Brain:
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(base, dest)
+    return Brain(dest, clock=TickClock(start_ns=10**18))
+
+
+def ask(brain: Brain, scorer: Scorer, q: dict, feedback: str, rule: str | None) -> dict:
+    """Ask one question, and give the feedback of ``feedback`` (none, scalar or used)."""
+    ans = brain.query(q["question"], top=TOP, record=feedback != "none")
+    rec, used = scorer.score(brain, q, ans)
+    if feedback != "none":
+        outcome = 1.0 if used else -1.0
+        extra: dict[str, Any] = {"used": used} if feedback == "used" and used else {}
+        brain.learn(outcome, trace_id=ans.trace_id, source="self", rule=rule, **extra)
+    return rec
+
+
+def run_conv(
+    conv: Conv, ev: ModuleType, work: Path, rounds: int, seed: int, rule: str | None,
+    variants: list[str], settings: dict[str, str],
+) -> list[dict]:  # fmt: skip
+    scorer = Scorer(ev, conv)
+    base = work / conv.name / "base"
+    build(conv, base, settings)
+    out: list[dict] = []
+    brain = open_copy(base, work / conv.name / "cold")
+    for q in conv.queries:
+        out.append({"pass": "cold", "round": 0, **ask(brain, scorer, q, "none", rule)})
+    brain.close()
+    order = list(conv.queries)
+    random.Random(f"{seed}:{conv.name}").shuffle(order)
+    for variant in variants:
+        brain = open_copy(base, work / conv.name / variant)
+        for r in range(1, rounds + 1):
+            for q in order:
+                out.append(
+                    {"pass": f"P1-{variant}", "round": r, **ask(brain, scorer, q, variant, rule)}
+                )
+            print(f"  {conv.name} P1-{variant} round {r}/{rounds}", file=sys.stderr, flush=True)
+        brain.close()
+    brain = open_copy(base, work / conv.name / "p2")
+    for q in conv.queries:
+        out.append({"pass": "P2", "round": 1, **ask(brain, scorer, q, "scalar", rule)})
+    brain.close()
+    shutil.rmtree(work / conv.name)
+    return out
+
+
+def paired_ci(a: np.ndarray, b: np.ndarray, seed: int, n: int = 2000) -> tuple[float, float, float]:
+    """Mean of b - a with a paired 95 % bootstrap interval."""
+    d = b - a
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(d), size=(n, len(d)))
+    means = d[idx].mean(axis=1)
+    return float(d.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+def by_pass(records: list[dict], name: str, rnd: int) -> dict[str, dict]:
+    return {r["qid"]: r for r in records if r["pass"] == name and r["round"] == rnd}
+
+
+def round_table(records: list[dict], name: str, rounds: int) -> list[str]:
+    lines = [
+        f"{name}: mean per question by round (round 0 = cold)",
+        "",
+        "| round | context chars | % of cold | fired nodes | fired recall | R@2k | full@2k |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    cold = by_pass(records, "cold", 0)
+    base_chars = float(np.mean([r["chars"] for r in cold.values()]))
+    for rnd in range(rounds + 1):
+        rows = cold if rnd == 0 else by_pass(records, name, rnd)
+        if not rows:
+            continue
+        m = {k: float(np.mean([r[k] for r in rows.values()])) for k in METRICS}
+        lines.append(
+            f"| {rnd} | {m['chars']:,.0f} | {100 * m['chars'] / base_chars:.1f} % | "
+            f"{m['fired']:.2f} | {m['fired_recall']:.3f} | {m['r2k']:.3f} | {m['full2k']:.3f} |"
+        )
+    return lines + [""]
+
+
+def compare(records: list[dict], name: str, rnd: int, seed: int) -> list[str]:
+    """Paired differences (pass - cold) with 95 % intervals, overall and per category."""
+    cold = by_pass(records, "cold", 0)
+    other = by_pass(records, name, rnd)
+    qids = sorted(other)
+    lines = [
+        f"{name} round {rnd} vs cold: mean difference [95 % paired bootstrap]",
+        "",
+        "| category | n | context chars ratio | fired recall | R@2k | full@2k |",
+        "|---|---|---|---|---|---|",
+    ]
+    cats: list[tuple[str, list[str]]] = [("all", qids)]
+    cats += [
+        (f"{c}-{nm}", [q for q in qids if cold[q]["category"] == c]) for c, nm in CATEGORIES.items()
+    ]
+    for label, qs in cats:
+        if not qs:
+            continue
+        cells = [label, str(len(qs))]
+        ratio = np.mean([other[q]["chars"] for q in qs]) / np.mean([cold[q]["chars"] for q in qs])
+        cells.append(f"{ratio:.3f}")
+        for k in ("fired_recall", "r2k", "full2k"):
+            a = np.array([cold[q][k] for q in qs])
+            b = np.array([other[q][k] for q in qs])
+            d, lo, hi = paired_ci(a, b, seed)
+            cells.append(f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}]")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo dev folder")
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder")
+    ap.add_argument("--convs", default="", help="conversation indices, e.g. 0-3 or 1,2")
+    ap.add_argument("--rounds", type=int, default=10, help="P1 rounds (default 10)")
+    ap.add_argument("--seed", type=int, default=7, help="seed of the orders and the bootstrap")
+    ap.add_argument("--rule", default=None, help="learning rule (default: the brain's)")
+    ap.add_argument(
+        "--variants", default="scalar,used", help="P1 feedback variants (default scalar,used)"
+    )
+    ap.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE",
+        help="a setting recorded in every brain first (repeatable), e.g. routes.explore=3",
+    )  # fmt: skip
+    args = ap.parse_args(argv)
+    settings = dict(kv.split("=", 1) for kv in args.set)
+    data = args.data.resolve()
+    if not (data / "tools" / "evaluate.py").is_file():
+        ap.error(f"{data} has no tools/evaluate.py (pass --data)")
+    ev = evaluator(data)
+    picked = ev.parse_int_list(args.convs) if args.convs else None
+    roots = sorted(p for p in data.glob("conv-*") if p.is_dir())
+    convs = [Conv(p) for p in roots if picked is None or int(p.name.split("-")[1]) in picked]
+    variants = [v for v in args.variants.split(",") if v]
+    t0 = time.perf_counter()
+    records: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="ocb-locomo-learning-") as tmp:
+        for conv in convs:
+            print(f"{conv.name}: {len(conv.queries)} questions", file=sys.stderr, flush=True)
+            records += run_conv(
+                conv, ev, Path(tmp), args.rounds, args.seed, args.rule, variants, settings
+            )
+    wall = time.perf_counter() - t0
+    out = args.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "records.jsonl", "w") as fh:
+        for r in records:
+            fh.write(json.dumps(r, sort_keys=True) + "\n")
+    md = [
+        f"# Learning on LoCoMo dev ({', '.join(c.name for c in convs)}; "
+        f"{len(by_pass(records, 'cold', 0))} questions; rule {args.rule or 'default'}; "
+        f"{args.rounds} rounds; seed {args.seed}"
+        + "".join(f"; {k}={v}" for k, v in sorted(settings.items()))
+        + ")",
+        "",
+    ]
+    for v in variants:
+        md += round_table(records, f"P1-{v}", args.rounds)
+        md += compare(records, f"P1-{v}", args.rounds, args.seed)
+    md += compare(records, "P2", 1, args.seed)
+    md.append(f"wall time: {wall:.0f} s")
+    text = "\n".join(md) + "\n"
+    (out / "summary.md").write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,200 @@
+"""Query-anchored routes: the ``route`` learning rule.
+
+Edge weights are shared by every question that passes through a node, so an outcome
+that strengthens a walk for one question moves the walks of others. A route belongs to
+one question instead: it is keyed by the question's terms (``route_key``), and a query
+follows the route whose key shares at least ``routes.match`` of its terms (Jaccard; the
+same terms always match). What a route holds is a credit per node, decided from the
+outcomes of the traces that followed it:
+
+=============  ========  ======================================================
+credit         state     what a query that follows the route does with the node
+=============  ========  ======================================================
+>= 0.5         compiled  fires it (the route's context)
+(0, 0.5)       reserve   fires it only when no compiled node is left
+(-0.5, 0)      dropped   does not fire it (a result, if the budget holds it)
+<= -0.5        vetoed    neither fires nor returns it
+=============  ========  ======================================================
+
+The outcome decides (``decide_route``), with the paper's objective: minimise the context
+subject to success.
+
+* **Used ids** (the nodes the answer used or cited): used nodes are compiled for good
+  (credit 1), the rest of the context is dropped. The next answer fires what was used.
+* **A scalar success**: the context sufficed, but nothing says which part. The first
+  half (by firing order: the best seeds first) is compiled, the rest kept in reserve,
+  and whatever was in reserve before is dropped; a context of ``min_chunks`` nodes or
+  fewer is compiled for good. Successive successes halve the context.
+* **A failure**: nothing in the context helped: it is vetoed for this question, the
+  reserve is promoted (the part of an earlier successful context not fired since), and
+  the route counts a miss. With nothing compiled or in reserve, the next query
+  *explores*: it fires the ``routes.explore`` best chunks the route has not tried
+  (deterministic: the same ranking as the seeds). After ``routes.explore_limit`` misses
+  the route is spent and fires nothing, until the workspace changes.
+
+A credit is tied to the text of its node (its ``text_hash``): a node whose text
+changed since is neither fired nor vetoed by the route, so a route over an edited file
+is re-checked by the next outcome, not followed blindly. Nothing here reads a clock or
+a random source, and every choice sorts explicitly.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Sequence
+
+import msgspec
+
+from ocb.settings import Routes
+from ocb_events.schema import QueryTraced, RouteCredit, RouteUpdated
+from projections.graph import State as Graph
+from projections.routes import Route, State
+from workspace_sync.text import terms
+
+COMPILED = 0.5
+"""Credit from which a node is part of a route's context."""
+KEPT = 1.0
+"""Credit of a node an outcome proved needed (used, or the last of a narrowed context)."""
+RESERVE = 0.25
+"""Credit of the half of a successful context the next answer does not fire."""
+DROPPED = -0.25
+"""Credit of a node a successful answer did not need."""
+VETOED = -1.0
+"""Credit of a node of a failed answer's context."""
+_EPS = 1e-12
+
+
+def route_key(query: str) -> str:
+    """The key of a question: its distinct stemmed terms, sorted."""
+    return " ".join(sorted(set(terms(query))))
+
+
+def find_route(state: State, key: str, match: float) -> str:
+    """The id of the route a question with ``key`` follows ("" for none): the route of
+    the same key, else the one whose key shares the largest share of terms with it,
+    at least ``match`` (the oldest on a tie)."""
+    rid = state.by_key.get(key, "")
+    if rid in state.routes or not key or match >= 1.0:
+        return rid if rid in state.routes else ""
+    words = set(key.split())
+    cands = {r for t in words for r in state.by_term.get(t, ())}
+    best, share = "", 0.0
+    for r in sorted(cands, key=lambda r: (state.routes[r].created_seq, r)):
+        other = set(state.routes[r].key.split())
+        j = len(words & other) / len(words | other)
+        if j > share + _EPS:
+            best, share = r, j
+    return best if share >= match - _EPS else ""
+
+
+def live_credits(route: Route, graph: Graph) -> dict[str, float]:
+    """A route's credits of nodes that still exist with the text they were given for."""
+    nodes = graph.nodes
+    return {
+        n: c
+        for n, c in route.credits.items()
+        if n in nodes and nodes[n].text_hash == route.hashes.get(n, "")
+    }
+
+
+class Plan(msgspec.Struct, frozen=True):
+    """What a query following route ``route`` does: ``mode`` compiled (fire ``fire``),
+    explore (fire the best chunks not in ``avoid``) or spent (fire nothing); never
+    return ``vetoed``."""
+
+    route: str
+    mode: str
+    fire: tuple[str, ...] = ()
+    explore: int = 0
+    avoid: frozenset[str] = frozenset()
+    vetoed: frozenset[str] = frozenset()
+
+
+def plan_route(state: State, graph: Graph, query: str, s: Routes) -> Plan | None:
+    """How a query follows its route, or None when it has none (or one that holds
+    nothing yet): it walks the graph."""
+    rid = find_route(state, route_key(query), s.match)
+    route = state.routes.get(rid)
+    if route is None:
+        return None
+    live = live_credits(route, graph)
+    vetoed = frozenset(n for n, c in live.items() if c <= VETOED / 2)
+    fire = tuple(sorted(n for n, c in live.items() if c >= COMPILED))
+    fire = fire or tuple(sorted(n for n, c in live.items() if c > 0))
+    if fire:
+        return Plan(rid, "compiled", fire, vetoed=vetoed)
+    if not live and route.misses == 0:
+        return None
+    if route.misses >= s.explore_limit and graph.nodes_seq <= route.seq:
+        return Plan(rid, "spent", vetoed=vetoed)
+    avoid = frozenset(n for n, c in live.items() if c < 0)
+    return Plan(rid, "explore", explore=s.explore, avoid=avoid, vetoed=vetoed)
+
+
+def _targets(
+    fired: Sequence[str], live: dict[str, float], reward: float, used: Collection[str],
+    s: Routes,
+) -> tuple[dict[str, float], int]:  # fmt: skip
+    """The credit each touched node gets, and the misses to add."""
+    out: dict[str, float] = {}
+    if reward < 0:
+        out.update({n: VETOED for n in fired})
+        out.update({n: COMPILED for n, c in live.items() if n not in out and 0 < c < COMPILED})
+        return out, 1
+    if used:
+        out.update({n: KEPT if n in used else DROPPED for n in fired})
+    elif len(fired) <= s.min_chunks:
+        out.update({n: KEPT for n in fired})
+    else:
+        half = math.ceil(len(fired) / 2)
+        out.update({n: COMPILED for n in fired[:half]})
+        out.update({n: RESERVE for n in fired[half:]})
+    out.update({n: DROPPED for n, c in live.items() if n not in out and c > 0})
+    return out, 0
+
+
+def decide_route(
+    state: State, graph: Graph, trace: QueryTraced, reward: float, s: Routes, *,
+    used: Collection[str] = (), outcome_seq: int,
+) -> RouteUpdated | None:  # fmt: skip
+    """The change an outcome of ``trace`` makes to its question's route (a new route
+    ``r<outcome_seq>`` when it has none), or None when it changes nothing."""
+    key = route_key(trace.query)
+    if reward == 0 or not key:
+        return None
+    rid = trace.route if trace.route in state.routes else find_route(state, key, s.match)
+    route = state.routes.get(rid)
+    live = live_credits(route, graph) if route is not None else {}
+    fired = [n for n in trace.fired if n in graph.nodes]
+    targets, misses = _targets(fired, live, reward, used, s)
+    stored = route.credits if route is not None else {}
+    hashes = route.hashes if route is not None else {}
+    credits = []
+    for n in sorted(targets):
+        delta = targets[n] - stored.get(n, 0.0)
+        h = graph.nodes[n].text_hash
+        if abs(delta) > _EPS or (n in stored and hashes.get(n) != h):
+            credits.append(RouteCredit(node=n, delta=delta, text_hash=h))
+    if not credits and not misses:
+        return None
+    if route is None:
+        return RouteUpdated(
+            route_id=f"r{outcome_seq}", cause_seq=outcome_seq, credits=tuple(credits),
+            misses=misses, key=key, query=trace.query,
+        )  # fmt: skip
+    return RouteUpdated(route_id=rid, cause_seq=outcome_seq, credits=tuple(credits), misses=misses)
+
+
+def reverse_route(update: RouteUpdated, state: State, retraction_seq: int) -> RouteUpdated | None:
+    """The reversal of a route update: every credit and the misses moved back by what
+    it added (later changes stay), or None when its route is gone."""
+    route = state.routes.get(update.route_id)
+    if route is None:
+        return None
+    credits = tuple(
+        RouteCredit(node=c.node, delta=-c.delta, text_hash=route.hashes.get(c.node, c.text_hash))
+        for c in update.credits
+    )
+    return RouteUpdated(
+        route_id=update.route_id, cause_seq=retraction_seq, credits=credits, misses=-update.misses
+    )
