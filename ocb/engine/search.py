@@ -231,6 +231,14 @@ class Seeding(msgspec.Struct, frozen=True):
         return float(self.hybrid[self.ranked[0]]) if self.ranked else 0.0
 
 
+def _top(index: SearchIndex, scores: Matrix, want: int) -> list[int]:
+    """The rows of the ``want`` best scores, positive ones only, best first (ties by id)."""
+    if not want:
+        return []
+    part = np.argpartition(-scores, want - 1)[:want]
+    return sorted((int(i) for i in part if scores[i] > 0), key=lambda i: (-scores[i], index.ids[i]))
+
+
 def choose_seeds(
     index: SearchIndex, query: str, qvec: Matrix, lexical_weight: float, *, max_seeds: int,
     seed_ratio: float, top: int,
@@ -238,11 +246,7 @@ def choose_seeds(
     """Rank the index for ``query`` and choose up to ``max_seeds`` seeds scoring at
     least ``seed_ratio`` of the best (ties broken by id, so the choice is stable)."""
     hyb, lex, cos = index.hybrid(query, qvec, lexical_weight)
-    want = min(len(index.ids), max_seeds + top + 8)
-    ranked: list[int] = []
-    if want:
-        part = np.argpartition(-hyb, want - 1)[:want]
-        ranked = sorted((int(i) for i in part if hyb[i] > 0), key=lambda i: (-hyb[i], index.ids[i]))
+    ranked = _top(index, hyb, min(len(index.ids), max_seeds + top + 8))
     best = float(hyb[ranked[0]]) if ranked else 0.0
     chosen = [i for i in ranked[:max_seeds] if hyb[i] >= seed_ratio * best]
     return Seeding(ranked, chosen, hyb, lex, cos)
@@ -254,11 +258,8 @@ def best_rows(index: SearchIndex, scores: Matrix, k: int, exclude: frozenset[str
     n = len(index.ids)
     want = min(n, len(exclude) + k)
     while want:
-        part = np.argpartition(-scores, want - 1)[:want] if want < n else np.arange(n)
-        rows = sorted(
-            (int(i) for i in part if scores[i] > 0), key=lambda i: (-scores[i], index.ids[i])
-        )
-        picked = [index.ids[i] for i in rows if index.ids[i] not in exclude][:k]
+        picked = [index.ids[i] for i in _top(index, scores, want) if index.ids[i] not in exclude]
+        picked = picked[:k]
         if len(picked) == k or want == n:
             return picked
         want = min(n, want * 2)
