@@ -13,7 +13,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Unpack
 
@@ -97,18 +97,19 @@ class Brain(Store):
         progress: Progress | None = None,
         scanned: Scanned | None = None,
         cause: str = "sync",
+        paths: Collection[str] | None = None,
     ) -> SyncReport:
         """Index a workspace (first run) or bring the brain up to date with it: chunks,
-        vectors and edges, and the typed facts of its Markdown. A file that changes on
-        disk while the sync reads it is read again (three tries), so what is recorded
-        always matches one version of every file.
+        vectors, edges and the typed facts of its Markdown (with ``paths``, only the
+        files at those relative paths). A file that changes while the sync reads it is
+        read again (three tries): what is recorded matches one version of every file.
 
         Raises:
             WorkspaceError: missing, not a directory, without any indexable file, or a
                 file kept changing while it was read.
             BrainExists: the brain belongs to another workspace.
         """
-        return sync(self, workspace, progress=progress, scanned=scanned, cause=cause)
+        return sync(self, workspace, progress=progress, scanned=scanned, cause=cause, paths=paths)
 
     # ------------------------------------------------------------------ the graph
 

@@ -40,6 +40,8 @@ ALLOWED = {
 def allowed(module: str) -> bool:
     if module.split(".")[0] not in OURS:
         return True  # the standard library and third-party packages
+    if module.startswith("ocb.daemon."):  # the serve commands run the daemon
+        return True
     return module in ALLOWED or module == "ocb.cli" or module.startswith("ocb.cli.")
 
 

@@ -12,7 +12,7 @@ from workspace_sync.facts import (
 )
 from workspace_sync.markdown import MAX_CHARS, TARGET_CHARS, Piece, chunk_text, split_lines
 from workspace_sync.retain import format_bullet, insert_retained
-from workspace_sync.scan import FileText, Skipped, read_text, scan_workspace
+from workspace_sync.scan import FileText, Skipped, read_text, scan_paths, scan_workspace
 from workspace_sync.secrets import Finding, Redacted, Scanner, redact_files
 from workspace_sync.writes import sweep_temp_files, writable_target, write_workspace_file
 
@@ -39,6 +39,7 @@ __all__ = [
     "parse_facts",
     "read_text",
     "redact_files",
+    "scan_paths",
     "scan_workspace",
     "split_lines",
     "sweep_temp_files",

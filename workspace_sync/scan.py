@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Collection
 from pathlib import Path
 
 import msgspec
@@ -116,6 +117,58 @@ def scan_workspace(root: Path) -> tuple[list[FileText], list[Skipped]]:
     files.sort(key=lambda f: f.path)
     skipped.sort(key=lambda s: s.path)
     return files, skipped
+
+
+def indexable(rel: str) -> bool:
+    """Whether a scan would read the file at workspace-relative posix path ``rel``:
+    no hidden part, no build or dependency directory, a text suffix."""
+    parts = rel.split("/")
+    if any(not part or part.startswith(".") for part in parts):
+        return False
+    if any(part in SKIP_DIRS for part in parts[:-1]):
+        return False
+    return Path(parts[-1]).suffix.lower() in TEXT_SUFFIXES
+
+
+def scan_paths(
+    root: Path, paths: Collection[str], known: Collection[str]
+) -> tuple[list[FileText], list[Skipped], frozenset[str]]:
+    """The files a scan would read among ``paths`` (a directory among them stands for
+    every file under it; a path that is gone, for every ``known`` file under it), what
+    was skipped, and the scope: every path whose state this answers for (read,
+    skipped, or gone from the disk).
+
+    Raises:
+        WorkspaceError: ``root`` is missing or is not a directory.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise WorkspaceError(
+            f"workspace {root} is missing or not a directory",
+            "pass the directory that holds your Markdown",
+        )
+    root = root.resolve()
+    wanted: set[str] = set()
+    scope: set[str] = set()
+    for rel in sorted(paths):
+        full = root / rel
+        scope.update(k for k in known if k == rel or k.startswith(rel + "/"))
+        if full.is_dir() and not full.is_symlink():
+            for dirpath, dirnames, filenames in os.walk(full, followlinks=False):
+                dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
+                base = Path(dirpath).relative_to(root).as_posix()
+                wanted.update(f"{base}/{n}" for n in filenames if indexable(f"{base}/{n}"))
+        elif indexable(rel):
+            wanted.add(rel)
+    files: list[FileText] = []
+    skipped: list[Skipped] = []
+    for rel in sorted(wanted):
+        scope.add(rel)
+        full = root / rel
+        if full.is_file() or full.is_symlink():
+            got = _read(root, full, rel)
+            (files if isinstance(got, FileText) else skipped).append(got)  # type: ignore[arg-type]
+    return files, skipped, frozenset(scope)
 
 
 def read_text(root: Path, rel: str) -> FileText | Skipped:

@@ -20,10 +20,11 @@ from ocb.cli.kg import group as kg
 from ocb.cli.memory import group as memory
 from ocb.cli.reflect import group as reflect
 from ocb.cli.retract import group as retract
+from ocb.cli.serve import group as live, serve
 from ocb.cli.upkeep import group as upkeep
 from ocb.cli.whatif import group as whatif
 
-GROUPS = (core, upkeep, checks, history, memory, reflect, retract, whatif)
+GROUPS = (core, upkeep, checks, history, memory, reflect, retract, whatif, live)
 """Every group of top-level commands; their commands are listed flat."""
 
 ORDER = (
@@ -52,6 +53,7 @@ ORDER = (
     "retract",
     "diff",
     "what-if",
+    "watch",
 )
 """The top-level commands in the order ``ocb --help`` lists them (the sub-apps follow)."""
 
@@ -67,7 +69,9 @@ def build() -> typer.Typer:
     """The ``ocb`` app: every group's commands at the top level, in ``ORDER``, then the
     ``audit`` and ``kg`` sub-apps."""
     app = typer.Typer(
-        help="OpenClawBrain: a learning memory graph over a Markdown workspace.",
+        help="OpenClawBrain: a learning memory graph over a Markdown workspace. "
+        "A command is answered by the daemon serving its brain (ocb serve) when one "
+        "runs; --no-daemon (or OCB_NO_DAEMON=1) runs it in this process.",
         no_args_is_help=True,
         add_completion=False,
         pretty_exceptions_enable=False,
@@ -80,6 +84,7 @@ def build() -> typer.Typer:
     app.registered_commands.extend(commands[name] for name in ORDER)
     app.add_typer(audit, name="audit")
     app.add_typer(kg, name="kg")
+    app.add_typer(serve, name="serve")
     return app
 
 

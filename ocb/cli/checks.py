@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ocb.cli.options import AsOfOpt, BrainOpt, JsonOpt, handled, out, warn
+from ocb.cli.options import AsOfOpt, BrainOpt, JsonOpt, handled, open_brain, out, warn
 
 group = typer.Typer()
 
@@ -52,10 +52,9 @@ def replay(
     Example:
       ocb replay --brain /tmp/brain --verify
     """
-    from ocb.brain import Brain
     from ocb.cli.render.verify import findings_json, findings_text
 
-    with Brain(brain, writer=False, warn=warn) as b:
+    with open_brain(brain, writer=False) as b:
         found = b.check_projections()
     out(found, as_json, findings_text, findings_json)
     if not all(f.ok for f in found):

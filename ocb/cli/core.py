@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ocb.cli.options import AsOfOpt, BrainOpt, JsonOpt, handled, out, warn
+from ocb.cli.options import AsOfOpt, BrainOpt, JsonOpt, handled, init_brain, open_brain, out, warn
 
 if TYPE_CHECKING:
     from ocb.brain import Brain
@@ -30,13 +30,11 @@ def init(
     Example:
       ocb init --workspace examples/workspace --brain /tmp/brain
     """
-    from ocb.brain import Brain
     from ocb.cli.progress import ProgressBar
     from ocb.cli.render.graph import sync_json, sync_text
 
     bar = ProgressBar()
-    b, report = Brain.init(brain, workspace, progress=bar, warn=warn)
-    b.close()
+    report = init_brain(brain, workspace, bar)
     bar.close()
     out(report, as_json, sync_text, sync_json)
 
@@ -63,13 +61,12 @@ def query(
       ocb query --batch questions.jsonl --brain /tmp/brain --top 10
       ocb query "how do I roll back" --brain /tmp/brain --as-of 2026-11-03T10:00
     """
-    from ocb.brain import Brain
     from ocb.cli.render.graph import answer_json, answer_text
     from ocb_events.errors import InputError
 
     if batch is not None and text:
         raise InputError("give a question or --batch FILE, not both", "drop one of them")
-    with Brain(brain, warn=warn, as_of=as_of) as b:
+    with open_brain(brain, as_of=as_of) as b:
         if batch is not None:
             _answer_batch(b, batch, top=top, chat_id=chat_id, mode=mode)
             return
@@ -126,11 +123,10 @@ def learn(
       ocb learn --brain /tmp/brain --trace t31 --outcome 1 --request-id run-7
       ocb learn --brain /tmp/brain --chat-id c1 --outcome -1 --rule heuristic
     """
-    from ocb.brain import Brain
     from ocb.cli.render.graph import learn_json, learn_text
 
     ids = [i.strip() for i in fired_ids.split(",") if i.strip()]
-    with Brain(brain, warn=warn) as b:
+    with open_brain(brain) as b:
         report = b.learn(
             outcome,
             trace_id=trace,
@@ -176,10 +172,9 @@ def inject(
       ocb inject --brain /tmp/brain --type CORRECTION \\
         --content "Never skip CI for hotfixes" --chat-id c1
     """
-    from ocb.brain import Brain
     from ocb.cli.render.graph import inject_json, inject_text
 
-    with Brain(brain, warn=warn) as b:
+    with open_brain(brain) as b:
         report = b.inject(
             node_type,
             content,
@@ -209,11 +204,10 @@ def events(
     Example:
       ocb events --brain /tmp/brain --since 0 --type outcome_recorded --limit 20
     """
-    from ocb.brain import Brain
     from ocb_events.codec import record_to_json
 
     types = _event_types(event_type or [])
-    with Brain(brain, writer=False, warn=warn, as_of=as_of) as b:
+    with open_brain(brain, writer=False, as_of=as_of) as b:
         stdout = sys.stdout.buffer
         for rec in b.events(since=since, types=types, limit=limit):
             stdout.write(record_to_json(rec) + b"\n")
@@ -257,13 +251,12 @@ def config(
       ocb config --brain /tmp/brain memory.hop_decay
       ocb config --brain /tmp/brain traversal.max_hops 4
     """
-    from ocb.brain import Brain
     from ocb.cli.render.settings import settings_json, settings_text
     from ocb.settings import check_key
 
     if key is not None and value is not None:
         check_key(key, value)  # refuse before the brain is opened for writing
-    with Brain(brain, writer=value is not None, warn=warn) as b:
+    with open_brain(brain, writer=value is not None) as b:
         if key is not None and value is not None:
             b.set_config(key, value)
         shown = settings_json(b.state("config").values, key)
@@ -300,10 +293,9 @@ def snapshot(brain: BrainOpt, as_json: JsonOpt = False) -> None:
     Example:
       ocb snapshot --brain /tmp/brain
     """
-    from ocb.brain import Brain
     from ocb.cli.render.store import snapshot_json, snapshot_text
 
-    with Brain(brain, warn=warn) as b:
+    with open_brain(brain) as b:
         written = b.write_snapshots()
     out(written, as_json, snapshot_text, snapshot_json)
 
@@ -337,10 +329,9 @@ def forget(
       ocb forget --brain /tmp/brain --text "staging password hunter2" --reason "pasted"
       ocb forget --brain /tmp/brain --file notes/old-secrets.md --dry-run
     """
-    from ocb.brain import Brain
     from ocb.cli.render.store import forget_json, forget_text
 
-    with Brain(brain, warn=warn) as b:
+    with open_brain(brain) as b:
         report = b.forget(seq=seq, path=file, fact=fact, text=text, reason=reason, dry_run=dry_run)
     for rel in report.still_in_workspace:
         warn(f"{rel} still holds it on disk: edit the file, or it is recorded again")

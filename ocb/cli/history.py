@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ocb.cli.options import BrainOpt, JsonOpt, handled, note, out, warn
+from ocb.cli.options import BrainOpt, JsonOpt, handled, note, open_brain, out
 
 if TYPE_CHECKING:
     from ocb.brain import Brain
@@ -28,12 +28,11 @@ audit = typer.Typer(
 def reading(brain: Path) -> Iterator[tuple[Brain, Callable[[int, int], None]]]:
     """The brain, read-only, and the progress of catching its analytics store up with
     its log (a bar on a TTY, closed when the command is done with the brain)."""
-    from ocb.brain import Brain
     from ocb.cli.progress import ProgressBar
 
     bar = ProgressBar()
     try:
-        with Brain(brain, writer=False, warn=warn) as b:
+        with open_brain(brain, writer=False) as b:
             yield b, lambda n, t: bar("analytics", n, t)
     finally:
         bar.close()

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ocb.cli.options import AsOfOpt, BrainOpt, JsonOpt, handled, out, warn
+from ocb.cli.options import AsOfOpt, BrainOpt, JsonOpt, handled, open_brain, out
 
 group = typer.Typer(
     help="Current facts (subject, predicate, value) with their sources and staleness.",
@@ -41,10 +41,9 @@ def kg_set(
       ocb kg set "Discord API" rate_limit "100/min" --source memory/2026-11-20.md#L14 --brain B
       ocb kg set "Discord API" owner "Alice" --source "standup 2026-11-21" --brain B --json
     """
-    from ocb.brain import Brain
     from ocb.cli.render.kg import set_json, set_text
 
-    with Brain(brain, warn=warn) as b:
+    with open_brain(brain) as b:
         report = b.kg_set(subject, predicate, value, source)
     out(report, as_json, set_text, set_json)
 
@@ -66,10 +65,9 @@ def kg_get(
       ocb kg get "Discord API" --brain B
       ocb kg get "discord api" rate_limit --brain B --as-of 2026-11-21T09:00 --json
     """
-    from ocb.brain import Brain
     from ocb.cli.render.kg import get_json, get_text
 
-    with Brain(brain, writer=False, warn=warn, as_of=as_of) as b:
+    with open_brain(brain, writer=False, as_of=as_of) as b:
         view = b.kg_get(subject, predicate)
     out(view, as_json, get_text, get_json)
 
@@ -90,9 +88,8 @@ def kg_history(
       ocb kg history "Discord API" --brain B
       ocb kg history "Discord API" rate_limit --brain B --json
     """
-    from ocb.brain import Brain
     from ocb.cli.render.kg import history_json, history_text
 
-    with Brain(brain, writer=False, warn=warn, as_of=as_of) as b:
+    with open_brain(brain, writer=False, as_of=as_of) as b:
         got = b.kg_history(subject, predicate)
     out(got, as_json, history_text, history_json)

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ocb.cli.options import AsOfOpt, BrainOpt, JsonOpt, handled, out, warn
+from ocb.cli.options import AsOfOpt, BrainOpt, JsonOpt, handled, open_brain, out
 
 group = typer.Typer()
 
@@ -39,10 +39,9 @@ def retain(
       ocb retain "Sarah is leaving the company next month" --type B --entity Sarah --brain B
       ocb retain "Peter prefers written updates" --type O --confidence 0.8 -e Peter --brain B
     """
-    from ocb.brain import Brain
     from ocb.cli.render.memory import retain_json, retain_text
 
-    with Brain(brain, warn=warn) as b:
+    with open_brain(brain) as b:
         report = b.retain(
             content, kind=kind, entities=entity or [], salience=salience, confidence=confidence
         )
@@ -84,10 +83,9 @@ def recall(
       ocb recall --entity Peter --kind O --brain B
       ocb recall "deploy" --between 2026-11-20 2026-11-27 --brain B --json
     """
-    from ocb.brain import Brain
     from ocb.cli.render.memory import recall_json, recall_text
 
-    with Brain(brain, warn=warn, as_of=as_of) as b:
+    with open_brain(brain, as_of=as_of) as b:
         answer = b.recall(
             query,
             k=k,

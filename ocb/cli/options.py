@@ -8,13 +8,20 @@ renderers are imported when a command prints).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
+if TYPE_CHECKING:
+    from ocb.brain import Brain
+    from ocb.reports import SyncReport
+
 F = TypeVar("F", bound=Callable[..., Any])
+Progress = Callable[[str, int, int], None]
 
 BrainOpt = Annotated[
     Path, typer.Option("--brain", envvar="OCB_BRAIN", help="Brain directory (or $OCB_BRAIN).")
@@ -24,6 +31,50 @@ AsOfOpt = Annotated[
     str | None,
     typer.Option(help="Read the brain as it was at a seq or ISO time (records nothing)."),
 ]
+
+
+SERVED: ContextVar[Brain | None] = ContextVar("SERVED", default=None)
+"""The brain a daemon holds open, while it runs a command for a client."""
+
+
+def _served(path: Path) -> Brain | None:
+    served = SERVED.get()
+    if served is None:
+        return None
+    try:
+        same = served.path.resolve() == path.resolve()
+    except OSError:
+        return None
+    return served if same else None
+
+
+@contextmanager
+def open_brain(
+    path: Path, *, writer: bool = True, as_of: str | None = None, **options: Any
+) -> Iterator[Brain]:
+    """The brain at ``path`` for one command: the daemon's own when the command runs
+    inside the daemon that serves it (left open), else opened here and closed after.
+    A view of the past (``as_of``) is always opened on its own."""
+    served = _served(path) if as_of is None else None
+    if served is not None:
+        yield served
+        return
+    from ocb.brain import Brain
+
+    with Brain(path, writer=writer, as_of=as_of, warn=warn, **options) as b:
+        yield b
+
+
+def init_brain(path: Path, workspace: Path, progress: Progress) -> SyncReport:
+    """Create or sync the brain at ``path`` with ``workspace`` (the served brain syncs)."""
+    served = _served(path)
+    if served is not None:
+        return served.sync(workspace, progress=progress)
+    from ocb.brain import Brain
+
+    b, report = Brain.init(path, workspace, progress=progress, warn=warn)
+    b.close()
+    return report
 
 
 def handled(fn: F) -> F:

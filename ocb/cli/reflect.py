@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ocb.cli.options import BrainOpt, JsonOpt, handled, out, warn
+from ocb.cli.options import BrainOpt, JsonOpt, handled, open_brain, out
 
 group = typer.Typer()
 
@@ -27,9 +27,8 @@ def reflect(
       ocb reflect --brain B --since 7d
       ocb reflect --brain B --since 2026-11-14 --json
     """
-    from ocb.brain import Brain
     from ocb.cli.render.memory import reflect_json, reflect_text
 
-    with Brain(brain, warn=warn) as b:
+    with open_brain(brain) as b:
         report = b.reflect(since)
     out(report, as_json, reflect_text, reflect_json)

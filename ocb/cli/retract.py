@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ocb.cli.options import BrainOpt, JsonOpt, handled, out, warn
+from ocb.cli.options import BrainOpt, JsonOpt, handled, open_brain, out
 
 group = typer.Typer()
 
@@ -41,10 +41,9 @@ def retract(
       ocb retract --brain /tmp/brain --node correction::1 --dry-run
       ocb retract --brain /tmp/brain --seq 1234 --json
     """
-    from ocb.brain import Brain
     from ocb.cli.render.retract import retract_json, retract_text
 
-    with Brain(brain, writer=not dry_run, warn=warn) as b:
+    with open_brain(brain, writer=not dry_run) as b:
         report = b.retract(
             seq=seq,
             node_id=node,

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ocb.cli.options import AsOfOpt, BrainOpt, JsonOpt, handled, out, warn
+from ocb.cli.options import AsOfOpt, BrainOpt, JsonOpt, handled, open_brain, out
 
 group = typer.Typer()
 
@@ -39,10 +39,9 @@ def maintain(
       ocb maintain --brain /tmp/brain --ops decay,prune --dry-run
       ocb maintain --brain /tmp/brain --half-life-days 14 --json
     """
-    from ocb.brain import Brain
     from ocb.cli.render.upkeep import maintenance_json, maintenance_text
 
-    with Brain(brain, writer=not dry_run, warn=warn) as b:
+    with open_brain(brain, writer=not dry_run) as b:
         report = b.maintain(
             ops,
             dry_run=dry_run,
@@ -69,10 +68,9 @@ def anchor(
       ocb anchor --brain /tmp/brain --file runbooks/deploy.md --authority constitutional
       ocb anchor --brain /tmp/brain --node notes/team.md::0 --authority canonical
     """
-    from ocb.brain import Brain
     from ocb.cli.render.upkeep import anchor_json, anchor_text
 
-    with Brain(brain, warn=warn) as b:
+    with open_brain(brain) as b:
         report = b.anchor(authority, node_ids=node or [], path=file)
     out(report, as_json, anchor_text, anchor_json)
 
@@ -93,10 +91,9 @@ def teach(
       ocb teach --brain /tmp/brain --labels labels.jsonl            # prints the deltas
       ocb teach --brain /tmp/brain --labels labels.jsonl --apply --relevance
     """
-    from ocb.brain import Brain
     from ocb.cli.render.upkeep import teach_json, teach_text
 
-    with Brain(brain, writer=apply, warn=warn) as b:
+    with open_brain(brain, writer=apply) as b:
         report = b.teach(labels, apply=apply, relevance=relevance)
     out(report, as_json, teach_text, teach_json)
 
@@ -115,10 +112,9 @@ def train_route(
       ocb train-route --brain /tmp/brain
       ocb query "how do I roll back" --brain /tmp/brain --mode learned
     """
-    from ocb.brain import Brain
     from ocb.cli.render.upkeep import train_json, train_text
 
-    with Brain(brain, warn=warn) as b:
+    with open_brain(brain) as b:
         report = b.train_route(min_examples=min_examples)
     out(report, as_json, train_text, train_json)
 
@@ -140,9 +136,8 @@ def health(
       ocb health --brain /tmp/brain --apply
       ocb health --brain /tmp/brain --as-of 2026-11-03T10:00
     """
-    from ocb.brain import Brain
     from ocb.cli.render.upkeep import health_json, health_text
 
-    with Brain(brain, writer=apply, warn=warn, as_of=as_of) as b:
+    with open_brain(brain, writer=apply, as_of=as_of) as b:
         report, recs = b.health(window=window, apply=apply)
     out((report, recs), as_json, health_text, health_json)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ocb.cli.options import BrainOpt, JsonOpt, handled, out, warn
+from ocb.cli.options import BrainOpt, JsonOpt, handled, open_brain, out
 
 group = typer.Typer()
 
@@ -36,10 +36,9 @@ def diff_command(
       ocb diff --brain /tmp/brain --from 1000 --to 2000 --threshold 0.05
       ocb diff --brain /tmp/brain --from 2026-11-03T10:00 --top 10 --json
     """
-    from ocb.brain import Brain
     from ocb.cli.render.whatif import diff_json, diff_text
 
-    with Brain(brain, writer=False, warn=warn) as b:
+    with open_brain(brain, writer=False) as b:
         report = b.diff(start, end, threshold=threshold, top=top)
     out(report, as_json, diff_text, diff_json)
 
@@ -71,12 +70,11 @@ def what_if_command(
       ocb what-if --brain /tmp/brain --rule heuristic --eta 0.05 --from 0
       ocb what-if --brain /tmp/brain --from 1200 --gamma 0.5 --json
     """
-    from ocb.brain import Brain
     from ocb.cli.progress import ProgressBar
     from ocb.cli.render.whatif import what_if_json, what_if_text
 
     bar = ProgressBar()
-    with Brain(brain, writer=False, warn=warn) as b:
+    with open_brain(brain, writer=False) as b:
         report = b.what_if(
             start,
             threshold=threshold,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 from collections import Counter
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,13 @@ class _Header(msgspec.Struct):
 def index_text(node: Node) -> str:
     """What a node is searched by: its heading, text and anchor."""
     return "\n".join(p for p in (node.heading, node.text, node.anchor) if p)
+
+
+@lru_cache(maxsize=32768)
+def _counted(text: str) -> Counter[str]:
+    """The term counts of a document (read only): a live brain re-indexes after every
+    change, and most of its documents did not change."""
+    return Counter(terms(text))
 
 
 class SearchIndex:
@@ -75,7 +83,7 @@ class SearchIndex:
     @classmethod
     def from_texts(cls, ids: list[str], texts: list[str], vectors: Matrix) -> SearchIndex:
         """Index documents given as ids and texts (rows of ``vectors`` match)."""
-        counts = [Counter(terms(t)) for t in texts]
+        counts = [_counted(t) for t in texts]
         lengths = np.array([sum(c.values()) for c in counts], dtype=np.float64)
         avg = float(lengths.mean()) if len(lengths) and lengths.mean() > 0 else 1.0
         vocab: dict[str, int] = {}

@@ -4,7 +4,7 @@ recording it on a store."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from hashlib import sha256
 from pathlib import Path
 
@@ -43,6 +43,7 @@ from workspace_sync import (
     diff_facts,
     diff_workspace,
     read_text,
+    scan_paths,
     scan_workspace,
 )
 from workspace_sync.secrets import Finding, Scanner, redact_files
@@ -205,17 +206,23 @@ def decide_sync(
     *,
     root: str,
     progress: Progress | None = None,
+    scope: frozenset[str] | None = None,
 ) -> SyncPlan:
-    """Everything a sync records: attach, embedder, file events, vectors, edges."""
+    """Everything a sync records: attach, embedder, file events, vectors, edges. With
+    ``scope``, only the files at those paths are decided (a file of the scope missing
+    from ``files`` is gone); the others are left as they are."""
     plan = SyncPlan(skipped=list(skipped))
     if not graph.workspace:
         plan.events.append(WorkspaceAttached(root=root))
     if not embedder_id:
         plan.events.append(EmbedderConfigured(embedder_id=embedder.id, dim=embedder.dim))
     keep = frozenset(sk.path for sk in skipped if sk.path in graph.files)
+    previous = previous_files(graph)
+    if scope is not None:
+        previous = {p: f for p, f in previous.items() if p in scope}
     file_events = diff_workspace(
         files,
-        previous_files(graph),
+        previous,
         keep=keep,
         target_chars=s.chunk_chars,
         max_chars=s.max_chunk_chars,
@@ -327,6 +334,7 @@ def plan_sync(
     cause: str = "sync",
     progress: Progress | None = None,
     secrets: Scanner | None = None,
+    scope: frozenset[str] | None = None,
 ) -> tuple[SyncPlan, list[Problem]]:
     """A sync's chunk events (``decide_sync``) followed by the facts of the Markdown
     files that changed, and the fact bullets that were skipped. With ``secrets``, every
@@ -337,12 +345,13 @@ def plan_sync(
         files, found = _redact_new(graph, mem, files, secrets)
     plan = decide_sync(
         graph, embedder_id, files, skipped, embedder, existing_vectors, s,
-        root=root, progress=progress,
+        root=root, progress=progress, scope=scope,
     )  # fmt: skip
     changed = frozenset(e.path for e in plan.events if isinstance(e, (FileIndexed, FileChanged)))
     previous = {
         path: PreviousFacts(ff.content_hash, tuple(spec_of(mem.facts[i]) for i in ff.ids))
         for path, ff in mem.files.items()
+        if scope is None or path in scope
     }
     facts, problems = diff_facts(
         files,
@@ -405,9 +414,11 @@ def sync(
     progress: Progress | None = None,
     scanned: Scanned | None = None,
     cause: str = "sync",
+    paths: Collection[str] | None = None,
 ) -> SyncReport:
     """Index a workspace or bring the brain up to date with it, and record the sync
-    (see ``Brain.sync``).
+    (see ``Brain.sync``); with ``paths``, only the files at those workspace-relative
+    paths (a directory among them: the files under it).
 
     Raises:
         WorkspaceError: missing, not a directory, without any indexable file, or a
@@ -418,13 +429,20 @@ def sync(
     store.load("config", "graph", "vectors", "memory")
     seq = store.log.last_seq  # what the plan is decided from
     g = store.graph
-    files, skipped = scanned or scan(root, has_files=bool(g.files))
     root_s = str(root.resolve())
     if g.workspace and g.workspace != root_s:
         raise BrainExists(store.path, g.workspace, root_s)
+
+    def read() -> tuple[list[FileText], list[Skipped], frozenset[str] | None]:
+        if paths is None:
+            return (*scan(root, has_files=bool(g.files)), None)
+        known = sorted({*g.files, *store.state("memory").files})
+        return scan_paths(root, paths, known)
+
+    files, skipped, scope = read() if scanned is None else (*scanned, None)
     for sk in skipped:
         store.warn(f"skipped {sk.path}: {sk.reason}")
-    plan, problems = _settled_plan(store, root, (files, skipped), cause, progress)
+    plan, problems = _settled_plan(store, root, (files, skipped, scope), read, cause, progress)
     for p in problems:
         store.warn(f"skipped fact at {p}")
     for path, found in plan.secrets:
@@ -432,12 +450,20 @@ def sync(
     if plan.events:
         store.record(plan.events, cause, expected_seq=seq, blobs=plan.blobs)
     store.search_index()
-    store.save_snapshots(force=bool(plan.events))
+    store.save_snapshots(force=bool(plan.events) and paths is None)
     return _report(store, plan, problems)
 
 
+Read = Callable[[], tuple[list[FileText], list[Skipped], frozenset[str] | None]]
+
+
 def _settled_plan(
-    store: Store, root: Path, scanned: Scanned, cause: str, progress: Progress | None
+    store: Store,
+    root: Path,
+    scanned: tuple[list[FileText], list[Skipped], frozenset[str] | None],
+    read: Read,
+    cause: str,
+    progress: Progress | None,
 ) -> tuple[SyncPlan, list[Problem]]:
     """The plan of a sync, decided again (three tries) while a file it read changes on
     disk, so that what is recorded always matches one version of every file.
@@ -445,7 +471,7 @@ def _settled_plan(
     Raises:
         WorkspaceError: a file kept changing.
     """
-    files, skipped = scanned
+    files, skipped, scope = scanned
     root_s = str(root.resolve())
     attempt = 0
     while True:
@@ -453,7 +479,7 @@ def _settled_plan(
         plan, problems = plan_sync(
             store.graph, store.state("vectors").embedder_id, store.state("memory"),
             store.embedder(), store.vectors_of, ix, files, skipped,
-            root=root_s, cause=cause, progress=progress, secrets=store.secrets(),
+            root=root_s, cause=cause, progress=progress, secrets=store.secrets(), scope=scope,
         )  # fmt: skip
         moved = changed_on_disk(root, plan.events)
         if not moved:
@@ -464,7 +490,7 @@ def _settled_plan(
                 f"{moved[0]} kept changing while the sync read it; nothing was recorded",
                 "let the writer finish, then run the sync again",
             )
-        files, skipped = scan(root, has_files=True)
+        files, skipped, scope = read()
 
 
 def _report(store: Store, plan: SyncPlan, problems: list[Problem]) -> SyncReport:

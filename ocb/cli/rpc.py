@@ -1,0 +1,292 @@
+"""The daemon's methods: the ``Brain`` facade one to one over JSON-RPC, each answering
+with the object its command prints under ``--json``, and ``cli``, which runs any
+``ocb`` command for the thin client and returns its output and exit code.
+
+Params are named and checked (an unknown or mistyped one is an INVALID_PARAMS error).
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal, Protocol, TypeVar
+
+import msgspec
+
+from ocb.cli.options import SERVED
+from ocb.cli.render.audit import edge_json, node_json
+from ocb.cli.render.doctor import doctor_json
+from ocb.cli.render.graph import answer_json, inject_json, learn_json, sync_json
+from ocb.cli.render.kg import get_json, history_json, set_json
+from ocb.cli.render.memory import recall_json, reflect_json, retain_json
+from ocb.cli.render.settings import settings_json
+from ocb.cli.render.sql import result_json
+from ocb.cli.render.upkeep import health_json, maintenance_json
+from ocb.daemon.live import LiveBrain
+from ocb.daemon.protocol import CONFLICT, PROTOCOL, RpcError
+from ocb.daemon.server import Method
+from ocb.daemon.streams import capture, install
+from ocb_events.codec import record_to_json
+
+__all__ = ["READ_COMMANDS", "command_kind", "methods"]
+
+P = TypeVar("P", bound=msgspec.Struct)
+
+
+class _Params(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    pass
+
+
+class Query(_Params):
+    text: str
+    top: int = 5
+    chat_id: str = ""
+    mode: str | None = None
+    record: bool = True
+
+
+class Learn(_Params):
+    outcome: float
+    trace_id: str = ""
+    chat_id: str = ""
+    fired_ids: list[str] = []
+    rule: str | None = None
+    source: str = "human"
+    request_id: str = ""
+    again: bool = False
+    used: list[str] = []
+
+
+class Inject(_Params):
+    node_type: str
+    content: str
+    chat_id: str = ""
+    trace_id: str = ""
+    targets: list[str] = []
+    all_fired: bool = False
+
+
+class Recall(_Params):
+    query: str = ""
+    k: int = 10
+    since: str | None = None
+    kinds: list[str] | None = None
+    entities: list[str] | None = None
+    min_salience: float = 0.0
+    depth: int = 0
+    max_chars: int | None = None
+    record: bool = True
+
+
+class Retain(_Params):
+    content: str
+    kind: str = "W"
+    entities: list[str] | None = None
+    salience: float | None = None
+    confidence: float | None = None
+
+
+class Reflect(_Params):
+    since: str = "7d"
+
+
+class Kg(_Params):
+    subject: str
+    action: Literal["get", "set", "history"] = "get"
+    predicate: str | None = None
+    value: str | None = None
+    source: str = ""
+
+
+class Events(_Params):
+    since: int = 0
+    types: list[str] = []
+    limit: int = 1000
+
+
+class Audit(_Params):
+    node: str = ""
+    source: str = ""
+    target: str = ""
+    limit: int = 20
+
+
+class Sql(_Params):
+    statement: str
+
+
+class Health(_Params):
+    window: int = 100
+    apply: bool = False
+
+
+class Maintain(_Params):
+    ops: list[str] = []
+    dry_run: bool = False
+    top: int = 10
+
+
+class Config(_Params):
+    key: str | None = None
+    value: str | None = None
+
+
+class Sync(_Params):
+    workspace: str
+
+
+class Cli(_Params):
+    argv: list[str]
+    protocol: int
+
+
+class Command(Protocol):
+    """The ``ocb`` app as a click command."""
+
+    def main(
+        self, args: Sequence[str] | None = ..., prog_name: str | None = ..., *a: Any, **k: Any
+    ) -> Any: ...
+
+
+def _p(kind: type[P], params: dict[str, Any]) -> P:
+    return msgspec.convert(params, kind)
+
+
+READ_COMMANDS = frozenset(
+    {"events", "sql", "report", "doctor", "verify", "diff", "what-if", "audit", "kg get",
+     "kg history"}
+)  # fmt: skip
+"""Commands that record nothing: the daemon runs them beside the writer."""
+EXCLUSIVE_COMMANDS = frozenset({"forget", "replay"})
+"""Commands that replace what the daemon holds: they run alone."""
+
+
+def command_kind(argv: list[str]) -> str:
+    """How the daemon runs ``ocb <argv>``: ``read``, ``write`` or ``exclusive``."""
+    words = [a for a in argv if not a.startswith("-")][:2]
+    name = words[0] if words else ""
+    sub = " ".join(words[:2]) if name in ("kg", "audit") else name
+    if sub in EXCLUSIVE_COMMANDS:
+        return "exclusive"
+    dry = "--dry-run" in argv and name in ("maintain", "retract")
+    if sub in READ_COMMANDS or name in READ_COMMANDS or "--help" in argv or dry:
+        return "read"
+    if "--as-of" in argv or any(a.startswith("--as-of=") for a in argv):
+        return "read"
+    return "write"
+
+
+def _run_cli(brain: LiveBrain, root: Command, argv: list[str]) -> dict[str, Any]:
+    token = SERVED.set(brain)
+    code = 0
+    with capture() as cap:
+        try:
+            root.main(args=argv, prog_name="ocb", standalone_mode=True)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            if isinstance(exc.code, str):
+                cap.err.write(exc.code + "\n")
+        except Exception:
+            cap.err.write(traceback.format_exc())
+            code = 1
+        finally:
+            SERVED.reset(token)
+    return {"stdout": cap.out.getvalue(), "stderr": cap.err.getvalue(), "exit": code}
+
+
+def _cli(brain: LiveBrain, root: Command) -> Method:
+    def kind(params: dict[str, Any]) -> str:
+        argv = params.get("argv")
+        if isinstance(argv, list) and all(isinstance(a, str) for a in argv):
+            return command_kind(argv)
+        return "read"  # bad params: refused by run
+
+    def run(params: dict[str, Any]) -> dict[str, Any]:
+        p = _p(Cli, params)
+        if p.protocol != PROTOCOL:
+            raise RpcError(
+                CONFLICT,
+                f"this daemon speaks protocol {PROTOCOL}, the client {p.protocol}",
+                "restart the daemon with this ocb: ocb serve stop, then ocb serve",
+            )
+        return _run_cli(brain, root, p.argv)
+
+    return Method(kind, run)
+
+
+def _kg(b: LiveBrain, p: Kg) -> Any:
+    if p.action == "set":
+        if p.predicate is None or p.value is None:
+            raise TypeError("kg set needs predicate and value")
+        return set_json(b.kg_set(p.subject, p.predicate, p.value, p.source))
+    if p.action == "history":
+        return history_json(b.kg_history(p.subject, p.predicate))
+    return get_json(b.kg_get(p.subject, p.predicate))
+
+
+def _audit(b: LiveBrain, p: Audit) -> Any:
+    if p.node:
+        return node_json(b.audit_node(p.node, limit=p.limit))
+    return edge_json(b.audit_edge(p.source, p.target))
+
+
+def _config(b: LiveBrain, p: Config) -> Any:
+    if p.key is not None and p.value is not None:
+        b.set_config(p.key, p.value)
+    return settings_json(b.state("config").values, p.key)
+
+
+def _events(b: LiveBrain, p: Events) -> list[Any]:
+    recs = b.events(since=p.since, types=p.types, limit=p.limit)
+    return [msgspec.json.decode(record_to_json(r)) for r in recs]
+
+
+def methods(brain: LiveBrain, root: Command) -> dict[str, Method]:
+    """Every method of the protocol but the server's own, over ``brain``; ``root`` is
+    the ``ocb`` command that ``cli`` runs."""
+    install()
+    b = brain
+
+    def m(kind: str | Callable[[dict[str, Any]], str], ptype: type[P],
+          fn: Callable[[P], Any]) -> Method:  # fmt: skip
+        return Method(kind, lambda params: fn(_p(ptype, params)))
+
+    def when(
+        flag: str, yes: str, no: str, default: bool = False
+    ) -> Callable[[dict[str, Any]], str]:
+        return lambda params: yes if params.get(flag, default) else no
+
+    return {
+        "cli": _cli(brain, root),
+        "query": m(when("record", "write", "read", True), Query, lambda p: answer_json(
+            b.query(p.text, top=p.top, chat_id=p.chat_id, mode=p.mode, record=p.record))),
+        "learn": m("write", Learn, lambda p: learn_json(b.learn(
+            p.outcome, trace_id=p.trace_id, chat_id=p.chat_id, fired_ids=p.fired_ids,
+            rule=p.rule, source=p.source, request_id=p.request_id, again=p.again,
+            used=p.used))),
+        "inject": m("write", Inject, lambda p: inject_json(b.inject(
+            p.node_type, p.content, chat_id=p.chat_id, trace_id=p.trace_id,
+            targets=p.targets, all_fired=p.all_fired))),
+        "recall": m(when("record", "write", "read", True), Recall, lambda p: recall_json(b.recall(
+            p.query, k=p.k, since=p.since, kinds=p.kinds, entities=p.entities,
+            min_salience=p.min_salience, depth=p.depth, max_chars=p.max_chars,
+            record=p.record))),
+        "retain": m("write", Retain, lambda p: retain_json(b.retain(
+            p.content, kind=p.kind, entities=p.entities, salience=p.salience,
+            confidence=p.confidence))),
+        "reflect": m("write", Reflect, lambda p: reflect_json(b.reflect(p.since))),
+        "kg": m(lambda q: "write" if q.get("action") == "set" else "read", Kg,
+                lambda p: _kg(b, p)),
+        "events": m("read", Events, lambda p: _events(b, p)),
+        "audit": m("read", Audit, lambda p: _audit(b, p)),
+        "sql": m("read", Sql, lambda p: result_json(b.sql(p.statement))),
+        "doctor": m("read", _Params, lambda p: doctor_json(b.doctor_at(b.path))),
+        "health": m(when("apply", "write", "read"), Health, lambda p: health_json(
+            b.health(window=p.window, apply=p.apply))),
+        "maintain": m(when("dry_run", "read", "write"), Maintain, lambda p: maintenance_json(
+            b.maintain(p.ops, dry_run=p.dry_run, top=p.top))),
+        "config": m(lambda q: "write" if q.get("value") is not None else "read", Config,
+                    lambda p: _config(b, p)),
+        "sync": m("write", Sync, lambda p: sync_json(b.sync(Path(p.workspace)))),
+    }  # fmt: skip

@@ -1,0 +1,300 @@
+"""Running a daemon: its run directory and socket (private to their owner), its log,
+signals, the watcher beside the server, and a clean stop.
+
+``B/run/`` is made 0700 and the socket 0600; a run directory that another user owns or
+that others may write is refused, as is a brain whose writer lock is held (naming the
+holder's pid). A socket file left by a daemon that died is found (nothing answers on it)
+and replaced.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any, TextIO
+
+from ocb.daemon.live import LiveBrain
+from ocb.daemon.protocol import RpcError, call, connect, run_dir, socket_path
+from ocb.daemon.server import Method, Server
+from ocb.daemon.watcher import Follower
+from ocb_events.errors import InputError, OcbError, WorkspaceError
+
+__all__ = ["DaemonLog", "bind", "private_run_dir", "serve", "spawn", "watch"]
+
+Methods = Callable[[LiveBrain], Mapping[str, Method]]
+
+
+class DaemonLog:
+    """``B/run/daemon.log``: one UTC-stamped line per event, echoed to ``echo``."""
+
+    def __init__(self, path: Path, echo: TextIO | None) -> None:
+        self._file = path.open("a", encoding="utf-8")
+        self._echo = echo
+        self._lock = threading.Lock()
+
+    def __call__(self, msg: str) -> None:
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        line = f"{stamp} {msg}\n"
+        with self._lock:
+            self._file.write(line)
+            self._file.flush()
+            if self._echo is not None:
+                self._echo.write(line)
+                self._echo.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def private_run_dir(brain: Path) -> Path:
+    """``brain/run``, made 0700 when missing.
+
+    Raises:
+        InputError: it is a symlink or not a directory, another user owns it, or its
+            group or others may write it.
+    """
+    d = run_dir(brain)
+    try:
+        d.mkdir(mode=0o700)
+        os.chmod(d, 0o700)
+    except FileExistsError:
+        pass
+    st = d.lstat()
+    if not stat.S_ISDIR(st.st_mode):
+        raise InputError(f"{d} is not a directory", f"remove it, then start the daemon: rm {d}")
+    if st.st_uid != os.getuid():
+        raise InputError(
+            f"{d} is owned by uid {st.st_uid}, not by you (uid {os.getuid()})",
+            "run the daemon as the brain's owner",
+        )
+    if st.st_mode & 0o022:
+        raise InputError(
+            f"{d} is writable by its group or others (mode {stat.S_IMODE(st.st_mode):o})",
+            f"make it private, then start the daemon: chmod 700 {d}",
+        )
+    return d
+
+
+def bind(brain: Path) -> socket.socket:
+    """The listening socket of ``brain`` (0600), replacing a stale one.
+
+    Raises:
+        InputError: a daemon already answers on it, or the path is not a socket.
+    """
+    path = socket_path(brain)
+    if path.exists() or path.is_symlink():
+        if not path.is_socket():
+            raise InputError(f"{path} is not a socket", f"remove it: rm {path}")
+        live = connect(brain, timeout=1.0)
+        if live is not None:
+            live.close()
+            raise InputError(f"a daemon already serves {brain}", "stop it: ocb serve stop")
+        path.unlink()  # left by a daemon that died
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        sock.bind(str(path))
+    finally:
+        os.umask(old)
+    os.chmod(path, 0o600)
+    sock.listen(64)
+    return sock
+
+
+def serve(
+    brain_path: Path,
+    workspace: Path | None,
+    methods: Methods,
+    *,
+    stdio: bool = False,
+    debounce_ms: int = 300,
+    timeout: float = 60.0,
+    echo: TextIO | None = None,
+) -> None:
+    """Serve ``brain_path`` until SIGINT, SIGTERM, a ``shutdown`` request or (with
+    ``stdio``) the end of stdin: open it as the only writer, reconcile it with the
+    workspace, watch the workspace, answer requests, then stop cleanly (in-flight
+    requests finish, every write is flushed, snapshots are written, the socket goes).
+
+    Raises:
+        BrainLocked: another process (a daemon) writes the brain.
+        InputError: an unsafe run directory, or a daemon already answers.
+    """
+    brain = LiveBrain(brain_path, create=workspace is not None)
+    try:
+        d = private_run_dir(brain_path)
+        log = DaemonLog(d / "daemon.log", echo)
+    except BaseException:
+        brain.close(snapshot=False)
+        raise
+    try:
+        _serve(
+            brain, workspace, methods, log, stdio=stdio, debounce_ms=debounce_ms, timeout=timeout
+        )
+    finally:
+        log.close()
+
+
+def _serve(
+    brain: LiveBrain,
+    workspace: Path | None,
+    methods: Methods,
+    log: DaemonLog,
+    *,
+    stdio: bool,
+    debounce_ms: int,
+    timeout: float,
+) -> None:
+    brain.warn = lambda m: log(f"warning: {m}")
+    ws = workspace or (Path(brain.graph.workspace) if brain.graph.workspace else None)
+    follower = Follower(brain, ws, log, debounce_ms=debounce_ms)
+    try:
+        follower.reconcile()
+        brain.warm()
+        server = Server(brain, methods(brain), timeout=timeout, log=log, info=follower.info)
+    except BaseException:
+        brain.close(snapshot=False)
+        raise
+    listener = None if stdio else bind(brain.path)
+    server.start()
+    follower.start(server.writer.submit)
+    previous = {
+        s: signal.signal(s, lambda *_: server.stop()) for s in (signal.SIGINT, signal.SIGTERM)
+    }
+    log(
+        f"serving {brain.path} (pid {os.getpid()}, seq {brain.log.last_seq}"
+        + (f", watching {ws})" if ws else ")")
+        + (" on stdio" if stdio else "")
+    )
+    try:
+        if listener is not None:
+            server.serve_unix(listener)
+        else:
+            _serve_stdio(server)
+    finally:
+        if listener is not None:
+            listener.close()
+            socket_path(brain.path).unlink(missing_ok=True)
+        follower.stop()
+        server.close()
+        for s, h in previous.items():
+            signal.signal(s, h)
+        log(f"stopped (seq {brain.log.last_seq})")
+
+
+def watch(brain_path: Path, workspace: Path | None, *, debounce_ms: int, echo: TextIO) -> None:
+    """Only the watcher: sync ``workspace`` into the brain as it changes (after a
+    reconcile), one line per sync on ``echo``, until SIGINT or SIGTERM.
+
+    Raises:
+        BrainLocked: another process (a daemon) writes the brain.
+        WorkspaceError: no workspace given and none recorded.
+    """
+
+    def say(msg: str) -> None:
+        echo.write(msg + "\n")
+        echo.flush()
+
+    def inline(fn: Callable[[], Any]) -> Future[Any]:
+        done: Future[Any] = Future()
+        try:
+            done.set_result(fn())
+        except Exception as exc:
+            done.set_exception(exc)
+        return done
+
+    with LiveBrain(
+        brain_path, create=workspace is not None, warn=lambda m: say(f"warning: {m}")
+    ) as brain:
+        ws = workspace or (Path(brain.graph.workspace) if brain.graph.workspace else None)
+        if ws is None:
+            raise WorkspaceError("this brain has no workspace to watch", "pass --workspace DIR")
+        follower = Follower(brain, ws, say, debounce_ms=debounce_ms)
+        follower.reconcile()
+        previous = {
+            s: signal.signal(s, lambda *_: follower.stop_soon())
+            for s in (signal.SIGINT, signal.SIGTERM)
+        }
+        say(f"watching {ws} for {brain.path} (Ctrl-C stops)")
+        try:
+            follower.run(inline)
+        finally:
+            for s, h in previous.items():
+                signal.signal(s, h)
+
+
+def _serve_stdio(server: Server) -> None:
+    """One client on stdin/stdout; stdout carries nothing but answers."""
+    out = sys.__stdout__.buffer if sys.__stdout__ is not None else None
+    if out is None or sys.__stdin__ is None:
+        raise InputError("no stdin/stdout to serve on", "run ocb serve without --stdio")
+    lock = threading.Lock()
+
+    def send(data: bytes) -> None:
+        with lock:
+            out.write(data)
+            out.flush()
+
+    worker = threading.Thread(
+        target=server.serve_stream, args=(sys.__stdin__.buffer, send), daemon=True
+    )
+    worker.start()
+    while worker.is_alive() and not server.stopping:
+        worker.join(0.2)
+    server.stop()
+
+
+def spawn(argv: list[str], brain: Path, *, wait_s: float = 60.0) -> dict[str, Any]:
+    """Start ``ocb <argv>`` (a foreground ``serve``) in the background, detached from
+    this terminal, and wait until it answers ``hello``.
+
+    Raises:
+        OcbError: it exited first (the last line of its log), or did not answer in time.
+    """
+    d = private_run_dir(brain)
+    with (d / "daemon.log").open("a", encoding="utf-8") as errlog:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ocb.entry", *argv],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=errlog,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        code = proc.poll()
+        if code is not None:
+            raise OcbError(
+                f"the daemon exited with code {code}: {_last_line(d / 'daemon.log')}",
+                f"see {d / 'daemon.log'}",
+            )
+        sock = connect(brain, timeout=5.0)
+        if sock is not None:
+            try:
+                hello: dict[str, Any] = call(sock, "hello")
+                if hello.get("pid") == proc.pid:
+                    return hello
+            except (RpcError, OSError):
+                pass
+            finally:
+                sock.close()
+        time.sleep(0.05)
+    proc.terminate()
+    raise OcbError(f"the daemon did not answer within {wait_s:g} s", f"see {d / 'daemon.log'}")
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = path.read_text(encoding="utf-8").strip().splitlines()
+    except OSError:
+        return "(no log)"
+    return lines[-1] if lines else "(empty log)"

@@ -1,0 +1,101 @@
+"""Real file events: a daemon watching its workspace ends each change (edit, add,
+delete, rename, atomic save, a 1,000-file burst) with the brain equal to a fresh init of
+the workspace, and the learned weights of untouched chunks unchanged."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from ocb.brain import Brain
+from tests.ocb.daemon.support import daemon, rpc, stop, wait_for
+
+
+def chunks(brain: Path) -> dict[str, list[tuple[int, int, str]]]:
+    """Per file: its chunks' line ranges and texts, in order."""
+    with Brain(brain, writer=False) as b:
+        g = b.graph
+        out: dict[str, list[tuple[int, int, str]]] = {}
+        for n in sorted(g.nodes.values(), key=lambda n: (n.path, n.start_line, n.id)):
+            if n.path:
+                out.setdefault(n.path, []).append((n.start_line, n.end_line, n.text))
+        return out
+
+
+def fresh(workspace: Path, tmp: Path) -> dict[str, list[tuple[int, int, str]]]:
+    copy = tmp / "copy-ws"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(workspace, copy)
+    b, _ = Brain.init(tmp / "fresh-brain", copy)
+    b.close()
+    got = chunks(tmp / "fresh-brain")
+    shutil.rmtree(tmp / "fresh-brain")
+    return got
+
+
+def weights(brain: Path, paths: set[str]) -> dict[tuple[str, str], float]:
+    """The weights of edges whose two ends lie in ``paths``."""
+    with Brain(brain, writer=False) as b:
+        g = b.graph
+        return {
+            (s, t): e.weight
+            for s, outs in sorted(g.out.items())
+            for t, e in sorted(outs.items())
+            if g.nodes[s].path in paths and g.nodes[t].path in paths
+        }
+
+
+def synced(brain: Path, syncs: int) -> int | None:
+    n = rpc(brain, "status")["syncs"]
+    return n if n > syncs else None
+
+
+def test_each_kind_of_change_ends_equal_to_a_fresh_init(built: Path, tmp_path: Path) -> None:
+    ws = Path(Brain(built, writer=False).graph.workspace)
+    with daemon(built) as proc:
+        ans = rpc(built, "query", text="how do I roll back a bad deploy")
+        rpc(built, "learn", outcome=1.0, trace_id=ans["trace_id"], rule="pg")
+        before = rpc(built, "status")["syncs"]
+        untouched = {"runbooks/rollback.md"}
+        learned = weights(built, untouched)
+        target = ws / "runbooks" / "deploy.md"
+        steps = [
+            ("edit", lambda: target.write_text(target.read_text() + "\n\nA new line.\n")),
+            ("add", lambda: (ws / "notes" / "new.md").write_text("# New\n\nFresh words.\n")),
+            ("delete", lambda: (ws / "notes" / "new.md").unlink()),
+            ("rename", lambda: os.replace(target, ws / "runbooks" / "shipping.md")),
+            ("atomic save", lambda: _atomic(ws / "runbooks" / "shipping.md")),
+        ]
+        for what, change in steps:
+            change()
+            before = wait_for(lambda b=before: synced(built, b), f"a sync after {what}")
+            wait_for(lambda: chunks(built) == fresh(ws, tmp_path), f"{what} to be synced")
+        burst = ws / "burst"
+        burst.mkdir()
+        for i in range(1000):
+            (burst / f"b{i:04d}.md").write_text(f"# Burst {i}\n\nburst note {i}.\n")
+        wait_for(lambda: len(chunks(built)) == len(fresh(ws, tmp_path)), "the burst")
+        assert chunks(built) == fresh(ws, tmp_path)
+        after = rpc(built, "status")["syncs"]
+        assert after - before <= 10  # a burst is a few syncs, not 1,000
+        assert weights(built, untouched) == learned
+        assert stop(proc) == 0
+
+
+def _atomic(path: Path) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(path.read_text().replace("A new line.", "A newer line."))
+    swap = path.with_name("." + path.name + ".swp")
+    swap.write_text("swap")
+    os.replace(tmp, path)
+    swap.unlink()
+
+
+def test_changes_while_no_daemon_ran_are_reconciled_at_start(built: Path) -> None:
+    ws = Path(Brain(built, writer=False).graph.workspace)
+    (ws / "notes" / "offline.md").write_text("# Offline\n\nwritten while nothing watched.\n")
+    with daemon(built) as proc:
+        ans = rpc(built, "query", text="written while nothing watched", record=False)
+        assert any(h["source"].startswith("notes/offline.md") for h in ans["results"])
+        assert stop(proc) == 0
