@@ -77,13 +77,16 @@ class FileIndexed(Event, tag="file_indexed"):
 
 class FileChanged(Event, tag="file_changed"):
     """A file whose content changed: new chunks, kept chunks at their new ranges,
-    and removed chunk ids. Folded by graph and vectors."""
+    revised chunks (same id, new text) and removed chunk ids. Folded by graph and
+    vectors."""
 
     path: str
     content_hash: str
     added: tuple[ChunkText, ...] = ()
     kept: tuple[ChunkSpan, ...] = ()
     removed: tuple[str, ...] = ()
+    revised: tuple[ChunkText, ...] = ()
+    """Chunks that keep their id (and edges) with new text: a small edit."""
 
 
 class FileRemoved(Event, tag="file_removed"):

@@ -295,6 +295,18 @@ class State:
                 self.files[gone.path] = FileEntry("", chunks, entry.next_ordinal)
                 self._stale.add(gone.path)
 
+    def revise(self, c: ChunkText) -> None:
+        """A chunk's new text and place; its id, edges and age stay."""
+        node = self.nodes.get(c.id)
+        if node is None:
+            return
+        self.nodes[c.id] = msgspec.structs.replace(
+            node, text=c.text, text_hash=c.text_hash, heading=c.heading,
+            start_line=c.start_line, end_line=c.end_line, start_col=c.start_col,
+        )  # fmt: skip
+        if c.id in self.merged:
+            self._cite(self.merged[c.id], node.source, self.nodes[c.id].source)
+
     def move(self, node_id: str, start_line: int, end_line: int, start_col: int = 0) -> None:
         """Set a chunk's place (and its survivor's citation when it is an alias)."""
         node = self.nodes.get(node_id)
@@ -357,10 +369,13 @@ def _change_file(state: State, ev: FileChanged, seq: int) -> None:
         state.move(span.id, span.start_line, span.end_line, span.start_col)
     for c in ev.added:
         state.add_chunk(ev.path, c, seq)
+    for c in ev.revised:
+        state.revise(c)
     old = state.files.get(ev.path)
     nxt = max([old.next_ordinal if old else 0] + [_ordinal(c.id) + 1 for c in ev.added])
     spans = [s for s in ev.kept if s.id not in state._dropped]
-    order: list[ChunkText | ChunkSpan] = sorted([*spans, *ev.added], key=_place)
+    revised = [c for c in ev.revised if c.id in state.nodes]
+    order: list[ChunkText | ChunkSpan] = sorted([*spans, *ev.added, *revised], key=_place)
     state.files[ev.path] = FileEntry(ev.content_hash, tuple(c.id for c in order), nxt)
     state.nodes_seq = seq
 

@@ -379,7 +379,7 @@ class RowFold:
         elif isinstance(ev, FileChanged):
             removed, added, kept, action = (
                 list(ev.removed),
-                list(ev.added),
+                [*ev.added, *ev.revised],
                 list(ev.kept),
                 "changed",
             )

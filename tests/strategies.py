@@ -224,6 +224,7 @@ def file_changed() -> st.SearchStrategy[FileChanged]:
         added=_tuples(chunk_texts()),
         kept=_tuples(chunk_spans()),
         removed=id_tuples,
+        revised=_tuples(chunk_texts()),
     )
 
 

@@ -2,7 +2,12 @@
 
 Chunk ids are ``path::n`` with ``n`` never reused within a file's life. An edited file
 keeps the ids (and so the learned edges) of chunks whose text did not change, even
-when they moved; new text gets new ids; chunks that disappeared are removed.
+when they moved. A chunk whose text changed a little keeps its id too, as a revision
+(``FileChanged.revised``): after the unchanged chunks are matched, each new chunk left
+(in file order) takes the unmatched old chunk of the same heading whose words are most
+alike, when their word sets' Jaccard similarity is at least ``SAME`` (0.5; ties go to
+the earlier old chunk). Any other new text gets a new id; old chunks left unmatched are
+removed. An edit never touches the id of a chunk whose text it did not change.
 """
 
 from __future__ import annotations
@@ -13,6 +18,10 @@ from collections.abc import Mapping, Sequence
 from ocb_events.schema import ChunkSpan, ChunkText, Event, FileChanged, FileIndexed, FileRemoved
 from workspace_sync.markdown import MAX_CHARS, TARGET_CHARS, Piece, chunk_text
 from workspace_sync.scan import FileText
+from workspace_sync.text import words
+
+SAME = 0.5
+"""The word-set Jaccard similarity from which an edited chunk keeps its id."""
 
 
 def text_hash(text: str) -> str:
@@ -24,14 +33,47 @@ class PreviousFile:
     """What the brain holds of a file: its content hash, chunk ids in order with
     their text hashes, and the next free ordinal."""
 
-    __slots__ = ("content_hash", "chunks", "next_ordinal")
+    __slots__ = ("chunks", "content_hash", "next_ordinal", "texts")
 
     def __init__(
-        self, content_hash: str, chunks: Sequence[tuple[str, str]], next_ordinal: int
+        self,
+        content_hash: str,
+        chunks: Sequence[tuple[str, str]],
+        next_ordinal: int,
+        texts: Mapping[str, tuple[str, str]] | None = None,
     ) -> None:
         self.content_hash = content_hash
         self.chunks = tuple(chunks)
         self.next_ordinal = next_ordinal
+        self.texts = dict(texts or {})
+        """(heading, text) of each chunk id, for revisions (none: no revisions)."""
+
+
+def _alike(a: frozenset[str], b: frozenset[str]) -> float:
+    return len(a & b) / len(a | b) if a or b else 1.0
+
+
+def _revisions(
+    previous: PreviousFile, unused: list[str], pieces: Sequence[tuple[int, Piece]]
+) -> dict[int, str]:
+    """Which unmatched old chunk id each new piece (by index) revises."""
+    free = list(unused)  # in the old file's order
+    old_words = {i: frozenset(words(previous.texts[i][1])) for i in free if i in previous.texts}
+    out: dict[int, str] = {}
+    for k, p in pieces:
+        new = frozenset(words(p.text))
+        best, score = "", SAME
+        for i in free:
+            got = previous.texts.get(i)
+            if got is None or got[0] != p.heading:
+                continue
+            sim = _alike(old_words[i], new)
+            if sim >= score and (not best or sim > score):
+                best, score = i, sim
+        if best:
+            out[k] = best
+            free.remove(best)
+    return out
 
 
 def _chunk(node_id: str, p: Piece) -> ChunkText:
@@ -64,9 +106,8 @@ def diff_file(
     for node_id, h in previous.chunks:
         unused.setdefault(h, []).append(node_id)
     kept: list[ChunkSpan] = []
-    added: list[ChunkText] = []
-    ordinal = previous.next_ordinal
-    for p in pieces:
+    rest: list[tuple[int, Piece]] = []
+    for k, p in enumerate(pieces):
         h = text_hash(p.text)
         ids = unused.get(h)
         if ids:
@@ -80,15 +121,24 @@ def diff_file(
                 )
             )
         else:
+            rest.append((k, p))
+    left = {i for ids in unused.values() for i in ids}
+    revised_of = _revisions(previous, [i for i, _ in previous.chunks if i in left], rest)
+    revised = tuple(_chunk(revised_of[k], p) for k, p in rest if k in revised_of)
+    added: list[ChunkText] = []
+    ordinal = previous.next_ordinal
+    for k, p in rest:
+        if k not in revised_of:
             added.append(_chunk(f"{f.path}::{ordinal}", p))
             ordinal += 1
-    removed = tuple(i for ids in unused.values() for i in ids)
+    removed = tuple(sorted(left - set(revised_of.values())))
     return FileChanged(
         path=f.path,
         content_hash=f.content_hash,
         added=tuple(added),
         kept=tuple(kept),
-        removed=tuple(sorted(removed)),
+        removed=removed,
+        revised=revised,
     )
 
 

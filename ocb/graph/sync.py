@@ -72,9 +72,13 @@ class SyncPlan(msgspec.Struct):
 
 def previous_files(graph: State) -> dict[str, PreviousFile]:
     """The brain's view of every indexed file, as the differ needs it."""
+    nodes = graph.nodes
     return {
         path: PreviousFile(
-            e.content_hash, [(i, graph.nodes[i].text_hash) for i in e.chunks], e.next_ordinal
+            e.content_hash,
+            [(i, nodes[i].text_hash) for i in e.chunks],
+            e.next_ordinal,
+            {i: (nodes[i].heading, nodes[i].text) for i in e.chunks},
         )
         for path, e in graph.files.items()
     }
@@ -86,7 +90,7 @@ def _new_chunks(events: Sequence[Event]) -> list[tuple[str, ChunkText]]:
         if isinstance(ev, FileIndexed):
             out.extend((ev.path, c) for c in ev.chunks)
         elif isinstance(ev, FileChanged):
-            out.extend((ev.path, c) for c in ev.added)
+            out.extend((ev.path, c) for c in (*ev.added, *ev.revised))
     return out
 
 

@@ -213,7 +213,7 @@ def _chunks(ev: FileIndexed | FileChanged | NodeSplit) -> tuple[ChunkText, ...]:
     if isinstance(ev, FileIndexed):
         return ev.chunks
     if isinstance(ev, FileChanged):
-        return ev.added
+        return (*ev.added, *ev.revised)
     return ev.parts
 
 
