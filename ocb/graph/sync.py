@@ -71,14 +71,17 @@ class SyncPlan(msgspec.Struct):
 
 
 def previous_files(graph: State) -> dict[str, PreviousFile]:
-    """The brain's view of every indexed file, as the differ needs it."""
+    """The brain's view of every indexed file, as the differ needs it. A chunk merged
+    with a duplicate is never revised: when its text changes, the duplicates it stands
+    for come back on their own."""
     nodes = graph.nodes
+    merged = {*graph.merged, *graph.merged.values()}
     return {
         path: PreviousFile(
             e.content_hash,
             [(i, nodes[i].text_hash) for i in e.chunks],
             e.next_ordinal,
-            {i: (nodes[i].heading, nodes[i].text) for i in e.chunks},
+            {i: (nodes[i].heading, nodes[i].text) for i in e.chunks if i not in merged},
         )
         for path, e in graph.files.items()
     }
