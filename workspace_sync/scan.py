@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Collection
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 
 import msgspec
@@ -75,8 +75,8 @@ def _read(root: Path, full: Path, rel: str) -> FileText | Skipped:
     return FileText(rel, text, hashlib.blake2b(data, digest_size=16).hexdigest())
 
 
-def scan_workspace(root: Path) -> tuple[list[FileText], list[Skipped]]:
-    """Every indexable file under ``root``, sorted by path, and what was skipped.
+def _root(root: Path) -> Path:
+    """The workspace directory, resolved.
 
     Raises:
         WorkspaceError: ``root`` is missing or is not a directory.
@@ -91,10 +91,12 @@ def scan_workspace(root: Path) -> tuple[list[FileText], list[Skipped]]:
             f"workspace {root} is a file, not a directory",
             "pass the directory that holds your Markdown files",
         )
-    root = root.resolve()
-    files: list[FileText] = []
-    skipped: list[Skipped] = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+    return root.resolve()
+
+
+def _walk(root: Path, top: Path) -> Iterator[FileText | Skipped]:
+    """Every indexable file under ``top`` (inside ``root``), and what is skipped."""
+    for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
         base = Path(dirpath)
         keep = []
         for d in sorted(dirnames):
@@ -102,9 +104,9 @@ def scan_workspace(root: Path) -> tuple[list[FileText], list[Skipped]]:
                 continue
             rel = (base / d).relative_to(root).as_posix()
             if (base / d).is_symlink():
-                skipped.append(Skipped(rel, "symlinked directory"))
+                yield Skipped(rel, "symlinked directory")
             elif d in SKIP_DIRS:
-                skipped.append(Skipped(rel, SKIP_DIRS[d]))
+                yield Skipped(rel, SKIP_DIRS[d])
             else:
                 keep.append(d)
         dirnames[:] = keep
@@ -112,11 +114,27 @@ def scan_workspace(root: Path) -> tuple[list[FileText], list[Skipped]]:
             if name.startswith(".") or Path(name).suffix.lower() not in TEXT_SUFFIXES:
                 continue
             full = base / name
-            got = _read(root, full, full.relative_to(root).as_posix())
-            (files if isinstance(got, FileText) else skipped).append(got)  # type: ignore[arg-type]
+            yield _read(root, full, full.relative_to(root).as_posix())
+
+
+def _split(found: Iterable[FileText | Skipped]) -> tuple[list[FileText], list[Skipped]]:
+    files: list[FileText] = []
+    skipped: list[Skipped] = []
+    for got in found:
+        (files if isinstance(got, FileText) else skipped).append(got)  # type: ignore[arg-type]
     files.sort(key=lambda f: f.path)
     skipped.sort(key=lambda s: s.path)
     return files, skipped
+
+
+def scan_workspace(root: Path) -> tuple[list[FileText], list[Skipped]]:
+    """Every indexable file under ``root``, sorted by path, and what was skipped.
+
+    Raises:
+        WorkspaceError: ``root`` is missing or is not a directory.
+    """
+    root = _root(root)
+    return _split(_walk(root, root))
 
 
 def indexable(rel: str) -> bool:
@@ -141,34 +159,19 @@ def scan_paths(
     Raises:
         WorkspaceError: ``root`` is missing or is not a directory.
     """
-    root = Path(root)
-    if not root.is_dir():
-        raise WorkspaceError(
-            f"workspace {root} is missing or not a directory",
-            "pass the directory that holds your Markdown",
-        )
-    root = root.resolve()
-    wanted: set[str] = set()
+    root = _root(root)
+    found: dict[str, FileText | Skipped] = {}
     scope: set[str] = set()
     for rel in sorted(paths):
         full = root / rel
         scope.update(k for k in known if k == rel or k.startswith(rel + "/"))
         if full.is_dir() and not full.is_symlink():
-            for dirpath, dirnames, filenames in os.walk(full, followlinks=False):
-                dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
-                base = Path(dirpath).relative_to(root).as_posix()
-                wanted.update(f"{base}/{n}" for n in filenames if indexable(f"{base}/{n}"))
-        elif indexable(rel):
-            wanted.add(rel)
-    files: list[FileText] = []
-    skipped: list[Skipped] = []
-    for rel in sorted(wanted):
-        scope.add(rel)
-        full = root / rel
-        if full.is_file() or full.is_symlink():
-            got = _read(root, full, rel)
-            (files if isinstance(got, FileText) else skipped).append(got)  # type: ignore[arg-type]
-    return files, skipped, frozenset(scope)
+            if indexable(rel + "/x.md"):  # not hidden, not under a skipped directory
+                found.update((got.path, got) for got in _walk(root, full))
+        elif indexable(rel) and (full.is_file() or full.is_symlink()):
+            found[rel] = _read(root, full, rel)
+    scope.update(found)
+    return (*_split(found.values()), frozenset(scope))
 
 
 def read_text(root: Path, rel: str) -> FileText | Skipped:

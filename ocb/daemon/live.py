@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar, Unpack
+from typing import TypeVar, Unpack
 
 from ocb.brain import Brain
 from ocb.daemon.gate import Gate
@@ -63,6 +63,5 @@ class LiveBrain(Brain):
 
     def forget_loaded(self) -> None:
         """Drop the projections and indexes held in memory (they load again on use)."""
-        states: dict[str, Any] = self._states
-        states.clear()
+        self._states.clear()
         self._derived.clear()

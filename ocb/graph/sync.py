@@ -70,10 +70,10 @@ class SyncPlan(msgspec.Struct):
     """Secrets redacted from the files this sync records, as (path, finding)."""
 
 
-def previous_files(graph: State) -> dict[str, PreviousFile]:
-    """The brain's view of every indexed file, as the differ needs it. A chunk merged
-    with a duplicate is never revised: when its text changes, the duplicates it stands
-    for come back on their own."""
+def previous_files(graph: State, scope: frozenset[str] | None = None) -> dict[str, PreviousFile]:
+    """The brain's view of every indexed file (of ``scope``), as the differ needs it.
+    A chunk merged with a duplicate is never revised: when its text changes, the
+    duplicates it stands for come back on their own."""
     nodes = graph.nodes
     merged = {*graph.merged, *graph.merged.values()}
     return {
@@ -84,6 +84,7 @@ def previous_files(graph: State) -> dict[str, PreviousFile]:
             {i: (nodes[i].heading, nodes[i].text) for i in e.chunks if i not in merged},
         )
         for path, e in graph.files.items()
+        if scope is None or path in scope
     }
 
 
@@ -224,9 +225,7 @@ def decide_sync(
     if not embedder_id:
         plan.events.append(EmbedderConfigured(embedder_id=embedder.id, dim=embedder.dim))
     keep = frozenset(sk.path for sk in skipped if sk.path in graph.files)
-    previous = previous_files(graph)
-    if scope is not None:
-        previous = {p: f for p, f in previous.items() if p in scope}
+    previous = previous_files(graph, scope)
     file_events = diff_workspace(
         files,
         previous,

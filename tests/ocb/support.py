@@ -194,3 +194,13 @@ def ask_and_learn(brain: Brain, rounds: int, reward: float = 1.0, rule: str = "p
         brain.learn(reward, trace_id=answer.trace_id, rule=rule)
         if len(answer.fired) > 1:
             brain.learn(reward / 2, fired_ids=answer.fired[:3], source="self")
+
+
+def chunk_view(b: Brain) -> dict[str, list[tuple[int, int, str]]]:
+    """Per workspace file: its chunks' line ranges and texts, in order (what a fresh
+    init of the same workspace must give, whatever the ids)."""
+    out: dict[str, list[tuple[int, int, str]]] = {}
+    for n in sorted(b.graph.nodes.values(), key=lambda n: (n.path, n.start_line, n.id)):
+        if n.path:
+            out.setdefault(n.path, []).append((n.start_line, n.end_line, n.text))
+    return out

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from hypothesis import given, strategies as st
 
+from tests.waiting import wait_for
 from workspace_sync.scan import SKIP_DIRS, indexable, scan_workspace
 from workspace_sync.watch import watch_batches, watched
 
@@ -56,17 +57,6 @@ def _collect(
     return got, stop, t
 
 
-def _until(cond: object, what: str) -> None:
-    import time
-
-    end = time.monotonic() + 60
-    while time.monotonic() < end:
-        if cond():  # type: ignore[operator]
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def test_batches_of_real_changes(tmp_path: Path) -> None:
     (tmp_path / "notes").mkdir()
     (tmp_path / "brain").mkdir()
@@ -79,18 +69,18 @@ def test_batches_of_real_changes(tmp_path: Path) -> None:
             keep.write_text("two\n")
             return bool(got)
 
-        _until(first, "the watcher to start")
+        wait_for(first, "the watcher to start")
         n = len(got)
         tmp = tmp_path / "notes" / "keep.md.tmp"
         tmp.write_text("three\n")
         (tmp_path / "notes" / ".keep.md.swp").write_text("swap")
         os.replace(tmp, keep)  # an atomic save
         (tmp_path / "brain" / "log.seg").write_text("ignored")
-        _until(lambda: len(got) > n, "the atomic save")
+        wait_for(lambda: len(got) > n, "the atomic save")
         assert set().union(*got[n:]) == {"notes/keep.md"}
         n = len(got)
         os.replace(keep, tmp_path / "notes" / "moved.md")
-        _until(lambda: {"notes/keep.md", "notes/moved.md"} <= set().union(*got[n:]), "a move")
+        wait_for(lambda: {"notes/keep.md", "notes/moved.md"} <= set().union(*got[n:]), "a move")
         n = len(got)
         burst = tmp_path / "burst"
         burst.mkdir()
@@ -102,7 +92,7 @@ def test_batches_of_real_changes(tmp_path: Path) -> None:
             seen = set().union(*got[n:])  # is covered by the directory's own change
             return all(r in seen or "burst" in seen for r in names)
 
-        _until(covered, "the burst")
+        wait_for(covered, "the burst")
         assert len(got) - n <= 10  # a few batches, not 1,000
     finally:
         stop.set()

@@ -8,16 +8,17 @@ import signal
 import socket
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from ocb.daemon.protocol import RpcError, call, connect
+from tests.waiting import DEADLINE, wait_for
+
+__all__ = ["DEADLINE", "daemon", "env", "hello", "ocb", "raw", "rpc", "start", "stop", "wait_for"]
 
 ROOT = Path(__file__).resolve().parents[3]
-DEADLINE = 120.0
 
 
 def env() -> dict[str, str]:
@@ -26,17 +27,6 @@ def env() -> dict[str, str]:
     e.pop("OCB_NO_DAEMON", None)
     e.pop("OCB_BRAIN", None)
     return e
-
-
-def wait_for(cond: Callable[[], Any], what: str, deadline: float = DEADLINE) -> Any:
-    """Poll ``cond`` until it returns something truthy (the value), or fail."""
-    end = time.monotonic() + deadline
-    while time.monotonic() < end:
-        got = cond()
-        if got:
-            return got
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def hello(brain: Path) -> dict[str, Any] | None:

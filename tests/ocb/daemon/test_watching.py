@@ -10,17 +10,12 @@ from pathlib import Path
 
 from ocb.brain import Brain
 from tests.ocb.daemon.support import daemon, rpc, stop, wait_for
+from tests.ocb.support import chunk_view
 
 
 def chunks(brain: Path) -> dict[str, list[tuple[int, int, str]]]:
-    """Per file: its chunks' line ranges and texts, in order."""
     with Brain(brain, writer=False) as b:
-        g = b.graph
-        out: dict[str, list[tuple[int, int, str]]] = {}
-        for n in sorted(g.nodes.values(), key=lambda n: (n.path, n.start_line, n.id)):
-            if n.path:
-                out.setdefault(n.path, []).append((n.start_line, n.end_line, n.text))
-        return out
+        return chunk_view(b)
 
 
 def fresh(workspace: Path, tmp: Path) -> dict[str, list[tuple[int, int, str]]]:

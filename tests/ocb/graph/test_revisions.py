@@ -7,14 +7,7 @@ from pathlib import Path
 
 from ocb.brain import Brain
 from ocb_events.clock import TickClock
-
-
-def chunks(b: Brain) -> dict[str, list[tuple[int, int, str]]]:
-    out: dict[str, list[tuple[int, int, str]]] = {}
-    for n in sorted(b.graph.nodes.values(), key=lambda n: (n.path, n.start_line, n.id)):
-        if n.path:
-            out.setdefault(n.path, []).append((n.start_line, n.end_line, n.text))
-    return out
+from tests.ocb.support import chunk_view
 
 
 def test_a_small_edit_keeps_what_a_chunk_learned(built: Path, tmp_path: Path) -> None:
@@ -38,7 +31,7 @@ def test_a_small_edit_keeps_what_a_chunk_learned(built: Path, tmp_path: Path) ->
         assert now.text.endswith("Also page the owner.") and last in now.text
         assert {t: e.weight for t, e in sorted(b.graph.out[node.id].items())} == edges
         assert (b.vectors_of([node.id]) != vec).any()
-        mine = chunks(b)
+        mine = chunk_view(b)
     fresh, _ = Brain.init(tmp_path / "fresh", ws)
     with fresh:
-        assert chunks(fresh) == mine
+        assert chunk_view(fresh) == mine

@@ -11,6 +11,7 @@ from hypothesis import given, settings, strategies as st
 from ocb.brain import Brain
 from ocb_events.clock import TickClock
 from ocb_events.memory import MemoryLog
+from tests.ocb.support import chunk_view
 
 WORDS = ["deploy", "rollback", "cache", "billing", "alert", "queue", "schema", "token"]
 NAMES = ["a.md", "b.md", "notes/c.md", "notes/d.txt", "x/y/e.md", ".hidden.md", "f.md~"]
@@ -29,13 +30,6 @@ def write(root: Path, files: dict[str, str | None]) -> None:
         else:
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_text(body)
-
-
-def chunks(b: Brain) -> dict[str, list[tuple[int, int, str]]]:
-    out: dict[str, list[tuple[int, int, str]]] = {}
-    for n in sorted(b.graph.nodes.values(), key=lambda n: (n.path, n.start_line, n.id)):
-        out.setdefault(n.path, []).append((n.start_line, n.end_line, n.text))
-    return out
 
 
 @settings(max_examples=25)
@@ -57,7 +51,7 @@ def test_a_sync_of_the_changed_paths_equals_a_full_sync(
             return  # a full sync refuses a workspace without any file
         part.sync(ws, paths={rel for rel, _ in changes} | {"notes", "x"})
         full.sync(ws)
-        assert chunks(part) == chunks(full)
+        assert chunk_view(part) == chunk_view(full)
         assert sorted(part.state("memory").files) == sorted(full.state("memory").files)
     finally:
         shutil.rmtree(root)
