@@ -55,6 +55,10 @@ class SyncReport(msgspec.Struct):
     blobs_regenerated: int = 0
     secrets: list[tuple[str, int, int, str]] = msgspec.field(default_factory=list)
     """Secrets redacted from the recorded text: (path, line, end line, kind)."""
+    chunks_revised: int = 0
+    """Chunks that kept their id (and their edges) with a new text, heading or place."""
+    files_moved: int = 0
+    """Files renamed or moved: their chunks kept their ids."""
 
 
 class LearnReport(msgspec.Struct):

@@ -77,8 +77,10 @@ class FileIndexed(Event, tag="file_indexed"):
 
 class FileChanged(Event, tag="file_changed"):
     """A file whose content changed: new chunks, kept chunks at their new ranges,
-    revised chunks (same id, new text) and removed chunk ids. Folded by graph and
-    vectors."""
+    removed chunk ids, and ``revised`` chunks: chunks that keep their id (and so their
+    edges, weights and authority) with a new text, heading or place (the revision rule
+    of ``workspace_sync.diff``); their new vectors follow in NodesEmbedded. Folded by
+    graph and vectors."""
 
     path: str
     content_hash: str
@@ -86,7 +88,6 @@ class FileChanged(Event, tag="file_changed"):
     kept: tuple[ChunkSpan, ...] = ()
     removed: tuple[str, ...] = ()
     revised: tuple[ChunkText, ...] = ()
-    """Chunks that keep their id (and edges) with new text: a small edit."""
 
 
 class FileRemoved(Event, tag="file_removed"):
@@ -95,6 +96,16 @@ class FileRemoved(Event, tag="file_removed"):
 
     path: str
     removed: tuple[str, ...]
+
+
+class FileMoved(Event, tag="file_moved"):
+    """A file renamed or moved (``old_path`` gone, ``path`` new, the same content):
+    its chunks keep their ids (``old_path::n`` stays an opaque id), edges, weights and
+    vectors, and now cite ``path``. Folded by graph."""
+
+    old_path: str
+    path: str
+    content_hash: str
 
 
 # --------------------------------------------------------------------------- vectors
@@ -459,6 +470,7 @@ AnyEvent = (
     | LogRepaired
     | ContentForgotten
     | Retracted
+    | FileMoved
 )
 
 EVENT_TYPES: tuple[type[Event], ...] = get_args(AnyEvent)
@@ -503,6 +515,7 @@ FoldEvent = (
     | LogRepaired
     | ContentForgotten
     | Retracted
+    | FileMoved
 )
 
 

@@ -48,6 +48,7 @@ ROUTES: dict[str, frozenset[str]] = {
             "edges_updated",
             "file_changed",
             "file_indexed",
+            "file_moved",
             "file_removed",
             "maintenance_ran",
             "node_injected",

@@ -20,14 +20,19 @@ survivor lists the alias's source in ``Node.also``. Folding keeps them in step:
 * a re-sync that changes or removes the alias's text removes the alias (and the
   citation); the new text, if any, is indexed as a new chunk by that same sync;
 * no edge is ever set on an alias;
-* when the survivor is removed, its aliases are removed too and their files are
-  marked stale (content hash ``""``), so the next sync re-reads them and indexes the
-  text the aliases stood for as new chunks: nothing is lost and nothing duplicated.
+* when the survivor is removed, or revised to another text, its aliases are removed
+  too and their files are marked stale (content hash ``""``), so the next sync re-reads
+  them and indexes the text the aliases stood for as new chunks: nothing is lost and
+  nothing duplicated.
+
+Chunk ids outlive edits and moves: a chunk ``revised`` by a ``FileChanged`` keeps its
+node (edges, weights, baseline, authority, creation seq) with its new text, heading and
+place; a ``FileMoved`` moves a file's entry to its new path and sets the path of each
+of its chunks (ids stay ``old_path::n``; nothing reads a path from an id), the file's
+authority going with it.
 """
 
 from __future__ import annotations
-
-import sys
 
 import msgspec
 
@@ -38,11 +43,11 @@ from ocb_events.schema import (
     ChunkText,
     EdgeRelevanceSet,
     EdgesCreated,
-    EdgeSpec,
     EdgesRemoved,
     EdgesUpdated,
     FileChanged,
     FileIndexed,
+    FileMoved,
     FileRemoved,
     FoldRecord,
     MaintenanceRan,
@@ -55,64 +60,19 @@ from ocb_events.schema import (
     RouteModelTrained,
     WorkspaceAttached,
 )
+from projections._graph_state import (
+    CHUNK as CHUNK,
+    NODE_DECODER,
+    TARGETS_DECODER,
+    Edge as Edge,
+    FileEntry as FileEntry,
+    Node as Node,
+    RouteModel as RouteModel,
+    State as State,
+    clip,
+    interned,
+)
 from projections._lazy import LazyMap
-
-CHUNK = "chunk"
-
-
-class Node(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """A node: a chunk of a workspace file, or an injected CORRECTION / TEACHING /
-    DIRECTIVE. ``anchor`` is extra text indexed with it (a correction's query); ``also``
-    the sources (``path#Lstart-Lend``) of the chunks merged into it, which it cites too."""
-
-    id: str
-    kind: str
-    text: str
-    path: str = ""
-    start_line: int = 0
-    end_line: int = 0
-    heading: str = ""
-    text_hash: str = ""
-    authority: str = "overlay"
-    anchor: str = ""
-    created_seq: int = 0
-    also: tuple[str, ...] = ()
-    start_col: int = 0  # where a slice of a long line starts in it (see ChunkText)
-
-    @property
-    def source(self) -> str:
-        """``path#Lstart-Lend`` for a chunk, ``inject:<id>`` for an injected node."""
-        if not self.path:
-            return f"inject:{self.id}"
-        return f"{self.path}#L{self.start_line}-L{self.end_line}"
-
-
-class Edge(msgspec.Struct, array_like=True):
-    """A directed edge's weight in [-1, 1], its kind, the seq that last set it, and its
-    relevance in [-1, 1] (teacher-given, 0 by default). Mutable so that a fold updates
-    weights in place; never shared between states."""
-
-    weight: float
-    kind: str
-    last_seq: int
-    relevance: float = 0.0
-
-
-class RouteModel(msgspec.Struct, frozen=True, array_like=True):
-    """The learned route model in force: its blob and the features it scores."""
-
-    blob: str
-    features: tuple[str, ...]
-    seq: int
-
-
-class FileEntry(msgspec.Struct, frozen=True, array_like=True):
-    """A workspace file as indexed: content hash, chunk ids in file order, and the
-    next free chunk ordinal (ids are ``path::n`` and never reused)."""
-
-    content_hash: str
-    chunks: tuple[str, ...]
-    next_ordinal: int
 
 
 class _Snapshot(msgspec.Struct, array_like=True):
@@ -130,211 +90,6 @@ class _Snapshot(msgspec.Struct, array_like=True):
     route_model: RouteModel | None
     merged: dict[str, str] = {}
     retracted: tuple[tuple[int, int], ...] = ()
-
-
-_NODE = msgspec.msgpack.Decoder(Node)
-_TARGETS = msgspec.msgpack.Decoder(dict[str, Edge])
-
-
-class State:
-    """The graph at ``seq``. Mutable; see the module note. ``nodes`` and ``out`` are
-    lazy mappings: a restored value is decoded when first read.
-
-    ``nodes_seq`` is the seq of the last event that changed what a search over nodes
-    sees (a node's text, the node set, or node vectors); search caches key on it.
-    ``baseline`` holds each node's running-average reward; ``file_authority`` the
-    authority given to whole files (their future chunks inherit it); ``maintained``
-    the ts of each maintenance operation's last run; ``merged`` maps each alias left
-    by a merge to the node that absorbed it (see the module docstring); ``retracted``
-    maps the seq of each retracted record to the seq of its retraction.
-    """
-
-    __slots__ = (
-        "seq",
-        "workspace",
-        "nodes_seq",
-        "nodes",
-        "out",
-        "stop",
-        "files",
-        "injected",
-        "baseline",
-        "file_authority",
-        "maintained",
-        "route_model",
-        "merged",
-        "retracted",
-        "_inc",
-        "_stale",
-        "_dropped",
-    )
-
-    def __init__(self) -> None:
-        self.seq = 0
-        self.workspace = ""
-        self.nodes_seq = 0
-        self.nodes: LazyMap[Node] = LazyMap({}, _NODE)
-        self.out: LazyMap[dict[str, Edge]] = LazyMap({}, _TARGETS)
-        self.stop: dict[str, float] = {}
-        self.files: dict[str, FileEntry] = {}
-        self.injected: dict[str, int] = {}
-        self.baseline: dict[str, float] = {}
-        self.file_authority: dict[str, str] = {}
-        self.maintained: dict[str, int] = {}
-        self.route_model: RouteModel | None = None
-        self.merged: dict[str, str] = {}
-        self.retracted: dict[int, int] = {}
-        self._inc: dict[str, set[str]] | None = None
-        # within one record: files whose aliases were dropped, and those aliases
-        self._stale: set[str] = set()
-        self._dropped: set[str] = set()
-
-    def edge_count(self) -> int:
-        """The number of directed edges."""
-        return sum(len(v) for v in self.out.values())
-
-    def incoming(self, node_id: str) -> list[str]:
-        """Sources of edges into ``node_id``, sorted."""
-        return sorted(self._incoming().get(node_id, ()))
-
-    def _incoming(self) -> dict[str, set[str]]:
-        if self._inc is None:
-            inc: dict[str, set[str]] = {}
-            for src, targets in self.out.items():
-                for dst in targets:
-                    inc.setdefault(dst, set()).add(src)
-            self._inc = inc
-        return self._inc
-
-    # ---------------------------------------------------------------- mutations
-
-    def set_edge(self, spec: EdgeSpec, seq: int) -> None:
-        if spec.source == spec.target:
-            return
-        if spec.source not in self.nodes or spec.target not in self.nodes:
-            return
-        if self.merged and (spec.source in self.merged or spec.target in self.merged):
-            return
-        self.out.setdefault(spec.source, {})[spec.target] = Edge(_clip(spec.weight), spec.kind, seq)
-        if self._inc is not None:
-            self._inc.setdefault(spec.target, set()).add(spec.source)
-
-    def add_chunk(self, path: str, c: ChunkText, seq: int) -> None:
-        also: tuple[str, ...] = ()
-        if c.id in self.nodes:
-            old = self.nodes[c.id]
-            if c.id in self.merged:
-                self._cite(self.merged.pop(c.id), old.source, None)
-            also = old.also
-        self.nodes[c.id] = Node(
-            id=c.id,
-            kind=CHUNK,
-            text=c.text,
-            path=path,
-            start_line=c.start_line,
-            end_line=c.end_line,
-            heading=c.heading,
-            text_hash=c.text_hash,
-            authority=_authority(self.file_authority.get(path, "overlay")),
-            created_seq=seq,
-            also=also,
-            start_col=c.start_col,
-        )
-
-    def remove_edge(self, source: str, target: str) -> None:
-        targets = self.out.get(source)
-        if targets is None or targets.pop(target, None) is None:
-            return
-        if not targets:
-            del self.out[source]
-        if self._inc is not None:
-            self._inc.get(target, set()).discard(source)
-
-    def remove_node(self, node_id: str) -> None:
-        node = self.nodes.pop(node_id, None)
-        if node is None:
-            return
-        inc = self._incoming()
-        for dst in self.out.pop(node_id, {}):
-            sources = inc.get(dst)
-            if sources is not None:
-                sources.discard(node_id)
-        for src in inc.pop(node_id, set()):
-            targets = self.out.get(src)
-            if targets is not None:
-                targets.pop(node_id, None)
-                if not targets:
-                    del self.out[src]
-        self.stop.pop(node_id, None)
-        self.baseline.pop(node_id, None)
-        if self.merged:
-            self._unmerge(node_id, node)
-
-    # ---------------------------------------------------------------- aliases
-
-    def _cite(self, kept: str, old: str, new: str | None) -> None:
-        """Replace (or with ``new`` None, drop) the source ``old`` in ``kept``'s also."""
-        node = self.nodes.get(kept)
-        if node is None or old not in node.also:
-            return
-        also = tuple(new if a == old else a for a in node.also if new is not None or a != old)
-        self.nodes[kept] = msgspec.structs.replace(node, also=also)
-
-    def _unmerge(self, node_id: str, node: Node) -> None:
-        kept = self.merged.pop(node_id, None)
-        if kept is not None:
-            self._cite(kept, node.source, None)
-        for alias in sorted(a for a, k in self.merged.items() if k == node_id):
-            del self.merged[alias]
-            gone = self.nodes.get(alias)
-            self.remove_node(alias)
-            self._dropped.add(alias)
-            entry = self.files.get(gone.path) if gone is not None else None
-            if gone is not None and entry is not None:
-                chunks = tuple(i for i in entry.chunks if i != alias)
-                self.files[gone.path] = FileEntry("", chunks, entry.next_ordinal)
-                self._stale.add(gone.path)
-
-    def revise(self, c: ChunkText) -> None:
-        """A chunk's new text and place; its id, edges and age stay."""
-        node = self.nodes.get(c.id)
-        if node is None:
-            return
-        self.nodes[c.id] = msgspec.structs.replace(
-            node, text=c.text, text_hash=c.text_hash, heading=c.heading,
-            start_line=c.start_line, end_line=c.end_line, start_col=c.start_col,
-        )  # fmt: skip
-        if c.id in self.merged:
-            self._cite(self.merged[c.id], node.source, self.nodes[c.id].source)
-
-    def move(self, node_id: str, start_line: int, end_line: int, start_col: int = 0) -> None:
-        """Set a chunk's place (and its survivor's citation when it is an alias)."""
-        node = self.nodes.get(node_id)
-        if node is None:
-            return
-        moved = msgspec.structs.replace(
-            node, start_line=start_line, end_line=end_line, start_col=start_col
-        )
-        self.nodes[node_id] = moved
-        if node_id in self.merged:
-            self._cite(self.merged[node_id], node.source, moved.source)
-
-    def settle(self) -> None:
-        """End of a record: files that lost aliases stay stale (re-read on next sync)."""
-        for path in sorted(self._stale):
-            entry = self.files.get(path)
-            if entry is not None and entry.content_hash:
-                self.files[path] = FileEntry("", entry.chunks, entry.next_ordinal)
-        self._stale.clear()
-        self._dropped.clear()
-
-
-def _authority(value: str) -> str:
-    return sys.intern(value)
-
-
-def _clip(w: float) -> float:
-    return -1.0 if w < -1.0 else 1.0 if w > 1.0 else w
 
 
 def _ordinal(node_id: str) -> int:
@@ -367,16 +122,37 @@ def _change_file(state: State, ev: FileChanged, seq: int) -> None:
         state.remove_node(node_id)
     for span in ev.kept:
         state.move(span.id, span.start_line, span.end_line, span.start_col)
+    for c in ev.revised:
+        state.revise(ev.path, c, seq)
     for c in ev.added:
         state.add_chunk(ev.path, c, seq)
-    for c in ev.revised:
-        state.revise(c)
     old = state.files.get(ev.path)
     nxt = max([old.next_ordinal if old else 0] + [_ordinal(c.id) + 1 for c in ev.added])
     spans = [s for s in ev.kept if s.id not in state._dropped]
-    revised = [c for c in ev.revised if c.id in state.nodes]
-    order: list[ChunkText | ChunkSpan] = sorted([*spans, *ev.added, *revised], key=_place)
+    order: list[ChunkText | ChunkSpan] = sorted([*spans, *ev.revised, *ev.added], key=_place)
     state.files[ev.path] = FileEntry(ev.content_hash, tuple(c.id for c in order), nxt)
+    state.nodes_seq = seq
+
+
+def _move_file(state: State, ev: FileMoved, seq: int) -> None:
+    """The file at ``old_path`` is now at ``path`` (what was at ``path`` is replaced)."""
+    entry = state.files.get(ev.old_path)
+    if entry is None or ev.old_path == ev.path:
+        return
+    replaced = state.files.pop(ev.path, None)
+    del state.files[ev.old_path]
+    nxt = max(entry.next_ordinal, replaced.next_ordinal if replaced is not None else 0)
+    content_hash = ev.content_hash if entry.content_hash else ""  # a stale file stays stale
+    state.files[ev.path] = FileEntry(content_hash, entry.chunks, nxt)
+    for node_id in entry.chunks:
+        state.rename(node_id, ev.path)
+    moved = set(entry.chunks)
+    for node_id in replaced.chunks if replaced is not None else ():
+        if node_id not in moved:
+            state.remove_node(node_id)
+    authority = state.file_authority.get(ev.old_path)
+    if authority is not None:
+        state.file_authority.setdefault(ev.path, authority)
     state.nodes_seq = seq
 
 
@@ -413,19 +189,19 @@ def _set_relevance(state: State, ev: EdgeRelevanceSet) -> None:
         for target, value in zip(u.targets, u.values, strict=False):
             edge = targets.get(target)
             if edge is not None:
-                edge.relevance = _clip(value)
+                edge.relevance = clip(value)
 
 
-def _set_authority(state: State, ev: AuthoritySet) -> None:
+def _setinterned(state: State, ev: AuthoritySet) -> None:
     ids = list(ev.node_ids)
     if ev.path:
-        state.file_authority[ev.path] = _authority(ev.authority)
+        state.file_authority[ev.path] = interned(ev.authority)
         entry = state.files.get(ev.path)
         ids += list(entry.chunks) if entry is not None else []
     for node_id in ids:
         node = state.nodes.get(node_id)
         if node is not None:
-            state.nodes[node_id] = msgspec.structs.replace(node, authority=_authority(ev.authority))
+            state.nodes[node_id] = msgspec.structs.replace(node, authority=interned(ev.authority))
 
 
 def _inject(state: State, ev: NodeInjected, seq: int) -> None:
@@ -433,7 +209,7 @@ def _inject(state: State, ev: NodeInjected, seq: int) -> None:
         id=ev.node_id,
         kind=ev.node_type,
         text=ev.content,
-        authority=_authority(ev.authority),
+        authority=interned(ev.authority),
         anchor=ev.anchor_query,
         created_seq=seq,
     )
@@ -516,6 +292,8 @@ def _fold_nodes(state: State, ev: object, seq: int) -> None:
             _index_file(state, ev, seq)
         case FileChanged():
             _change_file(state, ev, seq)
+        case FileMoved():
+            _move_file(state, ev, seq)
         case FileRemoved(path=path, removed=removed):
             for node_id in removed:
                 state.remove_node(node_id)
@@ -556,7 +334,7 @@ def evolve(state: State, rec: Record | FoldRecord) -> State:
         case EdgesCreated() | EdgesUpdated() | EdgesRemoved() | EdgeRelevanceSet():
             _fold_edges(state, ev, rec.seq)
         case AuthoritySet():
-            _set_authority(state, ev)
+            _setinterned(state, ev)
         case MaintenanceRan(op=op):
             state.maintained[op] = rec.ts
         case RouteModelTrained(blob=blob, features=features):
@@ -601,8 +379,8 @@ def restore(data: bytes) -> State:
     state.seq = snap.seq
     state.workspace = snap.workspace
     state.nodes_seq = snap.nodes_seq
-    state.nodes = LazyMap(snap.nodes, _NODE)
-    state.out = LazyMap(snap.out, _TARGETS)
+    state.nodes = LazyMap(snap.nodes, NODE_DECODER)
+    state.out = LazyMap(snap.out, TARGETS_DECODER)
     state.stop = snap.stop
     state.files = snap.files
     state.injected = snap.injected

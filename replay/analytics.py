@@ -41,7 +41,7 @@ from replay.rows import HISTORY, TABLES, VARCHAR, RowFold
 from replay.store_lock import StoreLock
 from replay.store_meta import Meta, QueryResult, chain_at, first_ts as first_ts_of, same_history
 
-VERSION = 3
+VERSION = 4
 """The schema version; a store of another version is rebuilt."""
 
 CHUNK = 20_000

@@ -5,8 +5,8 @@ An edge audit is the documented query ``EDGE_AUDIT_SQL`` (``deltas`` joined to t
 record that caused each change: an outcome with its trace, a maintenance run, an
 injection, a teacher label, a file sync, or a retraction with what it took back),
 plus the path of each scored trace. A node
-audit lists its lifecycle (created from a file version, edited, moved, merged, split,
-authority), injections, weight changes around it and its access history (every query
+audit lists its lifecycle (created from a file version, edited, moved, renamed, merged,
+split, authority), injections, weight changes around it and its access history (every query
 that fired it).
 
 Both raise ``InputError`` for ids the history never held, suggesting close matches.
@@ -117,9 +117,10 @@ class EdgeAudit(msgspec.Struct, frozen=True):
 
 
 class LifeEvent(msgspec.Struct, frozen=True):
-    """One step of a node's life: created, edited, moved, removed, merged_into,
-    absorbed, split_into, split_from, injected, retracted, authority (``other``: the
-    node on the other side of a merge or split; ``content_hash``: the file version)."""
+    """One step of a node's life: created, edited, moved, renamed (its file moved;
+    ``detail``: the old path), removed, merged_into, absorbed, split_into, split_from,
+    injected, retracted, authority (``other``: the node on the other side of a merge or
+    split; ``content_hash``: the file version)."""
 
     seq: int
     ts: str
@@ -190,7 +191,7 @@ def _kind(rule: str, cause_type: str | None, own: bool) -> str:
         return "injection"
     if cause_type == "teacher_labeled":
         return "teacher"
-    if cause_type in ("file_indexed", "file_changed", "file_removed"):
+    if cause_type in ("file_indexed", "file_changed", "file_removed", "file_moved"):
         return "sync"
     if cause_type == "retracted":
         return "retraction"

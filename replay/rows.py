@@ -20,6 +20,8 @@ from typing import Any
 from ocb_events.schema import (
     STOP,
     AuthoritySet,
+    ChunkSpan,
+    ChunkText,
     ConfigChanged,
     EdgeRelevanceSet,
     EdgesCreated,
@@ -27,6 +29,7 @@ from ocb_events.schema import (
     EdgesUpdated,
     FileChanged,
     FileIndexed,
+    FileMoved,
     FileRemoved,
     FoldRecord,
     MaintenanceRan,
@@ -83,7 +86,7 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "files": (
         ("seq", _B), ("ts", _T), ("path", _S), ("action", _S), ("content_hash", _S),
-        ("added", _I), ("kept", _I), ("removed", _I),
+        ("added", _I), ("kept", _I), ("removed", _I), ("revised", _I), ("old_path", _S),
     ),
     "injections": (
         ("seq", _B), ("ts", _T), ("node_id", _S), ("node_type", _S), ("content", _S),
@@ -131,6 +134,42 @@ within the group at load; its first value). The other columns form each row's ta
 (a bare value when there is one)."""
 
 
+FileEvent = FileIndexed | FileChanged | FileRemoved | FileMoved
+_FILE_ACTIONS: dict[type, str] = {
+    FileIndexed: "indexed",
+    FileChanged: "changed",
+    FileRemoved: "removed",
+    FileMoved: "moved",
+}
+"""The ``action`` of each file event in the ``files`` table."""
+
+
+def _file_parts(
+    g: graph.State, ev: FileEvent
+) -> tuple[list[str], list[ChunkText], list[ChunkSpan], list[ChunkText], list[str]]:
+    """What a file event does to the graph ``g`` before it is folded: the ids it
+    removes, the chunks it adds, keeps and revises, and the ids a move renames."""
+    if isinstance(ev, FileIndexed):
+        old = g.files.get(ev.path)
+        new = {c.id for c in ev.chunks}
+        return [i for i in (old.chunks if old else ()) if i not in new], list(ev.chunks), [], [], []
+    if isinstance(ev, FileChanged):
+        return list(ev.removed), list(ev.added), list(ev.kept), list(ev.revised), []
+    if isinstance(ev, FileRemoved):
+        return list(ev.removed), [], [], [], []
+    entry = g.files.get(ev.old_path) if ev.old_path != ev.path else None
+    if entry is None:
+        return [], [], [], [], []
+    there = g.files.get(ev.path)
+    replaced = [i for i in (there.chunks if there else ()) if i not in entry.chunks]
+    return replaced, [], [], [], list(entry.chunks)
+
+
+def _edited(was: Node, now: Node) -> bool:
+    """Whether a chunk recorded again got another text or heading (or was an alias)."""
+    return was.text_hash != now.text_hash or was.heading != now.heading or not was.text
+
+
 def tail_columns(table: str) -> tuple[str, ...]:
     """The columns of each row of a grouped table (the ones not shared by its group)."""
     heads, ordinal, _ = GROUPED[table]
@@ -166,6 +205,7 @@ class RowFold:
             FileIndexed: self._file,
             FileChanged: self._file,
             FileRemoved: self._file,
+            FileMoved: self._file,
             AuthoritySet: self._authority,
             MaintenanceRan: self._maintenance,
             TeacherLabeled: self._label,
@@ -369,28 +409,15 @@ class RowFold:
         gone = set(ids)
         return sorted(a for a, k in g.merged.items() if k in gone)
 
-    def _file(self, rec: Record, ev: FileIndexed | FileChanged | FileRemoved) -> None:
+    def _file(self, rec: Record, ev: FileEvent) -> None:
         g = self.graph()
-        if isinstance(ev, FileIndexed):
-            old = g.files.get(ev.path)
-            new = {c.id for c in ev.chunks}
-            removed = [i for i in (old.chunks if old else ()) if i not in new]
-            added, kept, action = list(ev.chunks), [], "indexed"
-        elif isinstance(ev, FileChanged):
-            removed, added, kept, action = (
-                list(ev.removed),
-                [*ev.added, *ev.revised],
-                list(ev.kept),
-                "changed",
-            )
-        else:
-            removed, added, kept, action = list(ev.removed), [], [], "removed"
-        gone = set(removed)
-        aliases = self._aliases(gone)
-        ids = [*removed, *aliases, *(c.id for c in added), *(s.id for s in kept)]
-        prior = {i: g.nodes.get(i) for i in ids}
+        removed, added, kept, revised, moved = _file_parts(g, ev)
+        aliases = self._aliases([*removed, *(c.id for c in revised)])  # those that go
+        ids = [*removed, *aliases, *(c.id for c in (*added, *revised)), *(s.id for s in kept)]
+        prior = {i: g.nodes.get(i) for i in [*ids, *moved]}
         self._diff(rec, set(), [i for i in removed if prior[i] is not None], "sync", rec.seq)
         h = getattr(ev, "content_hash", "")
+        action = _FILE_ACTIONS[type(ev)]
         for i in dict.fromkeys([*removed, *aliases]):
             if prior[i] is not None and i not in g.nodes:
                 self._life(rec, i, "removed", prior[i], h, "", action)
@@ -398,12 +425,17 @@ class RowFold:
             was, now = prior[s.id], g.nodes.get(s.id)
             if was and now and (was.start_line, was.end_line) != (now.start_line, now.end_line):
                 self._life(rec, s.id, "moved", now, h)
-        for c in added:
+        for c in (*revised, *added):
             was, now = prior[c.id], g.nodes.get(c.id)
-            if now is not None and (was is None or was.text_hash != c.text_hash or not was.text):
+            if now is not None and (was is None or _edited(was, now)):
                 self._life(rec, c.id, "created" if was is None else "edited", now, h)
-        n_added, n_kept = len(added), len(kept)
-        self.rows["files"].append((rec.seq, rec.ts, ev.path, action, h, n_added, n_kept, len(gone)))
+        for i in moved:
+            was, now = prior[i], g.nodes.get(i)
+            if was is not None and now is not None and was.path != now.path:
+                self._life(rec, i, "renamed", now, h, "", was.path)
+        old_path = ev.old_path if isinstance(ev, FileMoved) else ""
+        counts = (len(added), len(kept) + len(moved), len(set(removed)), len(revised))
+        self.rows["files"].append((rec.seq, rec.ts, ev.path, action, h, *counts, old_path))
 
     def _inject(self, rec: Record, ev: NodeInjected) -> None:
         was = self.graph().nodes.get(ev.node_id)

@@ -41,6 +41,7 @@ from ocb_events.schema import (
     FactsRecorded,
     FileChanged,
     FileIndexed,
+    FileMoved,
     FileRemoved,
     KgFactSet,
     LearnParams,
@@ -230,6 +231,10 @@ def file_changed() -> st.SearchStrategy[FileChanged]:
 
 def file_removed() -> st.SearchStrategy[FileRemoved]:
     return st.builds(FileRemoved, path=paths, removed=id_tuples)
+
+
+def file_moved() -> st.SearchStrategy[FileMoved]:
+    return st.builds(FileMoved, old_path=paths, path=paths, content_hash=hashes)
 
 
 def embedder_configured() -> st.SearchStrategy[EmbedderConfigured]:
@@ -538,6 +543,7 @@ EVENT_BUILDERS: dict[type[Event], Callable[[], st.SearchStrategy[Any]]] = {
     LogRepaired: log_repaired,
     ContentForgotten: content_forgotten,
     Retracted: retracted,
+    FileMoved: file_moved,
 }
 """Every event type of ``ocb_events.schema.EVENT_TYPES`` with its builder."""
 

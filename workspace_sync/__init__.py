@@ -1,7 +1,7 @@
 """From a Markdown workspace to file events: scanning, chunking, diffing, and redacting
 secrets before any text is recorded; and the one safe way to write a workspace file."""
 
-from workspace_sync.diff import PreviousFile, diff_file, diff_workspace, text_hash
+from workspace_sync.diff import PreviousChunk, PreviousFile, diff_file, diff_workspace, text_hash
 from workspace_sync.facts import (
     PreviousFacts,
     Problem,
@@ -21,6 +21,7 @@ __all__ = [
     "Finding",
     "MAX_CHARS",
     "Piece",
+    "PreviousChunk",
     "PreviousFacts",
     "PreviousFile",
     "Problem",

@@ -1,27 +1,57 @@
 """Pure file diffing: the previous chunks of a file plus its new text -> one event.
 
-Chunk ids are ``path::n`` with ``n`` never reused within a file's life. An edited file
-keeps the ids (and so the learned edges) of chunks whose text did not change, even
-when they moved. A chunk whose text changed a little keeps its id too, as a revision
-(``FileChanged.revised``): after the unchanged chunks are matched, each new chunk left
-(in file order) takes the unmatched old chunk of the same heading whose words are most
-alike, when their word sets' Jaccard similarity is at least ``SAME`` (0.5; ties go to
-the earlier old chunk). Any other new text gets a new id; old chunks left unmatched are
-removed. An edit never touches the id of a chunk whose text it did not change.
+Chunk ids are ``path::n`` with ``n`` never reused within a file's life (nor an id any
+node still holds, see ``taken``); after that an id is opaque: a moved file's chunks
+keep theirs. Each new piece of an edited file is matched to a previous chunk of the
+same file, in two passes:
+
+1. **Same text.** A piece whose text hash is that of an unused previous chunk keeps
+   that chunk's id (the first such chunk in file order), even when it moved. When its
+   heading (breadcrumb) changed too, the chunk is a revision (below), so the node's
+   heading and vector follow; otherwise it is *kept* (a ``ChunkSpan`` at its new place).
+2. **Revision rule.** A piece still unmatched keeps the id of an unused previous chunk
+   with the same heading whose text is similar: a token Jaccard of at least
+   ``REVISION_MIN`` (0.5) over the sets of lowercase word tokens (``tokens``). Pairs
+   are taken greedily, best first: the highest Jaccard, ties broken by the previous
+   chunk's file order, then the piece's. A matched pair is *revised*: it keeps the old
+   id (and so its edges, weights, authority) with the new text, text hash, heading and
+   lines. A previous chunk without text (an alias left by a merge) is matched by its
+   hash only.
+
+Everything else is *added* under a fresh id, and previous chunks left unused are
+*removed*. So a typo fix or an added sentence keeps a chunk's id, an unrelated rewrite
+or an edit under a renamed heading gets a new one, and an edit never changes the id of
+another chunk whose text stayed the same.
+
+``diff_workspace`` also detects moves: a previously known path that is gone and a new
+path with the same content hash are one file moved (``FileMoved``, every id kept),
+paired in sorted order of both paths when several match. It works on whatever subset of
+files and previous files it is given (a watcher passes only the paths that changed).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 
-from ocb_events.schema import ChunkSpan, ChunkText, Event, FileChanged, FileIndexed, FileRemoved
+import msgspec
+import numpy as np
+
+from ocb_events.schema import (
+    ChunkSpan,
+    ChunkText,
+    Event,
+    FileChanged,
+    FileIndexed,
+    FileMoved,
+    FileRemoved,
+)
 from workspace_sync.markdown import MAX_CHARS, TARGET_CHARS, Piece, chunk_text
 from workspace_sync.scan import FileText
 from workspace_sync.text import words
 
-SAME = 0.5
-"""The word-set Jaccard similarity from which an edited chunk keeps its id."""
+REVISION_MIN = 0.5
+"""The token Jaccard from which an edited chunk keeps its id (see the module docstring)."""
 
 
 def text_hash(text: str) -> str:
@@ -29,51 +59,45 @@ def text_hash(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
 
 
-class PreviousFile:
-    """What the brain holds of a file: its content hash, chunk ids in order with
-    their text hashes, and the next free ordinal."""
+def tokens(text: str) -> frozenset[str]:
+    """The set of lowercase word tokens of ``text`` (what the revision rule compares)."""
+    return frozenset(words(text))
 
-    __slots__ = ("chunks", "content_hash", "next_ordinal", "texts")
+
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    """``|a & b| / |a | b|`` (0 for two empty sets)."""
+    union = len(a | b)
+    return len(a & b) / union if union else 0.0
+
+
+class PreviousChunk(msgspec.Struct, frozen=True):
+    """A chunk the brain holds: its id, text hash, text and heading breadcrumb. With no
+    text (an alias left by a merge, or a caller that does not know it) it is matched by
+    its text hash only."""
+
+    id: str
+    text_hash: str
+    text: str = ""
+    heading: str = ""
+
+
+class PreviousFile:
+    """What the brain holds of a file: its content hash, its chunks in file order, and
+    the next free ordinal. A chunk may be given as an ``(id, text_hash)`` pair."""
+
+    __slots__ = ("content_hash", "chunks", "next_ordinal")
 
     def __init__(
         self,
         content_hash: str,
-        chunks: Sequence[tuple[str, str]],
+        chunks: Sequence[PreviousChunk | tuple[str, str]],
         next_ordinal: int,
-        texts: Mapping[str, tuple[str, str]] | None = None,
     ) -> None:
         self.content_hash = content_hash
-        self.chunks = tuple(chunks)
+        self.chunks = tuple(
+            c if isinstance(c, PreviousChunk) else PreviousChunk(*c) for c in chunks
+        )
         self.next_ordinal = next_ordinal
-        self.texts = dict(texts or {})
-        """(heading, text) of each chunk id, for revisions (none: no revisions)."""
-
-
-def _alike(a: frozenset[str], b: frozenset[str]) -> float:
-    return len(a & b) / len(a | b) if a or b else 1.0
-
-
-def _revisions(
-    previous: PreviousFile, unused: list[str], pieces: Sequence[tuple[int, Piece]]
-) -> dict[int, str]:
-    """Which unmatched old chunk id each new piece (by index) revises."""
-    free = list(unused)  # in the old file's order
-    old_words = {i: frozenset(words(previous.texts[i][1])) for i in free if i in previous.texts}
-    out: dict[int, str] = {}
-    for k, p in pieces:
-        new = frozenset(words(p.text))
-        best, score = "", SAME
-        for i in free:
-            got = previous.texts.get(i)
-            if got is None or got[0] != p.heading:
-                continue
-            sim = _alike(old_words[i], new)
-            if sim >= score and (not best or sim > score):
-                best, score = i, sim
-        if best:
-            out[k] = best
-            free.remove(best)
-    return out
 
 
 def _chunk(node_id: str, p: Piece) -> ChunkText:
@@ -88,58 +112,158 @@ def _chunk(node_id: str, p: Piece) -> ChunkText:
     )
 
 
+def _span(node_id: str, p: Piece, h: str) -> ChunkSpan:
+    return ChunkSpan(
+        id=node_id, text_hash=h, start_line=p.start_line, end_line=p.end_line, start_col=p.start_col
+    )
+
+
+def match_pieces(pieces: Sequence[Piece], previous: Sequence[PreviousChunk]) -> list[int | None]:
+    """For each piece, the index of the previous chunk whose id it keeps (None: a new
+    chunk), by the two passes of the module docstring."""
+    matched: list[int | None] = [None] * len(pieces)
+    unused: dict[str, list[int]] = {}
+    for j, c in enumerate(previous):
+        unused.setdefault(c.text_hash, []).append(j)
+    for i, p in enumerate(pieces):
+        js = unused.get(text_hash(p.text))
+        if js:
+            matched[i] = js.pop(0)
+    free = sorted(j for js in unused.values() for j in js if previous[j].text)
+    left = [i for i, m in enumerate(matched) if m is None]
+    by_heading: dict[str, tuple[list[Keyed], list[Keyed]]] = {}
+    for i in left:
+        by_heading.setdefault(pieces[i].heading, ([], []))[0].append((i, tokens(pieces[i].text)))
+    for j in free:
+        if previous[j].heading in by_heading:
+            by_heading[previous[j].heading][1].append((j, tokens(previous[j].text)))
+    pairs = [p for h in sorted(by_heading) for p in _similar_pairs(*by_heading[h])]
+    taken: set[int] = set()
+    for _, j, i in sorted(pairs):
+        if matched[i] is None and j not in taken:
+            matched[i] = j
+            taken.add(j)
+    return matched
+
+
+Keyed = tuple[int, frozenset[str]]
+"""An index and a token set."""
+
+_BLOCK = 256
+
+
+def _similar_pairs(
+    new: Sequence[Keyed], old: Sequence[Keyed], block_size: int = _BLOCK
+) -> list[tuple[float, int, int]]:
+    """``(-jaccard, old index, new index)`` of every pair whose token Jaccard reaches
+    REVISION_MIN. The overlaps are counted token by token over blocks of new sets, so
+    a long file edited everywhere (a word replaced in every paragraph) costs numpy
+    work in proportion to the tokens shared, not a Python loop over every pair."""
+    if not new or not old:
+        return []
+    postings: dict[str, list[int]] = {}
+    for c, (_, toks) in enumerate(old):
+        for t in toks:
+            postings.setdefault(t, []).append(c)
+    old_sizes = np.array([len(toks) for _, toks in old], dtype=np.int64)
+    out: list[tuple[float, int, int]] = []
+    for start in range(0, len(new), block_size):
+        block = new[start : start + block_size]
+        shared: dict[str, list[int]] = {}
+        for r, (_, toks) in enumerate(block):
+            for t in toks:
+                if t in postings:
+                    shared.setdefault(t, []).append(r)
+        counts = np.zeros((len(block), len(old)), dtype=np.int64)
+        for t, rows in shared.items():  # in set order: sums do not depend on it
+            counts[np.ix_(rows, postings[t])] += 1
+        sizes = np.array([len(toks) for _, toks in block], dtype=np.int64)
+        union = sizes[:, None] + old_sizes[None, :] - counts
+        score = np.divide(counts, union, out=np.zeros(counts.shape), where=union > 0)
+        for r, c in zip(*np.nonzero(score >= REVISION_MIN), strict=True):
+            out.append((-float(score[r, c]), old[c][0], block[r][0]))
+    return out
+
+
+def _fresh(path: str, ordinal: int, taken: Container[str]) -> tuple[str, int]:
+    """The first id ``path::n`` from ``ordinal`` on that no node holds, and the next n."""
+    while f"{path}::{ordinal}" in taken:
+        ordinal += 1
+    return f"{path}::{ordinal}", ordinal + 1
+
+
 def diff_file(
     f: FileText,
     previous: PreviousFile | None,
     *,
     target_chars: int = TARGET_CHARS,
     max_chars: int = MAX_CHARS,
+    taken: Container[str] = frozenset(),
 ) -> Event | None:
-    """The event that brings the brain's view of ``f`` up to date (None: unchanged)."""
+    """The event that brings the brain's view of ``f`` up to date (None: unchanged).
+    New ids skip the ids in ``taken`` (the brain's nodes: a moved file's chunks keep
+    ids of their old path)."""
     if previous is not None and previous.content_hash == f.content_hash:
         return None
     pieces = chunk_text(f.text, markdown=f.markdown, target_chars=target_chars, max_chars=max_chars)
+    ordinal = previous.next_ordinal if previous is not None else 0
     if previous is None:
-        chunks = tuple(_chunk(f"{f.path}::{i}", p) for i, p in enumerate(pieces))
-        return FileIndexed(path=f.path, content_hash=f.content_hash, chunks=chunks)
-    unused: dict[str, list[str]] = {}
-    for node_id, h in previous.chunks:
-        unused.setdefault(h, []).append(node_id)
+        chunks = []
+        for p in pieces:
+            node_id, ordinal = _fresh(f.path, ordinal, taken)
+            chunks.append(_chunk(node_id, p))
+        return FileIndexed(path=f.path, content_hash=f.content_hash, chunks=tuple(chunks))
     kept: list[ChunkSpan] = []
-    rest: list[tuple[int, Piece]] = []
-    for k, p in enumerate(pieces):
-        h = text_hash(p.text)
-        ids = unused.get(h)
-        if ids:
-            kept.append(
-                ChunkSpan(
-                    id=ids.pop(0),
-                    text_hash=h,
-                    start_line=p.start_line,
-                    end_line=p.end_line,
-                    start_col=p.start_col,
-                )
-            )
-        else:
-            rest.append((k, p))
-    left = {i for ids in unused.values() for i in ids}
-    revised_of = _revisions(previous, [i for i, _ in previous.chunks if i in left], rest)
-    revised = tuple(_chunk(revised_of[k], p) for k, p in rest if k in revised_of)
+    revised: list[ChunkText] = []
     added: list[ChunkText] = []
-    ordinal = previous.next_ordinal
-    for k, p in rest:
-        if k not in revised_of:
-            added.append(_chunk(f"{f.path}::{ordinal}", p))
-            ordinal += 1
-    removed = tuple(sorted(left - set(revised_of.values())))
+    used: set[int] = set()
+    for p, j in zip(pieces, match_pieces(pieces, previous.chunks), strict=True):
+        if j is None:
+            node_id, ordinal = _fresh(f.path, ordinal, taken)
+            added.append(_chunk(node_id, p))
+            continue
+        old, h = previous.chunks[j], text_hash(p.text)
+        used.add(j)
+        if old.text_hash == h and (old.heading == p.heading or not old.text):
+            kept.append(_span(old.id, p, h))
+        else:
+            revised.append(_chunk(old.id, p))
+    removed = tuple(sorted(c.id for j, c in enumerate(previous.chunks) if j not in used))
     return FileChanged(
         path=f.path,
         content_hash=f.content_hash,
         added=tuple(added),
         kept=tuple(kept),
         removed=removed,
-        revised=revised,
+        revised=tuple(revised),
     )
+
+
+def _moves(
+    files: Sequence[FileText], previous: Mapping[str, PreviousFile], gone: Sequence[str]
+) -> dict[str, str]:
+    """New path -> old path for each gone file whose content a new path holds: gone
+    paths in sorted order, each paired with the first unpaired new path (sorted)."""
+    by_hash: dict[str, list[str]] = {}
+    for f in sorted(files, key=lambda f: f.path):
+        if f.path not in previous:
+            by_hash.setdefault(f.content_hash, []).append(f.path)
+    moves: dict[str, str] = {}
+    for old in gone:
+        paths = by_hash.get(previous[old].content_hash)
+        if paths:
+            moves[paths.pop(0)] = old
+    return moves
+
+
+class _Either:
+    """Ids in either of two containers."""
+
+    def __init__(self, a: Container[str], b: Container[str]) -> None:
+        self.a, self.b = a, b
+
+    def __contains__(self, x: object) -> bool:
+        return x in self.a or x in self.b
 
 
 def diff_workspace(
@@ -149,18 +273,36 @@ def diff_workspace(
     keep: frozenset[str] = frozenset(),
     target_chars: int = TARGET_CHARS,
     max_chars: int = MAX_CHARS,
+    taken: Container[str] = frozenset(),
 ) -> list[Event]:
-    """Events for every file added, changed or gone. Paths in ``keep`` (present but
-    unreadable now) are left as they are."""
-    events: list[Event] = []
-    seen = set()
+    """Events for every file moved, added, changed or gone, in that order: moves first
+    (by old path), then the files in the order given, then removals (by path). Paths in
+    ``keep`` (present but unreadable now) are left as they are; new ids skip the ids of
+    ``previous`` and those in ``taken`` (the ids of the brain's nodes: a file that moved
+    away keeps ids of its old path)."""
+    seen = {f.path for f in files}
+    taken = _Either({c.id for p in previous.values() for c in p.chunks}, taken)
+    gone = [p for p in sorted(previous) if p not in seen and p not in keep]
+    moves = _moves(files, previous, gone)
+    events: list[Event] = [
+        FileMoved(old_path=old, path=new, content_hash=previous[old].content_hash)
+        for new, old in sorted(moves.items(), key=lambda m: m[1])
+    ]
     for f in files:
-        seen.add(f.path)
-        ev = diff_file(f, previous.get(f.path), target_chars=target_chars, max_chars=max_chars)
+        if f.path in moves:
+            continue
+        ev = diff_file(
+            f,
+            previous.get(f.path),
+            target_chars=target_chars,
+            max_chars=max_chars,
+            taken=taken,
+        )
         if ev is not None:
             events.append(ev)
-    for path in sorted(previous):
-        if path not in seen and path not in keep:
-            ids = tuple(i for i, _ in previous[path].chunks)
+    moved = set(moves.values())
+    for path in gone:
+        if path not in moved:
+            ids = tuple(c.id for c in previous[path].chunks)
             events.append(FileRemoved(path=path, removed=ids))
     return events

@@ -14,7 +14,7 @@ be a directory that moved: the sync expands or removes it.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path, PurePosixPath
 
 import watchfiles
@@ -40,10 +40,13 @@ def watch_batches(
     quiet_ms: int = 300,
     max_ms: int = 5000,
     stop: threading.Event | None = None,
+    ready: Callable[[], None] | None = None,
 ) -> Iterator[frozenset[str]]:
     """Batches of the workspace-relative paths that changed (added, modified or
     deleted), until ``stop`` is set. Paths under ``ignore`` (the brain directory when
-    it lies inside the workspace) are never reported."""
+    it lies inside the workspace) are never reported. ``ready`` is called once the
+    watcher listens, before the first batch: a full sync made there misses no change,
+    as whatever changes meanwhile comes in the next batch."""
     base = Path(root).resolve()
     skip = tuple(Path(p).resolve() for p in ignore)
 
@@ -60,10 +63,13 @@ def watch_batches(
         step=quiet_ms,
         debounce=max_ms,
         stop_event=stop,
-        rust_timeout=max(1000, quiet_ms),
-        yield_on_timeout=False,
+        rust_timeout=quiet_ms,  # an empty set after a quiet time: the watcher listens
+        yield_on_timeout=True,
         raise_interrupt=False,
     ):
+        if ready is not None:
+            ready()
+            ready = None
         batch = frozenset(r for _, path in changes if (r := rel_of(path)) is not None)
         if batch:
             yield batch

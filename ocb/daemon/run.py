@@ -157,16 +157,16 @@ def _serve(
     brain.warn = lambda m: log(f"warning: {m}")
     ws = workspace or (Path(brain.graph.workspace) if brain.graph.workspace else None)
     follower = Follower(brain, ws, log, debounce_ms=debounce_ms)
-    try:
-        follower.reconcile()
-        brain.warm()
-        server = Server(brain, methods(brain), timeout=timeout, log=log, info=follower.info)
-    except BaseException:
-        brain.close(snapshot=False)
-        raise
-    listener = None if stdio else bind(brain.path)
+    server = Server(brain, methods(brain), timeout=timeout, log=log, info=follower.info)
     server.start()
-    follower.start(server.writer.submit)
+    try:
+        follower.start(server.writer.submit)  # reconciled once it returns
+        brain.warm()
+        listener = None if stdio else bind(brain.path)
+    except BaseException:
+        follower.stop()
+        server.close()
+        raise
     previous = {
         s: signal.signal(s, lambda *_: server.stop()) for s in (signal.SIGINT, signal.SIGTERM)
     }
@@ -219,14 +219,13 @@ def watch(brain_path: Path, workspace: Path | None, *, debounce_ms: int, echo: T
         if ws is None:
             raise WorkspaceError("this brain has no workspace to watch", "pass --workspace DIR")
         follower = Follower(brain, ws, say, debounce_ms=debounce_ms)
-        follower.reconcile()
         previous = {
             s: signal.signal(s, lambda *_: follower.stop_soon())
             for s in (signal.SIGINT, signal.SIGTERM)
         }
-        say(f"watching {ws} for {brain.path} (Ctrl-C stops)")
         try:
-            follower.run(inline)
+            listening = f"watching {ws} for {brain.path} (Ctrl-C stops)"
+            follower.run(inline, ready=lambda: say(listening))
         finally:
             for s, h in previous.items():
                 signal.signal(s, h)

@@ -1,6 +1,7 @@
 """The daemon's watcher: a thread that turns each batch of workspace changes into one
 sync on the writer thread, after a reconcile at start (files changed while no daemon
-ran)."""
+ran). The reconcile runs once the watcher listens, so a file saved while it runs is
+synced by the first batch, never missed."""
 
 from __future__ import annotations
 
@@ -30,6 +31,8 @@ def describe(report: SyncReport, seq: int) -> str:
             (report.files_changed, "changed"),
             (report.files_indexed, "added"),
             (report.files_removed, "removed"),
+            (report.files_moved, "moved"),
+            (report.chunks_revised, "chunk(s) revised"),
         )
         if n
     ]
@@ -57,18 +60,28 @@ class Follower:
         self.syncs = 0
         self.last_sync: dict[str, Any] | None = None
 
-    def reconcile(self) -> None:
-        """A full sync: what changed while nothing watched (the first index too)."""
-        if self.workspace is not None:
-            self._done(self.brain.sync(self.workspace), files=-1)
-
     def start(self, submit: Submit) -> None:
+        """Watch on a thread of its own, reconciling first; returns once the reconcile
+        is recorded (raising its error, the watcher then stopped)."""
         if self.workspace is None:
             return
-        self._thread = threading.Thread(
-            target=self.run, args=(submit,), name="ocb-watch", daemon=True
-        )
+        ready = threading.Event()
+        failed: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                self.run(submit, ready=ready.set)
+            except BaseException as exc:  # handed to start's caller
+                failed.append(exc)
+            finally:
+                ready.set()
+
+        self._thread = threading.Thread(target=run, name="ocb-watch", daemon=True)
         self._thread.start()
+        ready.wait()
+        if failed:
+            self._thread.join()
+            raise failed[0]
 
     def stop(self) -> None:
         self._stop.set()
@@ -88,13 +101,25 @@ class Follower:
             "last_sync": self.last_sync,
         }
 
-    def run(self, submit: Submit) -> None:
-        """Sync each batch of changes through ``submit`` until stopped."""
+    def run(self, submit: Submit, ready: Callable[[], None] | None = None) -> None:
+        """Once the watcher listens, reconcile with a full sync (what changed while
+        nothing watched, the first index too) and call ``ready``; then sync each batch
+        of changes through ``submit`` until stopped."""
         if self.workspace is None:
             return
         ws = self.workspace
+
+        def reconcile() -> None:
+            self._done(submit(partial(self.brain.sync, ws)).result(), files=-1)
+            if ready is not None:
+                ready()
+
         for batch in watch_batches(
-            ws, ignore=(self.brain.path,), quiet_ms=self.debounce_ms, stop=self._stop
+            ws,
+            ignore=(self.brain.path,),
+            quiet_ms=self.debounce_ms,
+            stop=self._stop,
+            ready=reconcile,
         ):
             paths = frozenset(self._pending | batch)
             try:

@@ -28,6 +28,7 @@ from ocb_events.schema import (
     FactsRecorded,
     FileChanged,
     FileIndexed,
+    FileMoved,
     FileRemoved,
     NodesEmbedded,
     WorkspaceAttached,
@@ -36,6 +37,7 @@ from projections.graph import CHUNK, State
 from projections.memory import State as MemoryState, spec_of
 from workspace_sync import (
     FileText,
+    PreviousChunk,
     PreviousFacts,
     PreviousFile,
     Problem,
@@ -66,29 +68,30 @@ class SyncPlan(msgspec.Struct):
     chunks_added: int = 0
     chunks_removed: int = 0
     edges_created: int = 0
+    chunks_revised: int = 0
+    """Chunks that kept their id with a new text, heading or place (re-embedded)."""
+    files_moved: int = 0
+    """Files renamed or moved, their chunks keeping their ids."""
     secrets: list[tuple[str, Finding]] = msgspec.field(default_factory=list)
     """Secrets redacted from the files this sync records, as (path, finding)."""
 
 
 def previous_files(graph: State, scope: frozenset[str] | None = None) -> dict[str, PreviousFile]:
-    """The brain's view of every indexed file (of ``scope``), as the differ needs it.
-    A chunk merged with a duplicate is never revised: when its text changes, the
-    duplicates it stands for come back on their own."""
-    nodes = graph.nodes
-    merged = {*graph.merged, *graph.merged.values()}
-    return {
-        path: PreviousFile(
-            e.content_hash,
-            [(i, nodes[i].text_hash) for i in e.chunks],
-            e.next_ordinal,
-            {i: (nodes[i].heading, nodes[i].text) for i in e.chunks if i not in merged},
-        )
-        for path, e in graph.files.items()
-        if scope is None or path in scope
-    }
+    """The brain's view of every indexed file (of ``scope``), as the differ needs it
+    (each chunk with its text and heading, for the revision rule)."""
+    out = {}
+    for path, e in graph.files.items():
+        if scope is not None and path not in scope:
+            continue
+        nodes = [graph.nodes[i] for i in e.chunks]
+        chunks = [PreviousChunk(n.id, n.text_hash, n.text, n.heading) for n in nodes]
+        out[path] = PreviousFile(e.content_hash, chunks, e.next_ordinal)
+    return out
 
 
 def _new_chunks(events: Sequence[Event]) -> list[tuple[str, ChunkText]]:
+    """Every chunk whose text a sync records, to embed: the chunks of new files, and
+    the added and revised chunks of changed ones."""
     out: list[tuple[str, ChunkText]] = []
     for ev in events:
         if isinstance(ev, FileIndexed):
@@ -108,7 +111,7 @@ def _file_orders(graph: State, events: Sequence[Event]) -> list[list[str]]:
         if isinstance(ev, FileIndexed):
             orders.append([c.id for c in sorted(ev.chunks, key=_place)])
         elif isinstance(ev, FileChanged):
-            both: list[ChunkText | ChunkSpan] = [*ev.kept, *ev.added]
+            both: list[ChunkText | ChunkSpan] = [*ev.kept, *ev.revised, *ev.added]
             orders.append([c.id for c in sorted(both, key=_place)])
     return orders
 
@@ -232,19 +235,11 @@ def decide_sync(
         keep=keep,
         target_chars=s.chunk_chars,
         max_chars=s.max_chunk_chars,
+        taken=graph.nodes,
     )
     plan.events.extend(file_events)
-    for ev in file_events:
-        if isinstance(ev, FileIndexed):
-            plan.files_indexed += 1
-        elif isinstance(ev, FileChanged):
-            plan.files_changed += 1
-            plan.chunks_removed += len(ev.removed)
-        elif isinstance(ev, FileRemoved):
-            plan.files_removed += 1
-            plan.chunks_removed += len(ev.removed)
+    _count(plan, file_events)
     new = _new_chunks(file_events)
-    plan.chunks_added = len(new)
     new_vecs = _embed(new, embedder, plan, progress)
     edges = sibling_edges(graph, file_events, s)
     taken = {(e.source, e.target) for e in edges}
@@ -253,6 +248,24 @@ def decide_sync(
         plan.events.append(EdgesCreated(edges=tuple(edges), cause="sync"))
     plan.edges_created = len(edges)
     return plan
+
+
+def _count(plan: SyncPlan, file_events: Sequence[Event]) -> None:
+    """The summary of a sync's file events."""
+    for ev in file_events:
+        if isinstance(ev, FileIndexed):
+            plan.files_indexed += 1
+            plan.chunks_added += len(ev.chunks)
+        elif isinstance(ev, FileChanged):
+            plan.files_changed += 1
+            plan.chunks_added += len(ev.added)
+            plan.chunks_revised += len(ev.revised)
+            plan.chunks_removed += len(ev.removed)
+        elif isinstance(ev, FileMoved):
+            plan.files_moved += 1
+        elif isinstance(ev, FileRemoved):
+            plan.files_removed += 1
+            plan.chunks_removed += len(ev.removed)
 
 
 def _embed(
@@ -290,9 +303,10 @@ def _similar(
     taken: set[tuple[str, str]],
     progress: Progress | None,
 ) -> list[EdgeSpec]:
+    # the removed chunks, and the revised ones: their new vectors are among the new
     gone = {
         i for ev in file_events if isinstance(ev, (FileChanged, FileRemoved)) for i in ev.removed
-    }
+    } | {c.id for _, c in new}
     old_ids = sorted(i for i, n in graph.nodes.items() if n.kind == CHUNK and i not in gone)
     file_of = {i: graph.nodes[i].path for i in old_ids}
     file_of.update({c.id: path for path, c in new})
@@ -316,7 +330,7 @@ def changed_on_disk(root: Path, events: Sequence[Event]) -> list[str]:
     moved = []
     seen = set()
     for ev in events:
-        if isinstance(ev, (FileIndexed, FileChanged, FactsRecorded)) and ev.content_hash:
+        if isinstance(ev, (FileIndexed, FileChanged, FileMoved, FactsRecorded)) and ev.content_hash:
             if ev.path in seen:
                 continue
             seen.add(ev.path)
@@ -353,12 +367,11 @@ def plan_sync(
         graph, embedder_id, files, skipped, embedder, existing_vectors, s,
         root=root, progress=progress, scope=scope,
     )  # fmt: skip
-    changed = frozenset(e.path for e in plan.events if isinstance(e, (FileIndexed, FileChanged)))
-    previous = {
-        path: PreviousFacts(ff.content_hash, tuple(spec_of(mem.facts[i]) for i in ff.ids))
-        for path, ff in mem.files.items()
-        if scope is None or path in scope
-    }
+    changed = frozenset(
+        e.path for e in plan.events if isinstance(e, (FileIndexed, FileChanged, FileMoved))
+    )
+    moves = [e for e in plan.events if isinstance(e, FileMoved)]
+    previous = _previous_facts(mem, moves, scope)
     facts, problems = diff_facts(
         files,
         previous,
@@ -372,6 +385,24 @@ def plan_sync(
     recorded |= {e.path for e in facts}
     plan.secrets = [(p, f) for p in sorted(found) if p in recorded for f in found[p]]
     return plan, problems
+
+
+def _previous_facts(
+    mem: MemoryState, moves: Sequence[FileMoved], scope: frozenset[str] | None
+) -> dict[str, PreviousFacts]:
+    """The facts the brain holds of each file (of ``scope``), and of each moved file at
+    its new path too (with no content hash, so they are read again there and keep their
+    ids; the old path then retires none of them, as they are in another file)."""
+    previous = {
+        path: PreviousFacts(ff.content_hash, tuple(spec_of(mem.facts[i]) for i in ff.ids))
+        for path, ff in mem.files.items()
+        if scope is None or path in scope
+    }
+    for ev in moves:
+        prev = previous.get(ev.old_path)
+        if prev is not None and ev.path not in previous:
+            previous[ev.path] = PreviousFacts("", prev.facts)
+    return previous
 
 
 def _redact_new(
@@ -508,6 +539,8 @@ def _report(store: Store, plan: SyncPlan, problems: list[Problem]) -> SyncReport
         chunks_added=plan.chunks_added,
         chunks_removed=plan.chunks_removed,
         edges_created=plan.edges_created,
+        chunks_revised=plan.chunks_revised,
+        files_moved=plan.files_moved,
         events=len(plan.events),
         nodes=len(g.nodes),
         edges=g.edge_count(),

@@ -1,5 +1,6 @@
-"""Forgetting content for good (``ocb forget``): a record, every version of a file, a
-fact, or a piece of text, erased from the whole history.
+"""Forgetting content for good (``ocb forget``): a record, every version of a file
+(under every path it had: ``file_moved`` records are followed), a fact, or a piece of
+text, erased from the whole history.
 
 The log is append-only, so this is the one command that changes recorded bytes, and
 only this way: each record holding the content gets a redacted payload (its content
@@ -35,6 +36,7 @@ from ocb_events.schema import (
     FactsRecorded,
     FileChanged,
     FileIndexed,
+    FileMoved,
     KgFactSet,
     LogRepaired,
     MaintenanceRan,
@@ -150,11 +152,13 @@ def _selector(
     fact: str | None,
     text: str | None,
     facts: tuple[str, ...] = (),
+    paths: frozenset[str] = frozenset(),
 ) -> Callable[[Record], tuple[Edit, Callable[[Any], bool]] | None]:
     """For each record: how to edit its content fields and which structs to edit.
     ``facts`` are the contents of the facts forgotten with a fact or a file: their
     text is erased wherever else it was recorded (the chunk of the bullet they were
-    parsed from, a page reflect copied them to, a query)."""
+    parsed from, a page reflect copied them to, a query). A file is forgotten under
+    ``path`` and the other ``paths`` it had (see ``_file_paths``)."""
     if text is not None:
         return lambda rec: (_erase([text]), lambda _: True)
     if seq is not None:
@@ -169,32 +173,51 @@ def _selector(
 
         return of_fact
     assert path is not None
-    prefix = path + "::"
+    paths = paths | {path}
+    prefixes = tuple(p + "::" for p in sorted(paths))  # a split chunk's id: path::n
 
     def of_file(rec: Record) -> tuple[Edit, Callable[[Any], bool]] | None:
         ev = rec.event
-        if isinstance(ev, (FileIndexed, FileChanged, FactsRecorded)) and ev.path == path:
+        if isinstance(ev, (FileIndexed, FileChanged, FactsRecorded)) and ev.path in paths:
             return _whole, lambda _: True
-        if isinstance(ev, NodeSplit) and ev.node_id.startswith(prefix):
+        if isinstance(ev, NodeSplit) and ev.node_id.startswith(prefixes):
             return _whole, lambda _: True
         if isinstance(ev, ReflectRan):
-            return _whole, lambda s: isinstance(s, ReflectChange) and s.path == path
+            return _whole, lambda s: isinstance(s, ReflectChange) and s.path in paths
         return elsewhere, lambda _: True
 
     return of_file
 
 
-def _facts_of(store: Store, path: str | None, fact: str | None) -> dict[str, tuple[str, ...]]:
+def _file_paths(store: Store, path: str) -> frozenset[str]:
+    """``path`` and every path the files that were there had before or after a move
+    (``file_moved`` records followed both ways)."""
+    links: dict[str, set[str]] = {}
+    for rec in store.log.read(light=True):
+        ev = rec.event
+        if isinstance(ev, FileMoved):
+            links.setdefault(ev.old_path, set()).add(ev.path)
+            links.setdefault(ev.path, set()).add(ev.old_path)
+    found, todo = {path}, [path]
+    while todo:
+        for other in sorted(links.get(todo.pop(), ())):
+            if other not in found:
+                found.add(other)
+                todo.append(other)
+    return frozenset(found)
+
+
+def _facts_of(store: Store, paths: frozenset[str], fact: str | None) -> dict[str, tuple[str, ...]]:
     """The contents every version of the forgotten facts had, by the file holding them."""
     out: dict[str, set[str]] = {}
-    if path is None and fact is None:
+    if not paths and fact is None:
         return {}
     for rec in store.log.read():
         ev = rec.event
         if not isinstance(ev, FactsRecorded):
             continue
         for f in ev.facts:
-            if (fact is not None and f.id == fact) or (path is not None and ev.path == path):
+            if (fact is not None and f.id == fact) or ev.path in paths:
                 out.setdefault(ev.path, set()).add(f.content)
     return {p: tuple(sorted(c)) for p, c in sorted(out.items())}
 
@@ -297,13 +320,13 @@ def _redacted_log(store: Store, plan: dict[int, Record]) -> Iterator[Record]:
 
 
 def _still_on_disk(
-    store: Store, path: str | None, text: str | None, facts: dict[str, tuple[str, ...]]
+    store: Store, paths: frozenset[str], text: str | None, facts: dict[str, tuple[str, ...]]
 ) -> list[str]:
     root = store.graph.workspace
     if not root or not Path(root).is_dir():
         return []
-    if path is not None:
-        return [path] if (Path(root) / path).exists() else []
+    if paths:
+        return [p for p in sorted(paths) if (Path(root) / p).exists()]
     texts = [text] if text is not None else [c for cs in facts.values() for c in cs]
     if not texts:
         return []
@@ -345,14 +368,15 @@ def forget(
     what = _check(store, seq, path, fact, text)
     store.load("config", "graph")
     decided_at = store.log.last_seq
-    facts = _facts_of(store, path, fact)
+    paths = _file_paths(store, path) if path is not None else frozenset()
+    facts = _facts_of(store, paths, fact)
     every = tuple(c for cs in facts.values() for c in cs)
-    select = _selector(seq=seq, path=path, fact=fact, text=text, facts=every)
+    select = _selector(seq=seq, path=path, fact=fact, text=text, facts=every, paths=paths)
     plan, fields, touched = _plan(store, select)
     if not plan:
         raise InputError(f"no record holds {what}", "check it with ocb events or ocb sql")
     report = ForgetReport(what, sorted(plan), fields, 0, 0, dry_run)
-    report.still_in_workspace = _still_on_disk(store, path, text, facts)
+    report.still_in_workspace = _still_on_disk(store, paths, text, facts)
     if dry_run:
         return report
     renamed = _reembed(store, plan, touched)

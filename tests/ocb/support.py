@@ -100,6 +100,7 @@ ops = st.one_of(
     st.tuples(st.just("label"), st.sampled_from([-0.5, 0.8])),
     st.tuples(st.just("correct")),
     st.tuples(st.just("retract"), st.sampled_from(["outcome", "chat", "label", "injection"])),
+    st.tuples(st.just("edit"), st.sampled_from(["typo", "sentence", "rename"])),
 )
 
 
@@ -157,8 +158,26 @@ def run_op(b: Brain, op: tuple[Any, ...], clock: TickClock, last: dict[str, Any]
     elif kind == "maintain":
         clock.advance(3 * NS_PER_DAY)
         maintain(b, op[1], clock=clock, budget=0.7, prune_below=0.05)
+    elif kind == "edit":
+        edit_workspace(b, op[1])
     elif answer is not None:
         learn_op(b, op, answer, last)
+
+
+def edit_workspace(b: Brain, how: str) -> None:
+    """Edit the first note of the brain's workspace and sync: a typo in (or a sentence
+    added to) its last line of text, or a rename (to ``moved-<name>`` and back)."""
+    root = Path(b.graph.workspace)
+    first = sorted(root.rglob("*.md"))[0]
+    if how == "rename":
+        name = first.name.removeprefix("moved-")
+        first.rename(first.with_name(name if name != first.name else "moved-" + name))
+    else:
+        lines = first.read_text().splitlines()
+        i = max(j for j, line in enumerate(lines) if line and not line.startswith("#"))
+        lines[i] = lines[i].replace("e", "3", 1) if how == "typo" else lines[i] + " Noted."
+        first.write_text("".join(line + "\n" for line in lines))
+    b.sync(root)
 
 
 def learn_op(b: Brain, op: tuple[Any, ...], answer: Any, last: dict[str, Any]) -> None:

@@ -28,6 +28,7 @@ from ocb_events.schema import (
     FactsRecorded,
     FileChanged,
     FileIndexed,
+    FileMoved,
     FileRemoved,
     KgFactSet,
     LogRepaired,
@@ -88,6 +89,11 @@ def file_changed(draw: st.DrawFn) -> FileChanged:
         for i in ids[:2]
     )
     added = tuple(_chunk(path, i + 4, draw(texts)) for i in ids[2:])
+    revised = tuple(
+        _chunk(path, i, draw(texts))
+        for i in draw(st.lists(st.integers(0, 5), max_size=2, unique=True))
+        if i not in ids[:2]
+    )
     removed = tuple(
         sorted(
             draw(
@@ -97,7 +103,17 @@ def file_changed(draw: st.DrawFn) -> FileChanged:
             )
         )
     )
-    return FileChanged(path=path, content_hash="c", added=added, kept=kept, removed=removed)
+    return FileChanged(
+        path=path, content_hash="c", added=added, kept=kept, removed=removed, revised=revised
+    )
+
+
+@st.composite
+def file_moved(draw: st.DrawFn) -> FileMoved:
+    """A file renamed (its chunks keep ids of their old path), sometimes onto a file
+    that exists or from one that does not."""
+    old, new = draw(st.sampled_from(PATHS)), draw(st.sampled_from([*PATHS, "d.md"]))
+    return FileMoved(old_path=old, path=new, content_hash=draw(st.sampled_from(["c", "m"])))
 
 
 @st.composite
@@ -215,6 +231,7 @@ events: st.SearchStrategy[Event] = st.one_of(
     file_indexed(),
     file_changed(),
     file_removed(),
+    file_moved(),
     st.builds(
         EdgesCreated, edges=st.lists(edge_specs, max_size=6).map(tuple), cause=st.just("test")
     ),

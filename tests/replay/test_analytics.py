@@ -192,3 +192,37 @@ def test_a_deleted_store_is_rebuilt_and_sql_errors_name_the_fix(
                 assert message in err.value.message and "\n" not in err.value.message
                 assert hint in err.value.hint
             assert store.query("SELECT count(*) FROM events").rows == [(b.log.last_seq,)]
+
+
+def test_revisions_and_moves_are_rows_of_files_and_lifecycle(
+    built: Path, workspace: Path, tmp_path: Path
+) -> None:
+    with Brain(built, clock=TickClock(start_ns=1_800_000_000_000_000_000)) as b:
+        glossary = workspace / "notes" / "glossary.md"
+        glossary.write_text(glossary.read_text().replace("Terms used", "Terms in use", 1))
+        b.sync(workspace)
+        (workspace / "notes").rename(workspace / "docs")
+        b.sync(workspace)
+        with AnalyticsStore(tmp_path / "a.duckdb") as store:
+            store.catch_up(b.log)
+            rows = store.query(
+                "SELECT path, action, added, kept, removed, revised, old_path FROM files "
+                "WHERE action IN ('changed', 'moved') ORDER BY seq, path"
+            ).rows
+            assert rows[0] == ("notes/glossary.md", "changed", 0, rows[0][3], 0, 1, "")
+            moved = {r[0]: r for r in rows[1:]}
+            assert moved["docs/glossary.md"][1:3] == ("moved", 0)
+            assert moved["docs/glossary.md"][6] == "notes/glossary.md"
+            assert sorted(moved) == sorted(p for p in b.graph.files if p.startswith("docs/"))
+            life = store.query(
+                "SELECT node, action, path, detail FROM lifecycle "
+                "WHERE action IN ('edited', 'renamed') ORDER BY seq, node"
+            ).rows
+            (edited,) = [r for r in life if r[1] == "edited"]
+            assert edited[2] == "notes/glossary.md"
+            renamed = [r for r in life if r[1] == "renamed"]
+            assert {r[0] for r in renamed} == {
+                i for p, e in b.graph.files.items() if p.startswith("docs/") for i in e.chunks
+            }
+            assert all(r[3] == "notes/" + r[2].removeprefix("docs/") for r in renamed)
+            check_present(contents(store), b)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ocb_events.schema import Event, Record
 from projections import graph
-from workspace_sync import FileText, PreviousFile, text_hash
+from workspace_sync import FileText, PreviousChunk, PreviousFile, text_hash
 
 
 def ft(path: str, text: str) -> FileText:
@@ -13,12 +13,13 @@ def ft(path: str, text: str) -> FileText:
 
 
 def previous(g: graph.State) -> dict[str, PreviousFile]:
-    return {
-        p: PreviousFile(
-            e.content_hash, [(i, g.nodes[i].text_hash) for i in e.chunks], e.next_ordinal
-        )
-        for p, e in g.files.items()
-    }
+    """What the differ needs of each file of ``g`` (as ``ocb.graph.sync.previous_files``)."""
+    out = {}
+    for p, e in g.files.items():
+        nodes = [g.nodes[i] for i in e.chunks]
+        chunks = [PreviousChunk(n.id, n.text_hash, n.text, n.heading) for n in nodes]
+        out[p] = PreviousFile(e.content_hash, chunks, e.next_ordinal)
+    return out
 
 
 def apply(g: graph.State, events: list[Event]) -> graph.State:

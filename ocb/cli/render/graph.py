@@ -70,10 +70,12 @@ def sync_json(r: SyncReport) -> dict[str, Any]:
 
 
 def sync_text(r: SyncReport) -> str:
+    moved = f"{r.files_moved} moved, " if r.files_moved else ""
+    revised = f", {r.chunks_revised} revised" if r.chunks_revised else ""
     text = (
-        f"indexed {r.files_indexed} new, {r.files_changed} changed, "
+        f"indexed {r.files_indexed} new, {r.files_changed} changed, {moved}"
         f"{r.files_removed} removed file(s): "
-        f"+{r.chunks_added} / -{r.chunks_removed} chunks, +{r.edges_created} edges "
+        f"+{r.chunks_added} / -{r.chunks_removed} chunks{revised}, +{r.edges_created} edges "
         f"({r.events} events). brain: {r.nodes} nodes, {r.edges} edges."
         + (f" {len(r.secrets)} secret(s) redacted (see warnings)." if r.secrets else "")
     )

@@ -32,6 +32,24 @@ def test_top_level_help_lists_every_command() -> None:
     check("cli/help.txt", out)
 
 
+def test_init_reports_files_moved_and_chunks_revised(cli_brain: Path, workspace: Path) -> None:
+    glossary = workspace / "notes" / "glossary.md"
+    glossary.write_text(glossary.read_text().replace("Terms used", "Terms in use", 1))
+    (workspace / "runbooks" / "hotfix.md").rename(workspace / "runbooks" / "urgent-fix.md")
+    code, out, err = ocb("init", "--workspace", workspace, "--brain", cli_brain, "--json")
+    assert (code, err) == (0, "")
+    report = json.loads(out)
+    assert {k: report[k] for k in ("files_changed", "files_moved", "chunks_revised")} == {
+        "files_changed": 1,
+        "files_moved": 1,
+        "chunks_revised": 1,
+    }
+    assert (report["files_indexed"], report["files_removed"], report["chunks_added"]) == (0, 0, 0)
+    (workspace / "runbooks" / "urgent-fix.md").rename(workspace / "runbooks" / "hotfix.md")
+    code, out, _ = ocb("init", "--workspace", workspace, "--brain", cli_brain)
+    assert code == 0 and out.startswith("indexed 0 new, 0 changed, 1 moved, 0 removed file(s)")
+
+
 def test_init_query_learn_inject_doctor_outputs(cli_brain: Path, workspace: Path) -> None:
     code, out, err = ocb("init", "--workspace", workspace, "--brain", cli_brain)
     assert (code, err) == (0, "")

@@ -6,7 +6,9 @@ from __future__ import annotations
 import os
 import socket
 import threading
+from concurrent.futures import Future
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, strategies as st
@@ -14,12 +16,15 @@ from hypothesis import given, strategies as st
 from ocb.cli.app import app
 from ocb.daemon.client import PATH_OPTIONS, brain_of, split_no_daemon
 from ocb.daemon.gate import Gate
+from ocb.daemon.live import LiveBrain
 from ocb.daemon.run import bind, private_run_dir
 from ocb.daemon.streams import capture, install
+from ocb.daemon.watcher import Follower
 from ocb.daemon.writer import Writer
 from ocb_events.errors import InputError, LogConflict
 from ocb_events.log import SegmentLog
 from ocb_events.schema import ConfigChanged
+from tests.waiting import wait_for
 
 
 def test_a_waiting_writer_goes_before_new_readers() -> None:
@@ -172,3 +177,27 @@ def test_a_stale_socket_is_replaced_and_a_file_in_its_place_refused(tmp_path: Pa
     path.write_text("not a socket")
     with pytest.raises(InputError, match="not a socket"):
         bind(tmp_path)
+
+
+def test_a_save_during_the_start_up_reconcile_is_synced_by_the_watcher(built: Path) -> None:
+    """The watcher listens before the reconcile runs: a file saved just after the
+    reconcile read the workspace is synced by the first batch, not missed."""
+    brain = LiveBrain(built)
+    ws = Path(brain.graph.workspace)
+    late = ws / "notes" / "late.md"
+
+    def submit(fn: Any) -> Future[Any]:
+        done: Future[Any] = Future()
+        done.set_result(fn())
+        if not late.exists():  # the reconcile has read the workspace: save a file now
+            late.write_text("# Late\n\nsaved while the brain reconciled.\n")
+        return done
+
+    follower = Follower(brain, ws, lambda _m: None, debounce_ms=50)
+    try:
+        follower.start(submit)
+        assert follower.syncs >= 1
+        wait_for(lambda: "notes/late.md" in brain.graph.files, "the late file to be synced")
+    finally:
+        follower.stop()
+        brain.close()

@@ -87,6 +87,30 @@ def _atomic(path: Path) -> None:
     swap.unlink()
 
 
+def ids_of(brain: Path, path: str) -> list[str]:
+    with Brain(brain, writer=False) as b:
+        return list(b.graph.files[path].chunks) if path in b.graph.files else []
+
+
+def test_a_renamed_file_and_a_moved_folder_keep_their_chunk_ids_and_weights(
+    built: Path,
+) -> None:
+    ws = Path(Brain(built, writer=False).graph.workspace)
+    with daemon(built) as proc:
+        ans = rpc(built, "query", text="how do I roll back a bad deploy")
+        rpc(built, "learn", outcome=1.0, trace_id=ans["trace_id"], rule="pg")
+        ids = ids_of(built, "runbooks/deploy.md")
+        learned = weights(built, {"runbooks/deploy.md"})
+        assert ids and learned
+        os.replace(ws / "runbooks" / "deploy.md", ws / "runbooks" / "shipping.md")
+        wait_for(lambda: ids_of(built, "runbooks/shipping.md") == ids, "the rename")
+        assert weights(built, {"runbooks/shipping.md"}) == learned
+        os.replace(ws / "runbooks", ws / "guides")
+        wait_for(lambda: ids_of(built, "guides/shipping.md") == ids, "the folder move")
+        assert weights(built, {"guides/shipping.md"}) == learned
+        assert stop(proc) == 0
+
+
 def test_changes_while_no_daemon_ran_are_reconciled_at_start(built: Path) -> None:
     ws = Path(Brain(built, writer=False).graph.workspace)
     (ws / "notes" / "offline.md").write_text("# Offline\n\nwritten while nothing watched.\n")

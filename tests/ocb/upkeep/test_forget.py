@@ -108,6 +108,21 @@ def test_forgetting_a_file_erases_every_version_and_a_dry_run_changes_nothing(
         assert deploy and MARKER not in "".join(deploy), "other files stay as they were"
 
 
+def test_forgetting_a_moved_file_erases_its_versions_under_every_path_it_had(
+    leaky: tuple[Path, Path],
+) -> None:
+    workspace, path = leaky
+    (workspace / "notes" / "access.md").rename(workspace / "notes" / "secret.md")
+    with Brain(path) as b:
+        assert b.sync(workspace).files_moved == 1
+    code, out, err = ocb("forget", "--brain", path, "--file", "notes/secret.md", "--json")
+    assert code == 0, err
+    assert msgspec.json.decode(out)["still_in_workspace"] == ["notes/secret.md"]
+    with Brain(path) as b:
+        texts = [n.text for n in b.graph.nodes.values() if n.path == "notes/secret.md"]
+        assert texts and all(t == MARKER for t in texts), "recorded under notes/access.md"
+
+
 def test_forgetting_a_fact_erases_it_in_every_version_and_nothing_else(
     leaky: tuple[Path, Path],
 ) -> None:
@@ -173,7 +188,7 @@ STRUCTURAL = {
     "absorbed", "node", "chosen", "followed", "mode", "stop_reason", "fact_id",
     "change", "supporting", "contradicting", "priority", "teacher",
     "op", "root", "what", "segment", "actor", "evidence", "day", "used", "route", "route_mode",
-    "route_id",
+    "route_id", "old_path",
 }  # fmt: skip
 """String fields that name things (ids, paths, hashes, kinds), not free text."""
 

@@ -417,14 +417,22 @@ def test_a_merged_duplicate_moves_with_its_file_and_leaves_with_its_text(
     assert_healthy(brain)
 
 
-def test_when_the_kept_chunk_goes_its_duplicates_come_back_once(
-    brain: Brain, workspace: Path, tmp_path: Path
+@pytest.mark.parametrize("rewrite", [False, True], ids=["revised", "rewritten"])
+def test_when_the_kept_chunk_changes_its_duplicates_come_back_once(
+    brain: Brain, workspace: Path, tmp_path: Path, rewrite: bool
 ) -> None:
     duplicate(brain, workspace)
+    kept = brain.graph.nodes[f"{ROLLBACK}::1"]
+    rewritten = "## When to roll back\n\nNothing to see here."
+    new = rewritten if rewrite else kept.text.replace("above 1%", "above 3%")
     rollback = workspace / ROLLBACK
-    rollback.write_text(rollback.read_text().replace("above 1%", "above 3%"))
+    rollback.write_text(rollback.read_text().replace(kept.text, new))
     brain.sync(workspace)
-    assert f"{ROLLBACK}::1" not in brain.graph.nodes and f"{COPY}::1" not in brain.graph.nodes
+    g = brain.graph
+    assert f"{COPY}::1" not in g.nodes
+    # an edit keeps the chunk (its id, edges and new text), a rewrite replaces it
+    assert rewrite or (g.nodes[kept.id].text == new and g.nodes[kept.id].also == ())
+    assert not rewrite or kept.id not in g.nodes
     assert brain.graph.files[COPY].content_hash == ""  # stale: re-read on the next sync
     assert_healthy(brain)
     brain.sync(workspace)
