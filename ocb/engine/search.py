@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 from collections import Counter
 from functools import lru_cache
 from pathlib import Path
@@ -39,11 +40,24 @@ def index_text(node: Node) -> str:
     return "\n".join(p for p in (node.heading, node.text, node.anchor) if p)
 
 
+_TERM_IDS: dict[str, int] = {}
+_TERMS: list[str] = []
+_INTERN = threading.Lock()
+
+
 @lru_cache(maxsize=32768)
-def _counted(text: str) -> Counter[str]:
-    """The term counts of a document (read only): a live brain re-indexes after every
-    change, and most of its documents did not change."""
-    return Counter(terms(text))
+def _counted(text: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """A document's distinct terms (as ids of this process's term table) and their
+    counts (read only): a live brain re-indexes after every change, and most of its
+    documents did not change."""
+    counts = Counter(terms(text))
+    with _INTERN:
+        for t in counts:
+            if t not in _TERM_IDS:
+                _TERM_IDS[t] = len(_TERMS)
+                _TERMS.append(t)
+        ids = [_TERM_IDS[t] for t in counts]
+    return np.array(ids, dtype=np.int64), np.array(list(counts.values()), dtype=np.float64)
 
 
 class SearchIndex:
@@ -82,43 +96,25 @@ class SearchIndex:
 
     @classmethod
     def from_texts(cls, ids: list[str], texts: list[str], vectors: Matrix) -> SearchIndex:
-        """Index documents given as ids and texts (rows of ``vectors`` match)."""
-        counts = [_counted(t) for t in texts]
-        lengths = np.array([sum(c.values()) for c in counts], dtype=np.float64)
+        """Index documents given as ids and texts (rows of ``vectors`` match). Term
+        ids follow the terms' sorted order."""
+        docs = [_counted(t) for t in texts]
+        sizes = np.array([len(g) for g, _ in docs], dtype=np.int64)
+        g = np.concatenate([g for g, _ in docs]) if docs else np.zeros(0, dtype=np.int64)
+        tf = np.concatenate([c for _, c in docs]) if docs else np.zeros(0, dtype=np.float64)
+        d = np.repeat(np.arange(len(docs), dtype=np.int32), sizes)
+        lengths = np.bincount(d, weights=tf, minlength=len(docs))
+        present = np.unique(g)
+        names = [_TERMS[i] for i in present.tolist()]
+        order = sorted(range(len(names)), key=names.__getitem__)
+        vocab = {names[i]: k for k, i in enumerate(order)}
+        local = np.zeros(int(present[-1]) + 1 if len(present) else 0, dtype=np.int64)
+        local[present[order]] = np.arange(len(order), dtype=np.int64)
+        t = local[g]
         avg = float(lengths.mean()) if len(lengths) and lengths.mean() > 0 else 1.0
-        vocab: dict[str, int] = {}
-        for c in counts:
-            for t in c:
-                if t not in vocab:
-                    vocab[t] = len(vocab)
-        vocab = {t: i for i, t in enumerate(sorted(vocab))}
-        t_ids: list[int] = []
-        d_ids: list[int] = []
-        tfs: list[float] = []
-        for d, c in enumerate(counts):
-            for t, tf in c.items():
-                t_ids.append(vocab[t])
-                d_ids.append(d)
-                tfs.append(tf)
-        return cls._from_postings(ids, vocab, t_ids, d_ids, tfs, lengths, avg, vectors)
-
-    @classmethod
-    def _from_postings(
-        cls,
-        ids: list[str],
-        vocab: dict[str, int],
-        t_ids: list[int],
-        d_ids: list[int],
-        tfs: list[float],
-        lengths: npt.NDArray[np.float64],
-        avg: float,
-        vectors: Matrix,
-    ) -> SearchIndex:
-        t = np.asarray(t_ids, dtype=np.int64)
-        d = np.asarray(d_ids, dtype=np.int32)
-        tf = np.asarray(tfs, dtype=np.float64)
-        order = np.lexsort((d, t))
-        t, d, tf = t[order], d[order], tf[order]
+        # d grows along the postings: a stable sort by term orders them by (term, doc)
+        by = np.argsort(t, kind="stable")
+        t, d, tf = t[by], d[by], tf[by]
         df = np.bincount(t, minlength=len(vocab)).astype(np.float64)
         n = max(1, len(ids))
         idf = np.log1p((n - df + 0.5) / (df + 0.5))
@@ -133,7 +129,7 @@ class SearchIndex:
     def lexical(self, query: str) -> npt.NDArray[np.float32]:
         """BM25 score of every node for ``query``."""
         scores = np.zeros(len(self.ids), dtype=np.float32)
-        for t in set(terms(query)):
+        for t in sorted(set(terms(query))):  # one order of float sums in every process
             tid = self.vocab.get(t)
             if tid is None:
                 continue
@@ -217,7 +213,13 @@ class SearchIndex:
         arrs = {}
         for name, (dtype, shape, off) in head.arrays.items():
             count = int(np.prod(shape)) if shape else 1
-            a = np.frombuffer(raw, dtype=np.dtype(dtype), count=count, offset=base + off)
+            if count == 0:  # an empty array may lie past the file's end
+                arrs[name] = np.zeros(shape, dtype=np.dtype(dtype))
+                continue
+            try:
+                a = np.frombuffer(raw, dtype=np.dtype(dtype), count=count, offset=base + off)
+            except (TypeError, ValueError):  # a damaged or truncated file
+                return None
             arrs[name] = a.reshape(shape)
         vocab = {t: i for i, t in enumerate(head.vocab)}
         return cls(head.ids, vocab, arrs["ptr"], arrs["docs"], arrs["weights"], arrs["vectors"])
