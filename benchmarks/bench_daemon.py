@@ -136,11 +136,37 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def only_save(files: int, saves: int) -> None:
+    """Build, serve, and time ``saves`` file saves to an answer (nothing else)."""
+    root = Path(tempfile.mkdtemp(prefix="ocb-daemon-"))
+    try:
+        ws, brain = root / "ws", root / "brain"
+        ws.mkdir()
+        make_workspace(ws, files, 400, seed=7)
+        subprocess.run(ocb("init", "--brain", str(brain), "--workspace", str(ws)), env=ENV,
+                       check=True, capture_output=True)  # fmt: skip
+        proc = subprocess.Popen(ocb("serve", "--brain", str(brain)), env=ENV,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        while connect(brain) is None:
+            time.sleep(0.05)
+        xs = save_to_answer(brain, ws, saves)
+        subprocess.run(ocb("serve", "stop", "--brain", str(brain)), env=ENV, capture_output=True)
+        proc.wait()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    print(f"file save -> answered by a query: {pct(xs)} ms (max {max(xs) * 1000:.0f})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--files", type=int, default=1000, help="files of 10 sections each")
     ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--saves", type=int, default=10, help="file saves timed to an answer")
+    ap.add_argument("--only-save", action="store_true", help="time the saves alone")
     a = ap.parse_args()
+    if a.only_save:
+        only_save(a.files, a.saves)
+        return
     root = Path(tempfile.mkdtemp(prefix="ocb-daemon-"))
     rows: list[tuple[str, str]] = []
     try:
@@ -177,7 +203,7 @@ def main() -> None:
         per_flush = writes / max(1, s1["groups"] - s0["groups"])
         rate = f"{writes / took:.0f} writes/s, {per_flush:.1f} per flush"
         rows.append(("learn + query writes/s, 8 clients (group commit)", rate))
-        rows.append(("file save -> answered by a query", pct(save_to_answer(brain, ws, 10))))
+        rows.append(("file save -> answered by a query", pct(save_to_answer(brain, ws, a.saves))))
         b_took, b_syncs = burst(brain, ws, 1000)
         rows.append(
             ("1,000-file burst -> all indexed", f"{b_took * 1000:.0f} ms in {b_syncs} sync(s)")

@@ -14,6 +14,7 @@ be a directory that moved: the sync expands or removes it.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path, PurePosixPath
 
@@ -22,6 +23,9 @@ import watchfiles
 from workspace_sync.scan import SKIP_DIRS, indexable
 
 __all__ = ["watch_batches", "watched"]
+
+_STEP_MS = 50
+"""How often the watcher looks at the changes it collected."""
 
 
 def watched(rel: str) -> bool:
@@ -57,19 +61,31 @@ def watch_batches(
         rel = p.relative_to(base).as_posix()
         return rel if watched(rel) else None
 
+    pending: set[str] = set()
+    since = 0.0
+    # watchfiles hands over what changed once a step (50 ms) passes without a change,
+    # and an empty set once quiet_ms pass without any: that ends a batch
     for changes in watchfiles.watch(
         base,
         watch_filter=lambda _change, path: rel_of(path) is not None,
-        step=quiet_ms,
+        step=min(_STEP_MS, quiet_ms),
         debounce=max_ms,
         stop_event=stop,
-        rust_timeout=quiet_ms,  # an empty set after a quiet time: the watcher listens
+        rust_timeout=quiet_ms,
         yield_on_timeout=True,
         raise_interrupt=False,
     ):
         if ready is not None:
             ready()
             ready = None
-        batch = frozenset(r for _, path in changes if (r := rel_of(path)) is not None)
+        batch = {r for _, path in changes if (r := rel_of(path)) is not None}
         if batch:
-            yield batch
+            since = since if pending else time.monotonic()
+            pending |= batch
+            if (time.monotonic() - since) * 1000 < max_ms:
+                continue
+        if pending:
+            yield frozenset(pending)
+            pending = set()
+    if pending:  # stopped while changes were settling
+        yield frozenset(pending)
