@@ -15,7 +15,7 @@ from ocb.daemon.live import LiveBrain
 from ocb.daemon.protocol import INTERNAL, PROTOCOL, RpcError, call, connect
 from ocb.daemon.run import spawn
 from ocb.daemon.server import Method, rpc_error
-from ocb_events.errors import OcbError
+from ocb_events.errors import BrainNotFound, OcbError
 
 __all__ = ["Backend", "DaemonBackend", "LocalBackend", "attach", "in_process"]
 
@@ -88,10 +88,15 @@ def attach(brain: Path, workspace: Path | None = None) -> DaemonBackend:
     --detach`` does) when none answers; it is started again if it stops later.
 
     Raises:
+        BrainNotFound: there is no brain at ``brain`` and no workspace to build it from.
         OcbError: no daemon answers and one could not be started (the last line of
             its log), or the one that answers speaks another protocol.
         RpcError: the daemon refused ``hello``.
     """
+    if not brain.is_dir():
+        if workspace is None:
+            raise BrainNotFound(brain)
+        brain.mkdir(parents=True)  # the daemon builds it from the workspace
     argv = ["serve", "--brain", str(brain)]
     if workspace is not None:
         argv += ["--workspace", str(workspace)]
