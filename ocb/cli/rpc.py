@@ -28,8 +28,6 @@ from ocb.daemon.protocol import CONFLICT, PROTOCOL, RpcError
 from ocb.daemon.server import Method
 from ocb.daemon.streams import capture, install
 from ocb_events.codec import record_to_json
-from ocb_events.errors import WorkspaceError
-from workspace_sync.reads import read_lines
 
 __all__ = ["READ_COMMANDS", "command_kind", "methods"]
 
@@ -246,10 +244,7 @@ def _config(b: LiveBrain, p: Config) -> Any:
 
 
 def _read(b: LiveBrain, p: Read) -> dict[str, Any]:
-    root = b.graph.workspace
-    if not root:
-        raise WorkspaceError("this brain has no workspace to read from", "ocb init --workspace DIR")
-    got = read_lines(Path(root), p.path, p.start, p.lines)
+    got = b.read_lines(p.path, p.start, p.lines)
     return {"path": got.path, "from": got.start_line, "to": got.end_line,
             "total_lines": got.total_lines, "text": got.text}  # fmt: skip
 
