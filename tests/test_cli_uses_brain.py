@@ -42,6 +42,8 @@ def allowed(module: str) -> bool:
         return True  # the standard library and third-party packages
     if module.startswith("ocb.daemon."):  # the serve commands run the daemon
         return True
+    if module == "ocb.mcp" or module.startswith("ocb.mcp."):  # ocb mcp runs the MCP server
+        return True
     return module in ALLOWED or module == "ocb.cli" or module.startswith("ocb.cli.")
 
 

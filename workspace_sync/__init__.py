@@ -11,12 +11,14 @@ from workspace_sync.facts import (
     parse_facts,
 )
 from workspace_sync.markdown import MAX_CHARS, TARGET_CHARS, Piece, chunk_text, split_lines
+from workspace_sync.reads import Excerpt, read_lines
 from workspace_sync.retain import format_bullet, insert_retained
 from workspace_sync.scan import FileText, Skipped, read_text, scan_paths, scan_workspace
 from workspace_sync.secrets import Finding, Redacted, Scanner, redact_files
 from workspace_sync.writes import sweep_temp_files, writable_target, write_workspace_file
 
 __all__ = [
+    "Excerpt",
     "FileText",
     "Finding",
     "MAX_CHARS",
@@ -38,6 +40,7 @@ __all__ = [
     "format_bullet",
     "insert_retained",
     "parse_facts",
+    "read_lines",
     "read_text",
     "redact_files",
     "scan_paths",

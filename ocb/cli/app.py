@@ -17,6 +17,7 @@ from ocb.cli.checks import group as checks
 from ocb.cli.core import group as core
 from ocb.cli.history import audit, group as history
 from ocb.cli.kg import group as kg
+from ocb.cli.mcp import group as mcp
 from ocb.cli.memory import group as memory
 from ocb.cli.reflect import group as reflect
 from ocb.cli.retract import group as retract
@@ -24,7 +25,7 @@ from ocb.cli.serve import group as live, serve
 from ocb.cli.upkeep import group as upkeep
 from ocb.cli.whatif import group as whatif
 
-GROUPS = (core, upkeep, checks, history, memory, reflect, retract, whatif, live)
+GROUPS = (core, upkeep, checks, history, memory, reflect, retract, whatif, live, mcp)
 """Every group of top-level commands; their commands are listed flat."""
 
 ORDER = (
@@ -54,6 +55,7 @@ ORDER = (
     "diff",
     "what-if",
     "watch",
+    "mcp",
 )
 """The top-level commands in the order ``ocb --help`` lists them (the sub-apps follow)."""
 

@@ -112,6 +112,12 @@ class Audit(_Params):
     limit: int = 20
 
 
+class Read(_Params):
+    path: str
+    start: int = msgspec.field(name="from", default=1)
+    lines: int | None = None
+
+
 class Sql(_Params):
     statement: str
 
@@ -237,15 +243,21 @@ def _config(b: LiveBrain, p: Config) -> Any:
     return settings_json(b.state("config").values, p.key)
 
 
+def _read(b: LiveBrain, p: Read) -> dict[str, Any]:
+    got = b.read_lines(p.path, p.start, p.lines)
+    return {"path": got.path, "from": got.start_line, "to": got.end_line,
+            "total_lines": got.total_lines, "text": got.text}  # fmt: skip
+
+
 def _events(b: LiveBrain, p: Events) -> list[Any]:
     recs = b.events(since=p.since, types=p.types, limit=p.limit)
     return [msgspec.json.decode(record_to_json(r)) for r in recs]
 
 
-def methods(brain: LiveBrain, root: Command) -> dict[str, Method]:
+def methods(brain: LiveBrain, root: Command | None) -> dict[str, Method]:
     """Every method of the protocol but the server's own, over ``brain``; ``root`` is
-    the ``ocb`` command that ``cli`` runs."""
-    install()
+    the ``ocb`` command that ``cli`` runs (None: no ``cli``, and the standard streams
+    are left as they are, for a caller that serves on them, such as ``ocb mcp``)."""
     b = brain
 
     def m(kind: str | Callable[[dict[str, Any]], str], ptype: type[P],
@@ -257,8 +269,7 @@ def methods(brain: LiveBrain, root: Command) -> dict[str, Method]:
     ) -> Callable[[dict[str, Any]], str]:
         return lambda params: yes if params.get(flag, default) else no
 
-    return {
-        "cli": _cli(brain, root),
+    table = {
         "query": m(when("record", "write", "read", True), Query, lambda p: answer_json(
             b.query(p.text, top=p.top, chat_id=p.chat_id, mode=p.mode, record=p.record))),
         "learn": m("write", Learn, lambda p: learn_json(b.learn(
@@ -280,6 +291,7 @@ def methods(brain: LiveBrain, root: Command) -> dict[str, Method]:
                 lambda p: _kg(b, p)),
         "events": m("read", Events, lambda p: _events(b, p)),
         "audit": m("read", Audit, lambda p: _audit(b, p)),
+        "read": m("read", Read, lambda p: _read(b, p)),
         "sql": m("read", Sql, lambda p: result_json(b.sql(p.statement))),
         "doctor": m("read", _Params, lambda p: doctor_json(b.doctor_at(b.path))),
         "health": m(when("apply", "write", "read"), Health, lambda p: health_json(
@@ -290,3 +302,7 @@ def methods(brain: LiveBrain, root: Command) -> dict[str, Method]:
                     lambda p: _config(b, p)),
         "sync": m("write", Sync, lambda p: sync_json(b.sync(Path(p.workspace)))),
     }  # fmt: skip
+    if root is not None:
+        install()
+        table["cli"] = _cli(brain, root)
+    return table

@@ -26,7 +26,7 @@ MaybeBrain = Annotated[
 ]
 
 
-def _need(brain: Path | None) -> Path:
+def need_brain(brain: Path | None) -> Path:
     from ocb_events.errors import InputError
 
     if brain is None:
@@ -65,7 +65,7 @@ def run(
         return
     from ocb_events.errors import InputError
 
-    b = _need(brain)
+    b = need_brain(brain)
     ws = workspace.absolute() if workspace is not None else None
     if detach and stdio:
         raise InputError("--detach and --stdio exclude each other", "pass one of them")
@@ -135,7 +135,7 @@ def status(brain: MaybeBrain = None, as_json: JsonOpt = False) -> None:
     Example:
       ocb serve status --brain /tmp/brain --json
     """
-    out(_ask(_need(brain), "status"), as_json, _status_text, lambda s: s)
+    out(_ask(need_brain(brain), "status"), as_json, _status_text, lambda s: s)
 
 
 @serve.command()
@@ -151,7 +151,7 @@ def stop(brain: MaybeBrain = None) -> None:
     from ocb.daemon.protocol import connect
     from ocb_events.errors import OcbError
 
-    b = _need(brain)
+    b = need_brain(brain)
     got = _ask(b, "shutdown")
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -187,4 +187,4 @@ def watch(
     from ocb.daemon.run import watch as watch_brain
 
     ws = workspace.absolute() if workspace is not None else None
-    watch_brain(_need(brain), ws, debounce_ms=debounce, echo=sys.stderr)
+    watch_brain(need_brain(brain), ws, debounce_ms=debounce, echo=sys.stderr)

@@ -11,9 +11,10 @@ from typing import TypeVar, Unpack
 from ocb.brain import Brain
 from ocb.daemon.gate import Gate
 from ocb.store import StoreOptions
-from ocb_events.errors import BrainError
+from ocb_events.errors import BrainError, WorkspaceError
 from ocb_events.schema import Event, Record
 from replay import PROJECTIONS
+from workspace_sync.reads import Excerpt, read_lines
 
 __all__ = ["LiveBrain"]
 
@@ -53,6 +54,20 @@ class LiveBrain(Brain):
     def derived(self, name: str, key: str, make: Callable[[], T]) -> T:
         with self._derive:  # one thread builds an index; the others wait for it
             return super().derived(name, key, make)
+
+    def read_lines(self, rel: str, start: int = 1, lines: int | None = None) -> Excerpt:
+        """Lines of the file ``rel`` of the brain's workspace (``workspace_sync.reads``:
+        at most 2,000 from ``start``), for a client such as the MCP server.
+
+        Raises:
+            WorkspaceError: the brain has no workspace, or ``rel`` is empty, absolute,
+                has a ``..`` part, resolves outside the workspace or is not a file.
+            InputError: ``start`` or ``lines`` is below 1.
+        """
+        root = self.graph.workspace
+        if not root:
+            raise WorkspaceError("this brain has no workspace to read", "ocb init --workspace DIR")
+        return read_lines(Path(root), rel, start, lines)
 
     def drop_unflushed(self) -> None:
         """Forget what was folded from records a failed flush took back, and fold the

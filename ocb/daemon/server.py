@@ -42,7 +42,7 @@ from ocb.daemon.protocol import (
 from ocb.daemon.writer import Writer
 from ocb_events.errors import OcbError
 
-__all__ = ["Method", "Server"]
+__all__ = ["Method", "Server", "rpc_error"]
 
 Log = Callable[[str], None]
 MAX_CLIENTS = 128
@@ -68,6 +68,18 @@ def _error(rid: object, code: int, message: str, hint: str = "", kind: str = "")
     if hint or kind:
         err["data"] = {"hint": hint, "kind": kind}
     return msgspec.json.encode({"jsonrpc": "2.0", "id": rid, "error": err}) + b"\n"
+
+
+def rpc_error(method: str, exc: Exception) -> RpcError:
+    """The error answer to a request of ``method`` that raised ``exc``: a user error
+    (``OcbError``) with its hint, bad params, or an internal error (a bug)."""
+    if isinstance(exc, RpcError):
+        return exc
+    if isinstance(exc, OcbError):
+        return RpcError(USER_ERROR, exc.message, exc.hint, type(exc).__name__)
+    if isinstance(exc, msgspec.ValidationError | TypeError | ValueError):
+        return RpcError(INVALID_PARAMS, f"bad params for {method}: {exc}")
+    return RpcError(INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
 
 
 class Server:
@@ -207,15 +219,11 @@ class Server:
         try:
             result = self._call(req)
             return msgspec.json.encode({"jsonrpc": "2.0", "id": req.id, "result": result}) + b"\n"
-        except RpcError as exc:
-            return _error(req.id, exc.code, exc.message, exc.hint, exc.kind)
-        except OcbError as exc:
-            return _error(req.id, USER_ERROR, exc.message, exc.hint, type(exc).__name__)
-        except (msgspec.ValidationError, TypeError, ValueError) as exc:
-            return _error(req.id, INVALID_PARAMS, f"bad params for {req.method}: {exc}")
         except Exception as exc:
-            self.log(f"internal error in {req.method}:\n{traceback.format_exc()}")
-            return _error(req.id, INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
+            err = rpc_error(req.method, exc)
+            if err.code == INTERNAL:
+                self.log(f"internal error in {req.method}:\n{traceback.format_exc()}")
+            return _error(req.id, err.code, err.message, err.hint, err.kind)
 
     def _call(self, req: Request) -> Any:
         method = self.methods.get(req.method)

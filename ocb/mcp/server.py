@@ -1,0 +1,47 @@
+"""The stdio MCP server: the tools registered with the official SDK (``mcp`` 2.x), served
+on stdin/stdout until the host closes stdin.
+
+NOTE: stdout carries the protocol only; anything else goes to stderr.
+"""
+
+from __future__ import annotations
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.types import ToolAnnotations
+
+from ocb import __version__
+from ocb.mcp.backend import Backend
+from ocb.mcp.tools import Tools
+
+__all__ = ["INSTRUCTIONS", "READ_ONLY", "build", "serve"]
+
+INSTRUCTIONS = (
+    "OpenClawBrain: the agent's long-term memory over a Markdown workspace. Search it "
+    "(memory_search) before answering from prior work, cite results as path#Lx-Ly, read "
+    "more with memory_get, then report the outcome (memory_feedback) or correct it "
+    "(memory_correct): the memory learns from both. Typed facts: memory_recall and "
+    "memory_retain; exact current values: kg_get and kg_set; memory_why explains."
+)
+READ_ONLY = frozenset({"memory_get", "memory_why", "kg_get"})
+"""Tools that record nothing (``memory_search`` and ``memory_recall`` record a trace)."""
+
+
+def build(backend: Backend) -> MCPServer:
+    """The MCP server over ``backend``, with every tool registered."""
+    server: MCPServer = MCPServer(
+        "ocb", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING"
+    )
+    for name, fn in Tools(backend).each():
+        ro = name in READ_ONLY
+        server.add_tool(
+            fn,
+            name=name,
+            annotations=ToolAnnotations(read_only_hint=ro, destructive_hint=False),
+        )
+    return server
+
+
+def serve(backend: Backend) -> None:
+    """Serve the tools over ``backend`` on stdin/stdout until stdin closes."""
+    anyio.run(build(backend).run_stdio_async)
