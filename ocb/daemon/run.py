@@ -170,6 +170,7 @@ def _serve(
     previous = {
         s: signal.signal(s, lambda *_: server.stop()) for s in (signal.SIGINT, signal.SIGTERM)
     }
+    wakeup = signal.set_wakeup_fd(server.wake_fd, warn_on_full_buffer=False)
     log(
         f"serving {brain.path} (pid {os.getpid()}, seq {brain.log.last_seq}"
         + (f", watching {ws})" if ws else ")")
@@ -185,6 +186,7 @@ def _serve(
             listener.close()
             socket_path(brain.path).unlink(missing_ok=True)
         follower.stop()
+        signal.set_wakeup_fd(wakeup)
         server.close()
         for s, h in previous.items():
             signal.signal(s, h)

@@ -11,6 +11,7 @@ shutdown). A slow or vanished client only ever holds its own connection's thread
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import socket
@@ -119,6 +120,7 @@ class Server:
         self._readers = ThreadPoolExecutor(readers, thread_name_prefix="ocb-read")
         self._stopping = threading.Event()
         self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_w, False)  # signal.set_wakeup_fd needs it
         self._lock = threading.Lock()
         self._conns: set[socket.socket] = set()
         self._busy = 0
@@ -135,7 +137,15 @@ class Server:
     def stop(self) -> None:
         """Ask the server to stop (safe from a signal handler or another thread)."""
         self._stopping.set()
-        os.write(self._wake_w, b"x")
+        with contextlib.suppress(OSError):  # full: woken already; closed: stopped
+            os.write(self._wake_w, b"x")
+
+    @property
+    def wake_fd(self) -> int:
+        """A descriptor whose write wakes the serving loop: hand it to
+        ``signal.set_wakeup_fd``, as a signal may land on any thread while the main
+        thread waits in ``select``, where no Python handler runs until it wakes."""
+        return self._wake_w
 
     @property
     def stopping(self) -> bool:

@@ -15,7 +15,7 @@ import pytest
 
 from ocb.brain import Brain
 from ocb.daemon.protocol import INVALID_PARAMS, METHOD_NOT_FOUND, PROTOCOL, USER_ERROR, RpcError
-from tests.ocb.daemon.support import daemon, env, hello, ocb, rpc, stop
+from tests.ocb.daemon.support import DEADLINE, daemon, env, hello, ocb, rpc, stop
 
 
 def test_hello_status_and_private_files(built: Path) -> None:
@@ -145,3 +145,38 @@ def test_sql_through_the_daemon_is_confined(built: Path, tmp_path: Path) -> None
             assert "top secret" not in e.value.message
         assert not (tmp_path / "x.csv").exists() and not (tmp_path / "x.db").exists()
         assert stop(proc) == 0
+
+
+_SIGNAL_ON_A_THREAD = """
+import signal, sys, threading
+from pathlib import Path
+from ocb.cli.rpc import methods
+from ocb.daemon.run import serve
+from tests.ocb.daemon.support import hello, wait_for
+
+brain = Path(sys.argv[1])
+
+def kill_from_here():
+    wait_for(lambda: hello(brain) is not None, "the daemon to answer")
+    signal.pthread_kill(threading.get_ident(), signal.SIGTERM)  # lands on this thread
+
+threading.Thread(target=kill_from_here, daemon=True).start()
+serve(brain, None, lambda b: methods(b, None))
+"""
+
+
+def test_a_signal_that_lands_on_another_thread_stops_the_daemon(built: Path) -> None:
+    """A process-directed signal may be handled by any thread, while the main thread
+    waits in select: the daemon must wake and stop all the same (no client comes)."""
+    proc = subprocess.Popen([sys.executable, "-c", _SIGNAL_ON_A_THREAD, str(built)], env=env())
+    assert stop_waiting(proc) == 0
+    assert not (built / "run" / "ocb.sock").exists()
+
+
+def stop_waiting(proc: subprocess.Popen[bytes]) -> int:
+    try:
+        return proc.wait(DEADLINE)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        msg = "the daemon did not stop on a signal handled by another thread"
+        raise AssertionError(msg) from None
