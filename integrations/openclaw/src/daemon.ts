@@ -15,12 +15,12 @@ export type Logger = {
 
 /** An error the daemon answered with, or a failure to reach it. */
 export class DaemonError extends Error {
-  constructor(
-    message: string,
-    readonly code: number | string,
-    readonly hint = "",
-  ) {
+  readonly code: number | string;
+  readonly hint: string;
+  constructor(message: string, code: number | string, hint = "") {
     super(message);
+    this.code = code;
+    this.hint = hint;
   }
 }
 
@@ -96,7 +96,10 @@ export class Daemon {
   private starting: Promise<void> | null = null;
   private startFailure = "";
 
-  constructor(readonly opts: DaemonOptions) {
+  readonly opts: DaemonOptions;
+
+  constructor(opts: DaemonOptions) {
+    this.opts = opts;
     this.socketPath = join(opts.brain, "run", "ocb.sock");
   }
 
