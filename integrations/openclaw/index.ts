@@ -15,6 +15,7 @@ import { DEFAULT_LINES, PathRefused, readExcerpt } from "./src/files.ts";
 import { extractLearnings, messageText, runExtractor } from "./src/learnings.ts";
 import { type Answer, contextBlock, toHits } from "./src/recall.ts";
 import { registerBrainCli } from "./src/cli.ts";
+import { mergeHint } from "./src/hints.ts";
 
 const TOOL_HINT_MS = 50;
 
@@ -242,21 +243,3 @@ export default definePluginEntry({
     registerBrainCli(api, settings, daemonFor);
   },
 });
-
-/**
- * Put a fact into a tool's params without overriding the model: a missing key gets the value
- * (`NAME=value` as an object `{NAME: value}`, as for an env), an object param gets NAME added.
- */
-export function mergeHint(params: Record<string, unknown>, predicate: string, value: string): void {
-  const current = params[predicate];
-  const kv = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/s.exec(value);
-  if (current === undefined) {
-    params[predicate] = kv ? { [kv[1] ?? ""]: kv[2] ?? "" } : value;
-    return;
-  }
-  if (kv && current && typeof current === "object" && !Array.isArray(current)) {
-    const obj = current as Record<string, unknown>;
-    const k = kv[1] ?? "";
-    if (!(k in obj)) params[predicate] = { ...obj, [k]: kv[2] ?? "" };
-  }
-}

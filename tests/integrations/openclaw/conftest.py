@@ -44,7 +44,7 @@ def live(
     shutil.copytree(ROOT / "examples" / "workspace", workspace)
     ocb = ocb_wrapper(state)
     port = free_port()
-    write_config(state, workspace, llm.port, port, {"ocb": str(ocb)})
+    write_config(state, workspace, llm.port, port, {"ocb": str(ocb), "toolHints": True})
     gw = Gateway(openclaw_root, state, port)
     try:
         gw.start()

@@ -35,14 +35,17 @@ def turn_requests(llm: FakeLlm, marker: str) -> list[dict[str, Any]]:
     return got
 
 
-def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
+def tool_texts(body: dict[str, Any]) -> list[str]:
     out = []
     for m in body.get("messages") or []:
         if m.get("role") == "tool":
             c = m["content"]
-            text = c if isinstance(c, str) else "".join(b.get("text", "") for b in c)
-            out.append(json.loads(text))
+            out.append(c if isinstance(c, str) else "".join(b.get("text", "") for b in c))
     return out
+
+
+def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return [json.loads(t) for t in tool_texts(body)]
 
 
 def user_text(body: dict[str, Any]) -> str:
@@ -208,10 +211,38 @@ def test_the_plugin_type_checks_strictly_against_the_hosts_types(
             "paths": {"openclaw/plugin-sdk/*": [str(host / "openclaw/dist/plugin-sdk/*.d.ts")]},
             "typeRoots": [str(host / "@types")],
         },
-        "files": [str(PLUGIN / "index.ts")],
+        "files": [str(PLUGIN / "index.ts"), str(PLUGIN / "test" / "units.test.ts")],
     }
     (tmp_path / "tsconfig.json").write_text(json.dumps(config))
     done = Gateway(openclaw_root, tmp_path, 0).run(
         "tsc", "-p", str(tmp_path / "tsconfig.json"), "--strict", "--noEmit"
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_plugins_units_pass_under_node(openclaw_root: Path, tmp_path: Path) -> None:
+    test = PLUGIN / "test" / "units.test.ts"
+    done = Gateway(openclaw_root, tmp_path, 0).run(
+        "node", "--test", "--test-reporter=tap", str(test)
+    )
+    assert done.returncode == 0 and "# pass 4" in done.stdout, done.stdout + done.stderr
+
+
+def test_openclaw_brain_search_answers_through_the_daemon(live: Live) -> None:
+    done = live.gateway.openclaw("brain", "search", "how", "do", "I", "roll", "back", "--top", "3")
+    assert done.returncode == 0, done.stdout + done.stderr
+    got = json.loads(done.stdout[done.stdout.index("{") :])
+    assert got["query"] == "how do I roll back"
+    assert got["results"] and got["results"][0]["path"] == "runbooks/rollback.md"
+
+
+def test_tool_hints_fill_a_tools_params_from_the_knowledge_graph(live: Live, llm: FakeLlm) -> None:
+    rpc(live.brain, "kg", action="set", subject="tool:ls", predicate="path", value="notes")
+    try:
+        llm.script = Script(tool="ls", args={})
+        marker = f"list what is there {uuid.uuid4().hex[:8]}"
+        live.gateway.turn(key(), marker)
+        listing = "\n".join(t for b in turn_requests(llm, marker) for t in tool_texts(b))
+        assert "glossary.md" in listing and "MEMORY.md" not in listing, listing[:2000]
+    finally:
+        rpc(live.brain, "kg", action="set", subject="tool:ls", predicate="path", value=".")
