@@ -17,11 +17,13 @@ from tests.integrations.openclaw.host import (
     Live,
     clean_tmp_openclaw,
     free_port,
+    hello,
     install_host,
     ocb_wrapper,
     stop_daemon,
     write_config,
 )
+from tests.waiting import wait_for
 
 
 @pytest.fixture(scope="session")
@@ -48,6 +50,8 @@ def live(
     gw = Gateway(openclaw_root, state, port)
     try:
         gw.start()
+        # the plugin's service starts the daemon when the gateway starts
+        wait_for(lambda: hello(workspace / ".ocb"), "the daemon the plugin started")
         yield Live(gw, workspace, workspace / ".ocb", ocb)
     finally:
         gw.stop()

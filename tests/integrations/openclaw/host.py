@@ -27,10 +27,12 @@ __all__ = [
     "Live",
     "clean_tmp_openclaw",
     "free_port",
+    "hello",
     "host_env",
     "install_host",
     "ocb_wrapper",
     "rpc",
+    "start_daemon",
     "stop_daemon",
     "write_config",
 ]
@@ -74,10 +76,13 @@ def host_env(root: Path, state: Path) -> dict[str, str]:
 
 
 def ocb_wrapper(directory: Path) -> Path:
-    """An ``ocb`` executable that runs this checkout's ocb with this interpreter."""
+    """An ``ocb`` executable that runs this checkout's ocb with this interpreter, and
+    fails like a missing command while ``directory/ocb.off`` exists."""
     path = directory / "ocb"
     path.write_text(
-        f'#!/bin/sh\nPYTHONPATH="{ROOT}${{PYTHONPATH:+:$PYTHONPATH}}" '
+        f'#!/bin/sh\nif [ -e "{directory}/ocb.off" ]; then\n'
+        '  echo "ocb: not found" >&2; exit 127\nfi\n'
+        f'PYTHONPATH="{ROOT}${{PYTHONPATH:+:$PYTHONPATH}}" '
         f'exec "{sys.executable}" -m ocb.entry "$@"\n'
     )
     path.chmod(0o755)
@@ -126,6 +131,15 @@ def write_config(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(config, indent=2))
     return path
+
+
+def hello(brain: Path) -> bool:
+    """Whether a daemon answers on the brain's socket."""
+    sock = connect(brain, timeout=5.0)
+    if sock is None:
+        return False
+    with sock:
+        return bool(call(sock, "hello", {}))
 
 
 def rpc(brain: Path, method: str, **params: Any) -> Any:
@@ -211,6 +225,14 @@ class Gateway:
     def host_log(self) -> str:
         text = (self.state / "openclaw.log").read_text(errors="replace")
         return text + self.log.read_text(errors="replace")
+
+
+def start_daemon(ocb: Path, brain: Path, workspace: Path) -> None:
+    done = subprocess.run(
+        [str(ocb), "serve", "--detach", "--brain", str(brain), "--workspace", str(workspace)],
+        capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
 
 
 def stop_daemon(ocb: Path, brain: Path) -> None:

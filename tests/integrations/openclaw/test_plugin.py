@@ -11,7 +11,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from tests.integrations.openclaw.fake_llm import FakeLlm, Script, fake_llm
+from tests.integrations.openclaw.fake_llm import FakeLlm, Script
 from tests.integrations.openclaw.host import (
     PLUGIN,
     Gateway,
@@ -19,6 +19,8 @@ from tests.integrations.openclaw.host import (
     clean_tmp_openclaw,
     free_port,
     rpc,
+    start_daemon,
+    stop_daemon,
     write_config,
 )
 from tests.waiting import wait_for
@@ -176,29 +178,26 @@ def test_a_runs_learning_is_retained_recalled_next_turn_and_its_traces_scored(
 
 
 def test_a_turn_completes_and_the_tool_fails_open_without_a_daemon(
-    openclaw_root: Path, tmp_path: Path
+    live: Live, llm: FakeLlm
 ) -> None:
-    ws = tmp_path / "workspace"
-    ws.mkdir()
-    (ws / "notes.md").write_text("# Notes\n\nNothing here.\n")
-    missing = tmp_path / "no-such-ocb"
-    with fake_llm() as llm:
+    # the daemon stopped and the plugin's ocb failing like a missing command
+    off = live.ocb.parent / "ocb.off"
+    stop_daemon(live.ocb, live.brain)
+    off.touch()
+    try:
         llm.script = Script(tool="memory_search", args={"query": "anything"}, reply="Carry on.")
-        port = free_port()
-        write_config(tmp_path, ws, llm.port, port, {"ocb": str(missing), "inject": "all"})
-        gw = Gateway(openclaw_root, tmp_path, port)
-        try:
-            gw.start()
-            marker = f"hello without memory {uuid.uuid4().hex[:8]}"
-            answer = gw.turn(key(), marker)
-            assert answer["status"] == "ok"
-            got = [r for b in turn_requests(llm, marker) for r in tool_results(b)][0]
-            assert got["results"] == [] and got["disabled"] is True and got["unavailable"] is True
-            assert "cannot start the ocb daemon" in got["error"]
-            assert "cannot start the ocb daemon" in gw.host_log()
-        finally:
-            gw.stop()
-            clean_tmp_openclaw()
+        marker = f"hello without memory {uuid.uuid4().hex[:8]}"
+        answer = live.gateway.turn(key("subagent"), marker)
+        assert answer["status"] == "ok"
+        bodies = turn_requests(llm, marker)
+        assert all("<ocb-memory>" not in user_text(b) for b in bodies)
+        got = [r for b in bodies for r in tool_results(b)][0]
+        assert got["results"] == [] and got["disabled"] is True and got["unavailable"] is True
+        assert "cannot start the ocb daemon" in got["error"]
+        assert "cannot start the ocb daemon" in live.gateway.host_log()
+    finally:
+        off.unlink()
+        start_daemon(live.ocb, live.brain, live.workspace)
 
 
 def test_the_plugin_type_checks_strictly_against_the_hosts_types(
