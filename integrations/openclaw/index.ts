@@ -21,14 +21,25 @@ const TOOL_HINT_MS = 50;
 
 type Session = { seen: number; traces: string[] };
 
-/** Per-session state: how many transcript messages agent_end has seen, traces awaiting an outcome. */
+const MAX_SESSIONS = 10_000;
+
+/**
+ * Per-session state: how many transcript messages agent_end has seen, traces awaiting an
+ * outcome. The least recently used sessions are forgotten past MAX_SESSIONS.
+ */
 class Sessions {
   private readonly map = new Map<string, Session>();
   get(key: string): Session {
     let s = this.map.get(key);
-    if (!s) {
+    if (s) {
+      this.map.delete(key);
+    } else {
       s = { seen: 0, traces: [] };
-      this.map.set(key, s);
+    }
+    this.map.set(key, s);
+    if (this.map.size > MAX_SESSIONS) {
+      const oldest = this.map.keys().next().value;
+      if (oldest !== undefined) this.map.delete(oldest);
     }
     return s;
   }

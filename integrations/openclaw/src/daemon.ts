@@ -6,6 +6,10 @@ import { createConnection } from "node:net";
 import { join } from "node:path";
 
 export const PROTOCOL = 1;
+/** How long a request waits for a daemon it had to start before failing open. */
+export const START_WAIT_MS = 15_000;
+/** After a failed start, requests fail open at once for this long before trying again. */
+export const RETRY_START_MS = 10_000;
 
 export type Logger = {
   info: (message: string) => void;
@@ -95,6 +99,7 @@ export class Daemon {
   private checked = false;
   private starting: Promise<void> | null = null;
   private startFailure = "";
+  private failedAt = 0;
 
   readonly opts: DaemonOptions;
 
@@ -112,7 +117,7 @@ export class Daemon {
     } catch (err) {
       if (!isUnreachable(err) || timeoutMs !== undefined) throw err;
       this.checked = false;
-      await this.start();
+      await this.startWithin(START_WAIT_MS);
       await this.check(limit);
       return (await rawCall(this.socketPath, method, params, limit)) as T;
     }
@@ -138,10 +143,31 @@ export class Daemon {
 
   /** Start `ocb serve --detach` unless a start is under way; reports through the logger. */
   start(): Promise<void> {
-    this.starting ??= this.spawn().finally(() => {
+    if (this.starting) return this.starting;
+    if (this.failedAt && Date.now() - this.failedAt < RETRY_START_MS) {
+      return Promise.reject(new DaemonError(this.startFailure, "ESTART"));
+    }
+    this.starting = this.spawn().finally(() => {
       this.starting = null;
     });
     return this.starting;
+  }
+
+  /**
+   * A start a request may wait for: at most `ms`, after which the request fails open and
+   * the start goes on (the next request joins it).
+   */
+  private startWithin(ms: number): Promise<void> {
+    const started = this.start();
+    started.catch(() => undefined);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new DaemonError(`the ocb daemon is still starting (${ms} ms)`, "ESTARTING")),
+        ms,
+      );
+    });
+    return Promise.race([started, late]).finally(() => clearTimeout(timer));
   }
 
   /** Whether a daemon answers now (no start). */
@@ -161,6 +187,7 @@ export class Daemon {
     return new Promise((resolve, reject) => {
       execFile(ocb, argv, { timeout: 120_000, env: process.env }, (err, stdout, stderr) => {
         if (err) {
+          this.failedAt = Date.now();
           const why = (stderr || err.message).trim().split("\n").slice(-3).join(" ");
           const message = `ocb-memory: cannot start the ocb daemon (${ocb} ${argv.join(" ")}): ${why}`;
           if (message !== this.startFailure) logger.error(message);
@@ -169,6 +196,7 @@ export class Daemon {
           return;
         }
         this.startFailure = "";
+        this.failedAt = 0;
         logger.info(`ocb-memory: ${stdout.trim()}`);
         resolve();
       });

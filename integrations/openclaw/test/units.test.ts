@@ -1,9 +1,10 @@
 // The plugin's pure parts, under node:test (Node 24 runs TypeScript by stripping types).
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
+import { Daemon, DaemonError } from "../src/daemon.ts";
 import { PathRefused, readExcerpt } from "../src/files.ts";
 import { mergeHint } from "../src/hints.ts";
 import { extractLearnings, messageText } from "../src/learnings.ts";
@@ -70,4 +71,23 @@ test("tool hints fill what the model left out and never replace what it set", ()
   mergeHint(p, "limit", "20");
   mergeHint(p, "force", "true");
   assert.deepEqual(p, { env: { HOME: "/root", DISPLAY: ":0" }, size: 3, quality: "high", vars: { A: "1" }, limit: 20, force: true });
+});
+
+test("a daemon that cannot be started fails the call, is reported once, and is not retried at once", async () => {
+  const root = mkdtempSync(join(tmpdir(), "ocb-plugin-"));
+  const ocb = join(root, "ocb");
+  writeFileSync(ocb, `#!/bin/sh\necho started >> "${root}/starts"\necho "error: no such brain" >&2\nexit 1\n`);
+  chmodSync(ocb, 0o755);
+  const errors: string[] = [];
+  const logger = { info: () => undefined, warn: () => undefined, error: (m: string) => void errors.push(m) };
+  const d = new Daemon({ brain: join(root, "brain"), workspace: join(root, "ws"), ocb, timeoutMs: 1000, logger });
+  for (let i = 0; i < 3; i++) {
+    await assert.rejects(d.call("query", { text: "x" }), (err: unknown) => {
+      assert.ok(err instanceof DaemonError && err.message.includes("cannot start the ocb daemon"));
+      assert.ok(err.message.includes("no such brain"));
+      return true;
+    });
+  }
+  assert.equal(readFileSync(join(root, "starts"), "utf8"), "started\n");
+  assert.equal(errors.length, 1);
 });

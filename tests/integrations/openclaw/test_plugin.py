@@ -224,7 +224,7 @@ def test_the_plugins_units_pass_under_node(openclaw_root: Path, tmp_path: Path) 
     done = Gateway(openclaw_root, tmp_path, 0).run(
         "node", "--test", "--test-reporter=tap", str(test)
     )
-    assert done.returncode == 0 and "# pass 4" in done.stdout, done.stdout + done.stderr
+    assert done.returncode == 0 and "# pass 5" in done.stdout, done.stdout + done.stderr
 
 
 def test_openclaw_brain_search_answers_through_the_daemon(live: Live) -> None:
