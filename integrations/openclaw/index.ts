@@ -103,11 +103,9 @@ export default definePluginEntry({
       async start(ctx) {
         const d = daemonFor(ctx.workspaceDir);
         if (!d || (await d.alive())) return;
-        try {
-          await d.start();
-        } catch {
-          // already reported through the logger; every call retries and fails open
-        }
+        // not awaited: the host's start-up does not wait for a brain to be built; a failure
+        // is reported through the logger, and every request retries and fails open
+        d.start().catch(() => undefined);
       },
     });
 
@@ -230,7 +228,7 @@ export default definePluginEntry({
     });
 
     if (settings.toolHints) {
-      api.on("before_tool_call", async (event, ctx) => {
+      api.on("before_tool_call", async (event) => {
         const d = daemonFor(api.config.agents?.defaults?.workspace);
         if (!d || event.toolName.startsWith("memory_")) return;
         try {
@@ -245,8 +243,7 @@ export default definePluginEntry({
           for (const f of facts) mergeHint(params, f.predicate, f.value);
           return { params };
         } catch {
-          void ctx;
-          return;
+          return; // no answer within TOOL_HINT_MS: the call goes through untouched
         }
       });
     }
