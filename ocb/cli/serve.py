@@ -88,6 +88,7 @@ def _detach(brain: Path, ws: Path | None, debounce: int, timeout: float) -> None
     argv = ["serve", "--brain", str(brain), "--debounce", str(debounce), "--timeout", str(timeout)]
     if ws is not None:
         argv += ["--workspace", str(ws)]
+        brain.mkdir(parents=True, exist_ok=True)  # a new brain: its run/ holds the daemon's log
     hello = spawn(argv, brain)
     typer.echo(
         f"serving {brain} (pid {hello['pid']}, seq {hello['seq']}); "

