@@ -46,7 +46,9 @@ def live(
     shutil.copytree(ROOT / "examples" / "workspace", workspace)
     ocb = ocb_wrapper(state)
     port = free_port()
-    write_config(state, workspace, llm.port, port, {"ocb": str(ocb), "toolHints": True})
+    brain = workspace / ".ocb"
+    mcp = {"ocb": {"command": str(ocb), "args": ["mcp", "--brain", str(brain)]}}
+    write_config(state, workspace, llm.port, port, {"ocb": str(ocb), "toolHints": True}, mcp)
     gw = Gateway(openclaw_root, state, port)
     try:
         gw.start()

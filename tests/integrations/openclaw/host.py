@@ -97,10 +97,16 @@ def free_port() -> int:
 
 
 def write_config(
-    state: Path, workspace: Path, llm_port: int, gateway_port: int, plugin: dict[str, Any]
+    state: Path,
+    workspace: Path,
+    llm_port: int,
+    gateway_port: int,
+    plugin: dict[str, Any],
+    mcp: dict[str, Any] | None = None,
 ) -> Path:
     """The host's config: the fake model, the workspace, this plugin in the memory slot
-    with the two hook permissions, memory-core off, tool search off."""
+    with the two hook permissions, memory-core off, tool search off, and the MCP
+    servers ``mcp`` (name -> {command, args}) if given."""
     model = {"id": "fake-model", "name": "Fake Model", "reasoning": False, "input": ["text"],
              "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
              "contextWindow": 128000, "maxTokens": 4096}  # fmt: skip
@@ -127,6 +133,8 @@ def write_config(
             },
         },
     }
+    if mcp:
+        config["mcp"] = {"servers": mcp}
     path = state / "home" / ".openclaw" / "openclaw.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(config, indent=2))

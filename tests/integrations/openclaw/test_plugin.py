@@ -245,3 +245,31 @@ def test_tool_hints_fill_a_tools_params_from_the_knowledge_graph(live: Live, llm
         assert "glossary.md" in listing and "MEMORY.md" not in listing, listing[:2000]
     finally:
         rpc(live.brain, "kg", action="set", subject="tool:ls", predicate="path", value=".")
+
+
+def test_the_hosts_mcp_servers_run_ocb_mcp_and_a_turn_calls_its_tool(
+    live: Live, llm: FakeLlm
+) -> None:
+    """OpenClaw's own ``mcp.servers`` spawns ``ocb mcp`` (attached to the daemon the plugin
+    started); the model calls its tool as ``ocb__memory_search`` and gets cited lines."""
+    llm.script = Script(
+        tool="ocb__memory_search", args={"query": "how do I roll back a bad deploy"}
+    )
+    marker = f"search the brain over mcp {uuid.uuid4().hex[:8]}"
+    answer = live.gateway.turn(key(), marker)
+    assert answer["status"] == "ok"
+    bodies = turn_requests(llm, marker)
+    offered = {t["function"]["name"] for b in bodies for t in b.get("tools") or []}
+    assert "ocb__memory_search" in offered and "ocb__memory_get" in offered
+    texts = [t for b in bodies for t in tool_texts(b)]
+    assert texts, "the model never got the MCP tool's result"
+    text = texts[0]
+    # the host may add more content after the tool's JSON: read the first object
+    got, _ = json.JSONDecoder().raw_decode(text[text.index("{") :]) if "{" in text else ({}, 0)
+    hits = got.get("results") or []
+    assert hits and hits[0]["path"] == "runbooks/rollback.md", text[:2000]
+    h = hits[0]
+    assert h["citation"] == f"{h['path']}#L{h['startLine']}-L{h['endLine']}"
+    assert got["trace_id"]
+    traced = rpc(live.brain, "events", types=["query_traced"], limit=100_000)
+    assert any(r["event"]["trace_id"] == got["trace_id"] for r in traced)
