@@ -2,15 +2,20 @@
 workspace.
 
 NOTE: the path comes from a client (a model, over MCP): it is refused when it is empty,
-absolute, has a ``..`` part, or resolves (through any symlink) outside the workspace.
+absolute, has a ``..`` part, resolves (through any symlink) outside the workspace, or
+names a file the brain never indexes (hidden files such as ``.env``, ``.git``, build and
+dependency folders, other suffixes). The caller passes the brain's secret redaction, so a
+read shows what the brain recorded, never a secret it held back.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ocb_events.errors import InputError, WorkspaceError
+from workspace_sync.scan import indexable
 
 __all__ = ["Excerpt", "read_lines"]
 
@@ -51,6 +56,8 @@ def confined(root: Path, rel: str) -> Path:
         raise _refuse(rel, "the path is not relative to the workspace")
     if ".." in pure.parts:
         raise _refuse(rel, "the path leaves the workspace (..)")
+    if not indexable(pure.as_posix()):
+        raise _refuse(rel, "the brain does not index this file (hidden, build or not text)")
     base = root.resolve()
     try:
         real = (base / pure).resolve(strict=True)
@@ -67,10 +74,18 @@ def confined(root: Path, rel: str) -> Path:
     return real
 
 
-def read_lines(root: Path, rel: str, start: int = 1, lines: int | None = None) -> Excerpt:
+def read_lines(
+    root: Path,
+    rel: str,
+    start: int = 1,
+    lines: int | None = None,
+    *,
+    redact: Callable[[str], str] = lambda text: text,
+) -> Excerpt:
     """Lines ``start`` .. ``start + lines - 1`` of the workspace file ``rel`` (at most
     ``MAX_LINES``; ``lines`` None: to the end, within that cap), decoded as UTF-8 with
-    undecodable bytes replaced.
+    undecodable bytes replaced, and the whole file passed through ``redact`` first
+    (which keeps line breaks, so line numbers hold).
 
     Raises:
         WorkspaceError: the path is refused (see ``confined``).
@@ -82,9 +97,10 @@ def read_lines(root: Path, rel: str, start: int = 1, lines: int | None = None) -
         raise InputError(f"lines must be 1 or more, not {lines}", "omit lines to read to the end")
     real = confined(root, rel)
     try:
-        all_lines = real.read_bytes().decode("utf-8", errors="replace").splitlines()
+        text = real.read_bytes().decode("utf-8", errors="replace")
     except OSError as exc:
         raise _refuse(rel, f"it cannot be read ({exc.strerror})") from None
+    all_lines = redact(text).splitlines()
     count = min(lines if lines is not None else MAX_LINES, MAX_LINES)
     chosen = all_lines[start - 1 : start - 1 + count]
     return Excerpt(

@@ -10,14 +10,15 @@
 import { definePluginEntry } from "openclaw/plugin-sdk/plugin-entry";
 import { isSubagentSessionKey } from "openclaw/plugin-sdk/routing";
 import { locate, readSettings, type Settings } from "./src/config.ts";
-import { Daemon, type Logger } from "./src/daemon.ts";
-import { DEFAULT_LINES, PathRefused, readExcerpt } from "./src/files.ts";
+import { Daemon, DaemonError, type Logger } from "./src/daemon.ts";
+import { DEFAULT_LINES, PathRefused, type ReadAnswer, cleanPath, excerptOfRead, resolveInWorkspace } from "./src/files.ts";
 import { extractLearnings, messageText, runExtractor } from "./src/learnings.ts";
 import { type Answer, contextBlock, toHits } from "./src/recall.ts";
 import { registerBrainCli } from "./src/cli.ts";
 import { mergeHint } from "./src/hints.ts";
 
 const TOOL_HINT_MS = 50;
+const USER_ERROR = -32001; // the daemon's code for a refused request (its hint names the fix)
 
 type Session = { seen: number; traces: string[] };
 
@@ -164,13 +165,20 @@ export default definePluginEntry({
         async execute(_id: string, params: { path?: unknown; from?: unknown; lines?: unknown }) {
           const rel = typeof params.path === "string" ? params.path : "";
           const where = locate(settings, ctx.workspaceDir ?? api.config.agents?.defaults?.workspace, expand);
+          const d = daemonFor(ctx.workspaceDir);
           try {
-            if (!where) throw new PathRefused("no workspace");
-            const from = typeof params.from === "number" ? params.from : 1;
-            const lines = typeof params.lines === "number" ? params.lines : DEFAULT_LINES;
-            return jsonResult(readExcerpt(where.workspace, rel, from, lines));
+            if (!where || !d) throw new PathRefused("no workspace");
+            resolveInWorkspace(where.workspace, rel); // refused here before any request
+            const from = typeof params.from === "number" ? Math.max(1, Math.floor(params.from)) : 1;
+            const lines = typeof params.lines === "number" ? Math.max(1, Math.floor(params.lines)) : DEFAULT_LINES;
+            const got = await d.call<ReadAnswer>("read", { path: cleanPath(rel), from, lines });
+            return jsonResult(excerptOfRead(got));
           } catch (err) {
-            const code = err instanceof PathRefused ? "PATH_REFUSED" : "MEMORY_READ_FAILED";
+            if (err instanceof DaemonError && typeof err.code === "string") {  // no daemon answer: fail open
+              return jsonResult({ path: rel, text: "", disabled: true, unavailable: true, error: errorText(err) });
+            }
+            const refused = err instanceof PathRefused || (err instanceof DaemonError && err.code === USER_ERROR);
+            const code = refused ? "PATH_REFUSED" : "MEMORY_READ_FAILED";
             return jsonResult({ path: rel, text: "", status: "error", code, error: errorText(err) });
           }
         },

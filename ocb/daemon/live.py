@@ -57,7 +57,8 @@ class LiveBrain(Brain):
 
     def read_lines(self, rel: str, start: int = 1, lines: int | None = None) -> Excerpt:
         """Lines of the file ``rel`` of the brain's workspace (``workspace_sync.reads``:
-        at most 2,000 from ``start``), for a client such as the MCP server.
+        at most 2,000 from ``start``), secrets redacted as the brain redacts them, for a
+        client such as the MCP server.
 
         Raises:
             WorkspaceError: the brain has no workspace, or ``rel`` is empty, absolute,
@@ -67,7 +68,8 @@ class LiveBrain(Brain):
         root = self.graph.workspace
         if not root:
             raise WorkspaceError("this brain has no workspace to read", "ocb init --workspace DIR")
-        return read_lines(Path(root), rel, start, lines)
+        scanner = self.secrets()
+        return read_lines(Path(root), rel, start, lines, redact=lambda t: scanner.redact(t).text)
 
     def drop_unflushed(self) -> None:
         """Forget what was folded from records a failed flush took back, and fold the

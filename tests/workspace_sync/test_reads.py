@@ -9,6 +9,7 @@ import pytest
 
 from ocb_events.errors import InputError, WorkspaceError
 from workspace_sync.reads import MAX_LINES, Excerpt, read_lines
+from workspace_sync.secrets import Scanner
 
 
 @pytest.fixture
@@ -47,12 +48,19 @@ def test_a_symlink_inside_the_workspace_is_read(root: Path) -> None:
         ("notes/../../secret.md", "leaves the workspace"),
         ("out.md", "outside the workspace"),
         ("outdir/secret.md", "outside the workspace"),
-        ("notes", "not a file"),
+        ("notes", "does not index"),
+        ("dir.md", "not a file"),
+        (".env", "does not index"),
+        (".ocb/run/daemon.log", "does not index"),
+        ("node_modules/x/readme.md", "does not index"),
+        ("notes/a.md.swp", "does not index"),
         ("notes/b.md", "no file"),
     ],
 )
 def test_paths_out_of_the_workspace_are_refused(root: Path, rel: str, why: str) -> None:
     (root / "out.md").symlink_to(root.parent / "secret.md")
+    (root / "dir.md").mkdir()
+    (root / ".env").write_text("TOKEN=1\n")
     (root / "outdir").symlink_to(root.parent, target_is_directory=True)
     with pytest.raises(WorkspaceError, match=why) as err:
         read_lines(root, rel)
@@ -68,3 +76,12 @@ def test_an_absolute_path_inside_the_workspace_is_refused_too(root: Path) -> Non
 def test_a_range_below_one_is_refused(root: Path, start: int, lines: int | None) -> None:
     with pytest.raises(InputError):
         read_lines(root, "notes/a.md", start, lines)
+
+
+def test_a_read_is_redacted_as_the_brain_redacts_and_keeps_its_line_numbers(root: Path) -> None:
+    key = "ghp_" + "x9Kq2LmZ7vB4nR8tW1yC6pD3sF5gH0jA2eUo"
+    (root / "keys.md").write_text(f"# Keys\n\ntoken: {key}\nafter\n")
+    scan = Scanner()
+    got = read_lines(root, "keys.md", 3, 2, redact=lambda t: scan.redact(t).text)
+    assert key not in got.text and got.text.endswith("\nafter")
+    assert (got.start_line, got.end_line) == (3, 4)

@@ -1,4 +1,7 @@
-// memory_get: lines of a workspace file, never a file outside the workspace.
+// memory_get: lines of a workspace file, never a file outside the workspace. The plugin
+// refuses a path here first, then reads through the daemon's `read`, which checks again,
+// refuses files the brain never indexes (.env, .git, the brain itself) and redacts
+// secrets as the brain does.
 import { realpathSync, readFileSync, statSync } from "node:fs";
 import { isAbsolute, relative, resolve, sep } from "node:path";
 
@@ -30,7 +33,7 @@ function inside(root: string, target: string): boolean {
  * followed) is outside the workspace's real path.
  */
 export function resolveInWorkspace(workspace: string, relPath: string): string {
-  const p = relPath.split("#")[0]?.trim() ?? "";
+  const p = cleanPath(relPath);
   if (!p) throw new PathRefused("path is empty");
   if (isAbsolute(p) || /^[A-Za-z]:[\\/]/.test(p)) throw new PathRefused(`absolute path refused: ${p}`);
   if (p.split(/[\\/]/).includes("..")) throw new PathRefused(`path outside the workspace refused: ${p}`);
@@ -46,13 +49,13 @@ export function resolveInWorkspace(workspace: string, relPath: string): string {
   return real;
 }
 
-/** Lines `from`.. (1-based) of a workspace file, at most `lines` of them and MAX_CHARS. */
-export function readExcerpt(workspace: string, relPath: string, from = 1, lines = DEFAULT_LINES): Excerpt {
-  const real = resolveInWorkspace(workspace, relPath);
-  const all = readFileSync(real, "utf8").split("\n");
-  if (all.length > 1 && all[all.length - 1] === "") all.pop();
-  const start = Math.max(1, Math.floor(from));
-  let picked = all.slice(start - 1, start - 1 + Math.max(1, Math.floor(lines)));
+/** The request path: what precedes a `#L..` citation tail, trimmed. */
+export function cleanPath(relPath: string): string {
+  return relPath.split("#")[0]?.trim() ?? "";
+}
+
+/** An excerpt of `picked` (lines from `start` of a file of `totalLines`), cut to MAX_CHARS at a line. */
+export function excerptOf(path: string, picked: string[], start: number, totalLines: number): Excerpt {
   let text = picked.join("\n");
   if (text.length > MAX_CHARS) {
     let n = 0;
@@ -66,15 +69,34 @@ export function readExcerpt(workspace: string, relPath: string, from = 1, lines 
     text = picked.join("\n");
   }
   const end = start - 1 + picked.length;
-  const truncated = end < all.length;
-  const path = relative(realpathSync(workspace), real).split(sep).join("/");
+  const truncated = end < totalLines;
   return {
     path,
     from: start,
     lines: picked.length,
-    totalLines: all.length,
+    totalLines,
     text,
     truncated,
     ...(truncated ? { nextFrom: end + 1 } : {}),
   };
+}
+
+/** What the daemon's `read` answers. */
+export type ReadAnswer = { path: string; from: number; to: number; total_lines: number; text: string };
+
+/** The excerpt of a daemon `read` answer. */
+export function excerptOfRead(got: ReadAnswer): Excerpt {
+  const picked = got.to >= got.from ? got.text.split("\n") : [];
+  return excerptOf(got.path, picked, got.from, got.total_lines);
+}
+
+/** Lines `from`.. (1-based) of a workspace file read here, at most `lines` of them and MAX_CHARS. */
+export function readExcerpt(workspace: string, relPath: string, from = 1, lines = DEFAULT_LINES): Excerpt {
+  const real = resolveInWorkspace(workspace, relPath);
+  const all = readFileSync(real, "utf8").split("\n");
+  if (all.length > 1 && all[all.length - 1] === "") all.pop();
+  const start = Math.max(1, Math.floor(from));
+  const picked = all.slice(start - 1, start - 1 + Math.max(1, Math.floor(lines)));
+  const path = relative(realpathSync(workspace), real).split(sep).join("/");
+  return excerptOf(path, picked, start, all.length);
 }

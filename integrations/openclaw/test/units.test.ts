@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { Daemon, DaemonError } from "../src/daemon.ts";
-import { PathRefused, readExcerpt } from "../src/files.ts";
+import { PathRefused, excerptOfRead, readExcerpt } from "../src/files.ts";
 import { mergeHint } from "../src/hints.ts";
 import { extractLearnings, messageText } from "../src/learnings.ts";
 import { type Answer, contextBlock, parseSource, toHits } from "../src/recall.ts";
@@ -90,4 +90,14 @@ test("a daemon that cannot be started fails the call, is reported once, and is n
   }
   assert.equal(readFileSync(join(root, "starts"), "utf8"), "started\n");
   assert.equal(errors.length, 1);
+});
+
+test("a daemon read becomes the excerpt, cut at a line past 20,000 characters", () => {
+  const got = excerptOfRead({ path: "notes/a.md", from: 2, to: 3, total_lines: 4, text: "two\nthree" });
+  assert.deepEqual(got, { path: "notes/a.md", from: 2, lines: 2, totalLines: 4, text: "two\nthree", truncated: true, nextFrom: 4 });
+  const empty = excerptOfRead({ path: "a.md", from: 9, to: 8, total_lines: 4, text: "" });
+  assert.equal(empty.lines, 0);
+  const long = excerptOfRead({ path: "b.md", from: 1, to: 3, total_lines: 3, text: ["x".repeat(15_000), "y".repeat(15_000), "z"].join("\n") });
+  assert.equal(long.lines, 1);
+  assert.equal(long.nextFrom, 2);
 });

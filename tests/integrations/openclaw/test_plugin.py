@@ -106,7 +106,9 @@ def test_memory_search_answers_with_cited_lines_of_the_right_chunk(
     assert all("<ocb-memory>" not in user_text(b) for b in bodies)
 
 
-def test_memory_get_reads_lines_and_refuses_a_symlink_out(live: Live, llm: FakeLlm) -> None:
+def test_memory_get_reads_lines_refuses_a_way_out_and_hides_secrets(
+    live: Live, llm: FakeLlm
+) -> None:
     llm.script = Script(
         tool="memory_get", args={"path": "runbooks/rollback.md", "from": 1, "lines": 3}
     )
@@ -124,6 +126,18 @@ def test_memory_get_reads_lines_and_refuses_a_symlink_out(live: Live, llm: FakeL
     got = [r for b in turn_requests(llm, marker) for r in tool_results(b)][0]
     assert got["status"] == "error" and got["code"] == "PATH_REFUSED" and got["text"] == ""
     assert "launch code" not in json.dumps(llm.seen_by(marker))
+    # inside the workspace: a hidden file is refused, a note's secret is redacted
+    token = "ghp_" + "x9Kq2LmZ7vB4nR8tW1yC6pD3sF5gH0jA2eUo"
+    (live.workspace / ".env").write_text(f"TOKEN={token}\n")
+    (live.workspace / "notes" / "keys.md").write_text(f"# Keys\n\ntoken: {token}\n")
+    for path, want in ((".env", "PATH_REFUSED"), ("notes/keys.md", "")):
+        llm.script = Script(tool="memory_get", args={"path": path})
+        marker = f"read {path} {uuid.uuid4().hex[:8]}"
+        live.gateway.turn(key(), marker)
+        got = [r for b in turn_requests(llm, marker) for r in tool_results(b)][0]
+        assert got.get("code", "") == want, got
+        assert token not in json.dumps(llm.seen_by(marker))
+    assert "[REDACTED:" in got["text"]
 
 
 def test_a_subagents_first_turn_gets_the_recalled_context(live: Live, llm: FakeLlm) -> None:
@@ -224,7 +238,9 @@ def test_the_plugins_units_pass_under_node(openclaw_root: Path, tmp_path: Path) 
     done = Gateway(openclaw_root, tmp_path, 0).run(
         "node", "--test", "--test-reporter=tap", str(test)
     )
-    assert done.returncode == 0 and "# pass 5" in done.stdout, done.stdout + done.stderr
+    cases = len(re.findall(r"^test\(", test.read_text(), re.M))
+    assert done.returncode == 0 and f"# pass {cases}\n" in done.stdout, done.stdout + done.stderr
+    assert "# fail 0\n" in done.stdout
 
 
 def test_openclaw_brain_search_answers_through_the_daemon(live: Live) -> None:

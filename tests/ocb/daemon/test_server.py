@@ -180,3 +180,19 @@ def stop_waiting(proc: subprocess.Popen[bytes]) -> int:
         proc.kill()
         msg = "the daemon did not stop on a signal handled by another thread"
         raise AssertionError(msg) from None
+
+
+def test_read_shows_what_the_brain_recorded_never_a_secret_or_a_hidden_file(
+    built: Path,
+) -> None:
+    ws = Path(Brain(built, writer=False).graph.workspace)
+    token = "ghp_" + "x9Kq2LmZ7vB4nR8tW1yC6pD3sF5gH0jA2eUo"
+    (ws / "notes" / "keys.md").write_text(f"# Keys\n\ntoken: {token}\n")
+    (ws / ".env").write_text(f"TOKEN={token}\n")
+    with daemon(built) as proc:
+        got = rpc(built, "read", path="notes/keys.md")
+        assert token not in got["text"] and "[REDACTED:" in got["text"]
+        with pytest.raises(RpcError) as err:
+            rpc(built, "read", path=".env")
+        assert err.value.code == USER_ERROR and token not in err.value.message
+        assert stop(proc) == 0
