@@ -23,6 +23,8 @@ class Script:
     reply: str = "Done."
     tool: str = ""
     args: dict[str, Any] = field(default_factory=dict)
+    only_if: str = ""
+    """Call ``tool`` only in a conversation whose messages contain this text."""
 
 
 def _internal(m: dict[str, Any]) -> bool:
@@ -58,7 +60,8 @@ class FakeLlm:
         msgs = [m for m in body.get("messages") or [] if not _internal(m)]
         offered = [(t.get("function") or {}).get("name") for t in body.get("tools") or []]
         called = any(m.get("role") == "tool" for m in msgs[-1:])
-        if self.script.tool and self.script.tool in offered and not called:
+        wanted = not self.script.only_if or self.script.only_if in json.dumps(msgs)
+        if self.script.tool and self.script.tool in offered and not called and wanted:
             return "tool", self.script.tool
         return "text", self.script.reply
 

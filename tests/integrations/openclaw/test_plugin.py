@@ -141,11 +141,23 @@ def test_memory_get_reads_lines_refuses_a_way_out_and_hides_secrets(
 
 
 def test_a_subagents_first_turn_gets_the_recalled_context(live: Live, llm: FakeLlm) -> None:
-    # driven as a turn whose session key is a subagent's (agent:main:subagent:<id>)
-    llm.script = Script(reply="Rolled back.")
-    marker = f"How do I roll back a bad deploy? ({uuid.uuid4().hex[:8]})"
-    live.gateway.turn(key("subagent"), marker)
-    prompt = user_text(turn_requests(llm, marker)[0])
+    """The main agent spawns a real subagent (the host's sessions_spawn) with a task; the
+    subagent's first prompt carries the context recalled for that task."""
+    parent = f"delegate the rollback ({uuid.uuid4().hex[:8]})"
+    task = f"How do I roll back a bad deploy? ({uuid.uuid4().hex[:8]})"
+    spawn = Script(tool="sessions_spawn", args={"task": task}, only_if=parent, reply="Rolled back.")
+    llm.script = spawn
+    live.gateway.turn(key(), parent)
+    assert all("<ocb-memory>" not in user_text(b) for b in llm.seen_by(parent))  # a main agent
+
+    def child_prompt() -> str | None:
+        for body in llm.seen_by(task):
+            text = user_text(body)
+            if task in text and parent not in text:
+                return text
+        return None
+
+    prompt = wait_for(child_prompt, "the subagent's first turn")
     block = re.search(r"<ocb-memory>.*?</ocb-memory>", prompt, re.S)
     assert block is not None, prompt[:2000]
     assert "[runbooks/rollback.md#L" in block.group(0)
