@@ -15,7 +15,9 @@ __all__ = ["main"]
 def main() -> None:
     """Entry point of the ``ocb`` script."""
     argv, local = split_no_daemon(sys.argv[1:], os.environ)
-    if not local:
+    if local:  # a command that picks how to reach the brain (ocb mcp) reads it there
+        os.environ["OCB_NO_DAEMON"] = "1"
+    else:
         code = forward(argv, os.environ, os.getcwd())
         if code is not None:
             sys.exit(code)

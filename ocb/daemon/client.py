@@ -19,35 +19,20 @@ from pathlib import Path
 
 from ocb.daemon.protocol import PROTOCOL, RpcError, call, connect
 
-__all__ = [
-    "LOCAL_COMMANDS",
-    "OWN_NO_DAEMON",
-    "PATH_OPTIONS",
-    "brain_of",
-    "forward",
-    "split_no_daemon",
-]
+__all__ = ["LOCAL_COMMANDS", "PATH_OPTIONS", "brain_of", "forward", "split_no_daemon"]
 
 LOCAL_COMMANDS = frozenset({"serve", "watch", "demo", "repair", "mcp"})
 """Commands that never go to a daemon (they start one, or need the brain to themselves)."""
-OWN_NO_DAEMON = frozenset({"mcp"})
-"""Commands that take ``--no-daemon`` themselves: it changes what they do (``ocb mcp``
-then opens the brain itself rather than attaching to a daemon)."""
 PATH_OPTIONS = frozenset({"--batch", "--brain", "--labels", "--plot", "--workspace"})
 """The options whose value is a path (checked against the app by a test)."""
 
 
 def split_no_daemon(argv: list[str], environ: Mapping[str, str]) -> tuple[list[str], bool]:
-    """``argv`` without ``--no-daemon`` (but for a command in ``OWN_NO_DAEMON``, which
-    gets it right after its name), and whether the command must run in-process."""
+    """``argv`` without ``--no-daemon``, and whether the command must run in-process."""
     end = argv.index("--") if "--" in argv else len(argv)
     flag = "--no-daemon" in argv[:end]
     if flag:
         argv = [a for a in argv[:end] if a != "--no-daemon"] + argv[end:]
-        stop = argv.index("--") if "--" in argv else len(argv)
-        words = [i for i in range(stop) if not argv[i].startswith("-")]
-        if words and argv[words[0]] in OWN_NO_DAEMON:
-            argv.insert(words[0] + 1, "--no-daemon")
     return argv, flag or environ.get("OCB_NO_DAEMON", "") not in ("", "0")
 
 

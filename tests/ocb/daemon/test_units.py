@@ -141,17 +141,6 @@ def test_no_daemon_is_dropped_before_the_double_dash_only(argv: list[str]) -> No
     assert got == [a for a in argv[:end] if a != "--no-daemon"] + argv[end:]
 
 
-def test_mcp_keeps_no_daemon_right_after_its_name() -> None:
-    """``ocb mcp`` takes --no-daemon itself (it then opens the brain in-process)."""
-    want = (["mcp", "--no-daemon", "--brain", "b"], True)
-    assert split_no_daemon(["mcp", "--brain", "b", "--no-daemon"], {}) == want
-    assert split_no_daemon(["--no-daemon", "mcp", "--brain", "b"], {}) == want
-    assert split_no_daemon(["mcp", "--", "--no-daemon"], {}) == (
-        ["mcp", "--", "--no-daemon"],
-        False,
-    )
-
-
 def test_the_brain_comes_from_the_option_then_the_environment() -> None:
     assert brain_of(["query", "--brain", "b"], {"OCB_BRAIN": "e"}) == ("b", False)
     assert brain_of(["query", "--brain=b"], {}) == ("b", False)

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import CallToolResult, TextContent
@@ -25,11 +26,13 @@ from tests.ocb.daemon.support import DEADLINE, ROOT, daemon, env, hello, rpc, wa
 QUESTION = "how do I roll back a bad deploy"
 
 
-def run_mcp(brain: Path, errlog: Path, *args: str, check: Any) -> None:
-    """Spawn ``ocb mcp --brain brain *args`` and run ``check(session)`` against it."""
+def run_mcp(
+    brain: Path, errlog: Path, *args: str, check: Any, before: tuple[str, ...] = ()
+) -> None:
+    """Spawn ``ocb *before mcp --brain brain *args`` and run ``check(session)`` against it."""
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "ocb.entry", "mcp", "--brain", str(brain), *args],
+        args=["-m", "ocb.entry", *before, "mcp", "--brain", str(brain), *args],
         env=env(),
         cwd=str(ROOT),
     )
@@ -181,14 +184,20 @@ def test_attached_to_the_daemon_serving_the_brain(
         assert rpc(built, "kg", subject="tool:render_video")["facts"][0]["value"] == "DISPLAY=:0"
 
 
-def test_in_process_with_no_daemon(built: Path, workspace: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("flag_first", [False, True])
+def test_in_process_with_no_daemon(
+    built: Path, workspace: Path, tmp_path: Path, flag_first: bool
+) -> None:
+    """--no-daemon after the command or before it (``ocb --no-daemon mcp``)."""
     outside = escapes(workspace, tmp_path)
 
     async def check(s: ClientSession) -> None:
         await every_tool(s, workspace)
         await bad_arguments(s, workspace, outside)
 
-    run_mcp(built, tmp_path / "mcp.err", "--no-daemon", check=check)
+    flag = ("--no-daemon",)
+    run_mcp(built, tmp_path / "mcp.err", *(() if flag_first else flag), check=check,
+            before=flag if flag_first else ())  # fmt: skip
     assert not served(built)  # no daemon was started
     with Brain(built) as b:  # what the tools recorded is in the log
         assert b.kg_get("tool:render_video").facts[0].value == "DISPLAY=:0"
