@@ -23,30 +23,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
 from bench_core import make_workspace  # noqa: E402
+from live_support import ENV, init, ocb, pct, served  # noqa: E402
 
 from ocb.daemon.protocol import call, connect  # noqa: E402
-
-ENV = {
-    **{k: v for k, v in os.environ.items() if k not in ("OCB_NO_DAEMON", "OCB_BRAIN")},
-    "PYTHONPATH": str(REPO),
-    "OPENBLAS_NUM_THREADS": "1",
-}
-
-
-def pct(xs: list[float]) -> str:
-    p50, p95 = np.percentile(np.asarray(xs) * 1000.0, [50, 95])
-    return f"{p50:.1f} / {p95:.1f}"
-
-
-def ocb(*argv: str) -> list[str]:
-    return [sys.executable, "-m", "ocb.entry", *argv]
 
 
 def timed(cmd: list[str], n: int) -> list[float]:
@@ -143,15 +127,9 @@ def only_save(files: int, saves: int) -> None:
         ws, brain = root / "ws", root / "brain"
         ws.mkdir()
         make_workspace(ws, files, 400, seed=7)
-        subprocess.run(ocb("init", "--brain", str(brain), "--workspace", str(ws)), env=ENV,
-                       check=True, capture_output=True)  # fmt: skip
-        proc = subprocess.Popen(ocb("serve", "--brain", str(brain)), env=ENV,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-        while connect(brain) is None:
-            time.sleep(0.05)
-        xs = save_to_answer(brain, ws, saves)
-        subprocess.run(ocb("serve", "stop", "--brain", str(brain)), env=ENV, capture_output=True)
-        proc.wait()
+        init(ws, brain)
+        with served(brain):
+            xs = save_to_answer(brain, ws, saves)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print(f"file save -> answered by a query: {pct(xs)} ms (max {max(xs) * 1000:.0f})")
@@ -173,8 +151,7 @@ def main() -> None:
         ws, brain = root / "ws", root / "brain"
         ws.mkdir()
         qs = [q["text"] for q in make_workspace(ws, a.files, 400, seed=7)]
-        subprocess.run(ocb("init", "--brain", str(brain), "--workspace", str(ws)), env=ENV,
-                       check=True, capture_output=True)  # fmt: skip
+        init(ws, brain)
         q = ["query", qs[0], "--brain", str(brain)]
         rows.append(
             ("python -c pass (fresh process)", pct(timed([sys.executable, "-c", "pass"], a.repeat)))
@@ -185,40 +162,37 @@ def main() -> None:
                 pct(timed(ocb(*q, "--no-daemon"), a.repeat)),
             )
         )
-        proc = subprocess.Popen(ocb("serve", "--brain", str(brain)), env=ENV,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-        while connect(brain) is None:
-            time.sleep(0.05)
-        rows.append(("cold ocb query through the daemon", pct(timed(ocb(*q), a.repeat * 2))))
-        one: list[float] = []
-        rpc_loop(brain, qs[:200], one)
-        rows.append(("query in the daemon, 1 client (round trip)", pct(one)))
-        many, _ = clients(brain, 8, qs[:400], learn=False)
-        rows.append(("query in the daemon, 8 clients", pct(many)))
-        s0 = status(brain)
-        pairs, took = clients(brain, 8, qs[:400], learn=True)
-        s1 = status(brain)
-        writes = s1["writes"] - s0["writes"]
-        rows.append(("query + learn, 8 clients (per pair)", pct(pairs)))
-        per_flush = writes / max(1, s1["groups"] - s0["groups"])
-        rate = f"{writes / took:.0f} writes/s, {per_flush:.1f} per flush"
-        rows.append(("learn + query writes/s, 8 clients (group commit)", rate))
-        rows.append(("file save -> answered by a query", pct(save_to_answer(brain, ws, a.saves))))
-        b_took, b_syncs = burst(brain, ws, 1000)
-        rows.append(
-            ("1,000-file burst -> all indexed", f"{b_took * 1000:.0f} ms in {b_syncs} sync(s)")
-        )
-        time.sleep(2)
-        c0, t0 = cpu_s(proc.pid), time.perf_counter()
-        time.sleep(10)
-        idle = (cpu_s(proc.pid) - c0) / (time.perf_counter() - t0) * 100
-        st = status(brain)
-        rows.append(("daemon idle: RSS / CPU", f"{st['rss_bytes'] / 2**20:.0f} MiB / {idle:.2f} %"))
-        nodes = st["watched_files"]
-        subprocess.run(
-            ocb("serve", "stop", "--brain", str(brain)), env=ENV, check=True, capture_output=True
-        )
-        proc.wait()
+        with served(brain) as proc:
+            rows.append(("cold ocb query through the daemon", pct(timed(ocb(*q), a.repeat * 2))))
+            one: list[float] = []
+            rpc_loop(brain, qs[:200], one)
+            rows.append(("query in the daemon, 1 client (round trip)", pct(one)))
+            many, _ = clients(brain, 8, qs[:400], learn=False)
+            rows.append(("query in the daemon, 8 clients", pct(many)))
+            s0 = status(brain)
+            pairs, took = clients(brain, 8, qs[:400], learn=True)
+            s1 = status(brain)
+            writes = s1["writes"] - s0["writes"]
+            rows.append(("query + learn, 8 clients (per pair)", pct(pairs)))
+            per_flush = writes / max(1, s1["groups"] - s0["groups"])
+            rate = f"{writes / took:.0f} writes/s, {per_flush:.1f} per flush"
+            rows.append(("learn + query writes/s, 8 clients (group commit)", rate))
+            rows.append(
+                ("file save -> answered by a query", pct(save_to_answer(brain, ws, a.saves)))
+            )
+            b_took, b_syncs = burst(brain, ws, 1000)
+            rows.append(
+                ("1,000-file burst -> all indexed", f"{b_took * 1000:.0f} ms in {b_syncs} sync(s)")
+            )
+            time.sleep(2)
+            c0, t0 = cpu_s(proc.pid), time.perf_counter()
+            time.sleep(10)
+            idle = (cpu_s(proc.pid) - c0) / (time.perf_counter() - t0) * 100
+            st = status(brain)
+            rows.append(
+                ("daemon idle: RSS / CPU", f"{st['rss_bytes'] / 2**20:.0f} MiB / {idle:.2f} %")
+            )
+            nodes = st["watched_files"]
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "

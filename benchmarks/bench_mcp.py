@@ -17,13 +17,11 @@ import asyncio
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -32,14 +30,10 @@ REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
 from bench_core import make_workspace  # noqa: E402
+from live_support import ENV, init, pct, served  # noqa: E402
 
 from ocb.daemon.protocol import call, connect  # noqa: E402
 
-ENV = {
-    **{k: v for k, v in os.environ.items() if k not in ("OCB_NO_DAEMON", "OCB_BRAIN")},
-    "PYTHONPATH": str(REPO),
-    "OPENBLAS_NUM_THREADS": "1",
-}
 EXAMPLE_QUESTIONS = [
     "how do I roll back a bad deploy",
     "who owns the database migrations",
@@ -50,15 +44,6 @@ EXAMPLE_QUESTIONS = [
     "hotfix process for production",
     "alerting thresholds for latency",
 ]
-
-
-def pct(xs: list[float]) -> str:
-    p50, p95 = np.percentile(np.asarray(xs) * 1000.0, [50, 95])
-    return f"{p50:.1f} / {p95:.1f}"
-
-
-def ocb(*argv: str) -> list[str]:
-    return [sys.executable, "-m", "ocb.entry", *argv]
 
 
 def direct(brain: Path, queries: list[str]) -> list[float]:
@@ -96,20 +81,12 @@ async def through_mcp(brain: Path, queries: list[str]) -> tuple[float, list[floa
 
 
 def measure(name: str, ws: Path, brain: Path, queries: list[str]) -> list[tuple[str, str]]:
-    subprocess.run(ocb("init", "--brain", str(brain), "--workspace", str(ws)), env=ENV,
-                   check=True, capture_output=True)  # fmt: skip
-    proc = subprocess.Popen(ocb("serve", "--brain", str(brain)), env=ENV,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    try:
-        while connect(brain) is None:
-            time.sleep(0.05)
+    init(ws, brain)
+    with served(brain):
         direct(brain, queries[:20])  # warm
         sock_lat = direct(brain, queries)
         start, mcp_lat = asyncio.run(through_mcp(brain, queries))
         chunks = node_count(brain)
-    finally:
-        subprocess.run(ocb("serve", "stop", "--brain", str(brain)), env=ENV, capture_output=True)
-        proc.wait()
     return [
         (f"{name} ({chunks}): memory_search via MCP (SDK client, stdio)", pct(mcp_lat)),
         (f"{name}: the same query on the daemon's socket", pct(sock_lat)),

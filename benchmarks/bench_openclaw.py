@@ -35,12 +35,8 @@ PLUGIN = REPO / "integrations" / "openclaw"
 sys.path.insert(0, str(HERE))
 
 from bench_core import make_workspace  # noqa: E402
+from live_support import ENV  # noqa: E402
 
-ENV = {
-    **{k: v for k, v in os.environ.items() if k not in ("OCB_NO_DAEMON", "OCB_BRAIN")},
-    "PYTHONPATH": str(REPO),
-    "OPENBLAS_NUM_THREADS": "1",
-}
 REPLY = "Done: the steps in the runbook worked as written."
 
 

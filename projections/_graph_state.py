@@ -8,6 +8,7 @@ NOTE: ``State`` is mutable for speed: folding consumes it (see ``projections.gra
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import msgspec
 
@@ -170,16 +171,10 @@ class State:
         self.nodes[c.id] = Node(
             id=c.id,
             kind=CHUNK,
-            text=c.text,
-            path=path,
-            start_line=c.start_line,
-            end_line=c.end_line,
-            heading=c.heading,
-            text_hash=c.text_hash,
             authority=interned(self.file_authority.get(path, "overlay")),
             created_seq=seq,
             also=also,
-            start_col=c.start_col,
+            **_placed(path, c),
         )
 
     def remove_edge(self, source: str, target: str) -> None:
@@ -278,17 +273,7 @@ class State:
         if old.text_hash != c.text_hash and self.merged:  # its aliases stood for the old text
             self._release(c.id)
             also = ()
-        self.nodes[c.id] = msgspec.structs.replace(
-            old,
-            also=also,
-            text=c.text,
-            text_hash=c.text_hash,
-            path=path,
-            start_line=c.start_line,
-            end_line=c.end_line,
-            heading=c.heading,
-            start_col=c.start_col,
-        )
+        self.nodes[c.id] = msgspec.structs.replace(old, also=also, **_placed(path, c))
 
     def settle(self) -> None:
         """End of a record: files that lost aliases stay stale (re-read on next sync)."""
@@ -298,6 +283,19 @@ class State:
                 self.files[path] = FileEntry("", entry.chunks, entry.next_ordinal)
         self._stale.clear()
         self._dropped.clear()
+
+
+def _placed(path: str, c: ChunkText) -> dict[str, Any]:
+    """The fields of a chunk's node that its text and place give (added or revised)."""
+    return {
+        "text": c.text,
+        "text_hash": c.text_hash,
+        "heading": c.heading,
+        "path": path,
+        "start_line": c.start_line,
+        "end_line": c.end_line,
+        "start_col": c.start_col,
+    }
 
 
 def interned(value: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import msgspec
 
 from ocb_events.schema import ConfigChanged, FoldRecord, Record
+from projections._codec import struct_codec
 
 Value = float | int | bool | str
 
@@ -36,15 +37,4 @@ def evolve(state: State, rec: Record | FoldRecord) -> State:
     return state
 
 
-_ENCODER = msgspec.msgpack.Encoder(order="deterministic")
-_DECODER = msgspec.msgpack.Decoder(State)
-
-
-def snapshot(state: State) -> bytes:
-    """Canonical bytes of the state."""
-    return _ENCODER.encode(state)
-
-
-def restore(data: bytes) -> State:
-    """The state whose snapshot is ``data``."""
-    return _DECODER.decode(data)
+snapshot, restore = struct_codec(State)

@@ -22,6 +22,7 @@ from ocb_events.schema import (
     Record,
     ReflectRan,
 )
+from projections._codec import struct_codec
 
 DAY_NS = 86_400 * 10**9
 
@@ -246,15 +247,4 @@ def evolve(state: State, rec: Record | FoldRecord) -> State:
     return state
 
 
-_ENCODER = msgspec.msgpack.Encoder(order="deterministic")
-_DECODER = msgspec.msgpack.Decoder(State)
-
-
-def snapshot(state: State) -> bytes:
-    """Canonical bytes of the state."""
-    return _ENCODER.encode(state)
-
-
-def restore(data: bytes) -> State:
-    """The state whose snapshot is ``data``."""
-    return _DECODER.decode(data)
+snapshot, restore = struct_codec(State)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import msgspec
 
 from ocb_events.schema import FoldRecord, Record, RouteUpdated
+from projections._codec import struct_codec
 
 
 class Route(msgspec.Struct, kw_only=True):
@@ -77,15 +78,4 @@ def evolve(state: State, rec: Record | FoldRecord) -> State:
     return state
 
 
-_ENCODER = msgspec.msgpack.Encoder(order="deterministic")
-_DECODER = msgspec.msgpack.Decoder(State)
-
-
-def snapshot(state: State) -> bytes:
-    """Canonical bytes of the state."""
-    return _ENCODER.encode(state)
-
-
-def restore(data: bytes) -> State:
-    """The state whose snapshot is ``data``."""
-    return _DECODER.decode(data)
+snapshot, restore = struct_codec(State)

@@ -17,6 +17,7 @@ from ocb_events.schema import (
     NodesEmbedded,
     Record,
 )
+from projections._codec import struct_codec
 
 
 class VecRef(msgspec.Struct, frozen=True, array_like=True):
@@ -59,15 +60,4 @@ def evolve(state: State, rec: Record | FoldRecord) -> State:
     return state
 
 
-_ENCODER = msgspec.msgpack.Encoder(order="deterministic")
-_DECODER = msgspec.msgpack.Decoder(State)
-
-
-def snapshot(state: State) -> bytes:
-    """Canonical bytes of the state."""
-    return _ENCODER.encode(state)
-
-
-def restore(data: bytes) -> State:
-    """The state whose snapshot is ``data``."""
-    return _DECODER.decode(data)
+snapshot, restore = struct_codec(State)

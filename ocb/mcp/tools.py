@@ -68,9 +68,13 @@ class Tools:
     def __init__(self, backend: Backend) -> None:
         self._backend = backend
 
-    def _call(self, method: str, **params: Any) -> Any:
+    def _call(self, method: str, **params: Any) -> dict[str, Any]:
+        """The method's answer (a JSON object), or a ToolError with the hint."""
         try:
-            return self._backend.call(method, {k: v for k, v in params.items() if v is not None})
+            got: dict[str, Any] = self._backend.call(
+                method, {k: v for k, v in params.items() if v is not None}
+            )
+            return got
         except RpcError as exc:
             raise _failed(exc) from None
 
@@ -103,8 +107,7 @@ class Tools:
         result (its path, from its startLine) when the snippet is not enough. Returns
         path, from, to (the last line read), total_lines and text. Only files inside
         the workspace can be read."""
-        got: dict[str, Any] = self._call("read", path=path, lines=lines, **{"from": from_})
-        return got
+        return self._call("read", path=path, lines=lines, **{"from": from_})
 
     def memory_recall(
         self,
@@ -127,11 +130,10 @@ class Tools:
         about X", "what happened last week", "what did we decide". depth > 0 also
         follows entities the facts share, and each result says via which ones. Each
         result has its text, kind, entities, day, score and source (path#Lx-Ly)."""
-        got: dict[str, Any] = self._call(
+        return self._call(
             "recall", query=query, k=limit, since=since, kinds=kinds, entities=entities,
             depth=depth,
         )  # fmt: skip
-        return got
 
     def memory_retain(
         self,
@@ -153,11 +155,10 @@ class Tools:
         lesson learned, a fact about a person or a system. It is written into today's
         daily note (## Retain) and indexed. Returns the fact's id and where it was
         written."""
-        got: dict[str, Any] = self._call(
+        return self._call(
             "retain", content=content, kind=type, entities=entities, salience=salience,
             confidence=confidence,
         )  # fmt: skip
-        return got
 
     def memory_feedback(
         self,
@@ -176,11 +177,10 @@ class Tools:
         missed, a value between for partial help. Name the search by trace_id (or
         chat_id). source: human when a person judged it, self for your own judgement.
         Returns what was learned (the edges updated)."""
-        got: dict[str, Any] = self._call(
+        return self._call(
             "learn", outcome=reward, trace_id=trace_id, chat_id=chat_id, source=source,
             used=used,
         )  # fmt: skip
-        return got
 
     def memory_correct(
         self,
@@ -196,11 +196,10 @@ class Tools:
         records a CORRECTION that is retrieved with, and vetoes, what it corrects in
         later searches. Name the search by trace_id (or chat_id). Returns the
         correction's node id and the edges it added."""
-        got: dict[str, Any] = self._call(
+        return self._call(
             "inject", node_type="CORRECTION", content=content, trace_id=trace_id,
             chat_id=chat_id, targets=targets,
         )  # fmt: skip
-        return got
 
     def memory_why(
         self,
@@ -213,10 +212,7 @@ class Tools:
         node: the events that created, changed and retrieved it) or of an edge (give
         source and target: each weight change with the outcome, search and query text
         that caused it)."""
-        got: dict[str, Any] = self._call(
-            "audit", node=node, source=source, target=target, limit=limit
-        )
-        return got
+        return self._call("audit", node=node, source=source, target=target, limit=limit)
 
     def kg_get(
         self,
@@ -226,8 +222,7 @@ class Tools:
         """Look up current facts (key-value) about a subject: settings, environment,
         owners, versions that must be exact. Returns each predicate's current value
         and when and from where it was set."""
-        got: dict[str, Any] = self._call("kg", action="get", subject=subject, predicate=predicate)
-        return got
+        return self._call("kg", action="get", subject=subject, predicate=predicate)
 
     def kg_set(
         self,
@@ -239,10 +234,9 @@ class Tools:
         """Set a current fact (key-value) about a subject, replacing its previous value
         (which stays in the history): use it for exact values that must not be
         paraphrased, such as a setting, a path or an owner."""
-        got: dict[str, Any] = self._call(
+        return self._call(
             "kg", action="set", subject=subject, predicate=predicate, value=value, source=source
         )
-        return got
 
     def each(self) -> list[tuple[str, Callable[..., dict[str, Any]]]]:
         """(name, callable) of every tool, in ``TOOL_NAMES`` order."""
