@@ -17,6 +17,7 @@ class Hit(msgspec.Struct, frozen=True):
     fired: bool
     kind: str
     also: tuple[str, ...] = ()
+    cut: bool = False  # the budget cut it short at a line boundary
 
 
 class Answer(msgspec.Struct):

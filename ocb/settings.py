@@ -65,10 +65,10 @@ class Traversal(msgspec.Struct, frozen=True):
     max_context_chars: Annotated[int, _m("most characters of context one answer returns", ge=1)] = (
         6000
     )
-    max_seeds: Annotated[int, _m("most seed chunks a query starts from", ge=1)] = 4
+    max_seeds: Annotated[int, _m("most seed chunks a query starts from", ge=1)] = 10
     seed_ratio: Annotated[
         float, _m("a seed scores at least this share of the best match", ge=0, le=1)
-    ] = 0.5
+    ] = 0.4
     lexical_weight: Annotated[
         float, _m("share of BM25 in seed matching (the rest is cosine)", ge=0, le=1)
     ] = 0.6
@@ -87,6 +87,21 @@ class Traversal(msgspec.Struct, frozen=True):
     visit_penalty: Annotated[
         float, _m("taken off the logit of a target that already fired", ge=0)
     ] = 0.2
+    expand_docs: Annotated[int, _m("best matches whose terms expand a query", ge=0)] = 3
+    expand_terms: Annotated[int, _m("most terms one query is expanded with", ge=0)] = 5
+    expand_weight: Annotated[float, _m("weight of the expansion terms' matches (0: off)", ge=0)] = (
+        0.2
+    )
+    date_weight: Annotated[
+        float, _m("boost of chunks dated inside a date the query names", ge=0)
+    ] = 0.5
+    date_slack: Annotated[
+        int, _m("days outside the named date over which the boost fades", ge=0)
+    ] = 7
+    date_around: Annotated[int, _m('days either side of "around DATE" in a query', ge=0)] = 3
+    passages: Annotated[
+        bool, _m("show a chunk's lines without its headings, a speaker the query names first")
+    ] = True
 
 
 class Learning(msgspec.Struct, frozen=True):

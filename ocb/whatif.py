@@ -17,7 +17,7 @@ from typing import TypedDict
 import msgspec
 
 from ocb.engine.policy import tiers
-from ocb.graph.query import query
+from ocb.graph.query import query_at
 from ocb.scratch import Progress, ReplayStats, scratch_replay
 from ocb.settings import Traversal, check_key
 from ocb.store import Store
@@ -197,12 +197,14 @@ def _alt(r: QueryRun) -> tuple[int, int]:
 
 
 def compare_queries(real: Store, alt: Store, texts: list[str], top: int) -> QueryComparison:
-    """Run each query on both brains (recording nothing) and compare what fired."""
+    """Run each query on both brains (recording nothing, dates read at the same
+    time) and compare what fired."""
     runs: list[QueryRun] = []
     changed = 0
+    at = real.now()
     for text in texts:
-        a = query(real, text, top=1, record=False)
-        b = query(alt, text, top=1, record=False)
+        a = query_at(real, text, lambda: at, top=1, record=False)
+        b = query_at(alt, text, lambda: at, top=1, record=False)
         changed += set(a.fired) != set(b.fired)
         runs.append(QueryRun(text, len(a.fired), len(b.fired), a.context_chars, b.context_chars))
     differ = [

@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from ocb.engine.embed import Matrix
 from projections.graph import Node
+from workspace_sync.days import NO_DAY, chunk_day
 from workspace_sync.text import terms
 
 K1 = 1.2
@@ -71,6 +72,7 @@ class SearchIndex:
         docs: npt.NDArray[np.int32],
         weights: npt.NDArray[np.float32],
         vectors: Matrix,
+        days: npt.NDArray[np.int32] | None = None,
     ) -> None:
         self.ids = ids
         self.vocab = vocab
@@ -78,7 +80,11 @@ class SearchIndex:
         self.docs = docs
         self.weights = weights
         self.vectors = vectors
+        self.days = days if days is not None else np.full(len(ids), NO_DAY, dtype=np.int32)
         self._pos: dict[str, int] | None = None
+        self._by_doc: (
+            tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]] | None
+        ) = None
 
     @property
     def pos(self) -> dict[str, int]:
@@ -91,13 +97,19 @@ class SearchIndex:
 
     @classmethod
     def build(cls, nodes: list[Node], vectors: Matrix) -> SearchIndex:
-        """Index ``nodes`` (in the given order; rows of ``vectors`` match)."""
-        return cls.from_texts([n.id for n in nodes], [index_text(n) for n in nodes], vectors)
+        """Index ``nodes`` (in the given order; rows of ``vectors`` match), with the
+        day each is about (``workspace_sync.days``)."""
+        days = [chunk_day(n.path, n.heading, n.text) if n.path else NO_DAY for n in nodes]
+        ids, texts = [n.id for n in nodes], [index_text(n) for n in nodes]
+        return cls.from_texts(ids, texts, vectors, days)
 
     @classmethod
-    def from_texts(cls, ids: list[str], texts: list[str], vectors: Matrix) -> SearchIndex:
-        """Index documents given as ids and texts (rows of ``vectors`` match). Term
-        ids follow the terms' sorted order."""
+    def from_texts(
+        cls, ids: list[str], texts: list[str], vectors: Matrix, days: list[int] | None = None
+    ) -> SearchIndex:
+        """Index documents given as ids and texts (rows of ``vectors`` match; ``days``:
+        the day each is about, none by default). Term ids follow the terms' sorted
+        order."""
         docs = [_counted(t) for t in texts]
         sizes = np.array([len(g) for g, _ in docs], dtype=np.int64)
         g = np.concatenate([g for g, _ in docs]) if docs else np.zeros(0, dtype=np.int64)
@@ -122,7 +134,9 @@ class SearchIndex:
         w = (idf[t] * tf * (K1 + 1) / (tf + norm)).astype(np.float32)
         ptr = np.zeros(len(vocab) + 1, dtype=np.int64)
         np.cumsum(df.astype(np.int64), out=ptr[1:])
-        return cls(ids, vocab, ptr, d, w, np.ascontiguousarray(vectors, dtype=np.float32))
+        vecs = np.ascontiguousarray(vectors, dtype=np.float32)
+        on = np.asarray(days, dtype=np.int32) if days is not None else None
+        return cls(ids, vocab, ptr, d, w, vecs, on)
 
     # ------------------------------------------------------------------ search
 
@@ -136,6 +150,44 @@ class SearchIndex:
             a, b = int(self.ptr[tid]), int(self.ptr[tid + 1])
             scores[self.docs[a:b]] += self.weights[a:b]
         return scores
+
+    def by_doc(
+        self,
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """The postings by document: (row pointers, term ids, BM25 weights)."""
+        if self._by_doc is None:
+            n = len(self.ids)
+            order = np.argsort(self.docs, kind="stable")
+            tids = np.repeat(np.arange(len(self.ptr) - 1, dtype=np.int64), np.diff(self.ptr))
+            dptr = np.zeros(n + 1, dtype=np.int64)
+            np.cumsum(np.bincount(self.docs, minlength=n), out=dptr[1:])
+            self._by_doc = (dptr, tids[order], self.weights[order])
+        return self._by_doc
+
+    def feedback(
+        self, query: str, scores: Matrix, docs: int, width: int
+    ) -> npt.NDArray[np.float32]:
+        """BM25 scores of the terms that weigh most in the ``docs`` best-scoring rows
+        (at most ``width`` terms, the query's own left out), normalised to a best of 1."""
+        out = np.zeros(len(self.ids), dtype=np.float32)
+        top = [i for i in np.argsort(-scores, kind="stable")[:docs] if scores[i] > 0]
+        if not top:
+            return out
+        dptr, tids, w = self.by_doc()
+        acc: dict[int, float] = {}
+        best = float(scores[top[0]])
+        own = {self.vocab[t] for t in terms(query) if t in self.vocab}
+        for d in top:
+            a, b = int(dptr[d]), int(dptr[d + 1])
+            share = float(scores[d]) / best
+            for t, x in zip(tids[a:b].tolist(), w[a:b].tolist(), strict=True):
+                if t not in own:
+                    acc[t] = acc.get(t, 0.0) + share * x
+        for t in sorted(acc, key=lambda t: (-acc[t], t))[:width]:
+            a, b = int(self.ptr[t]), int(self.ptr[t + 1])
+            out[self.docs[a:b]] += np.float32(acc[t]) * self.weights[a:b]
+        top_v = float(out.max())
+        return out / top_v if top_v > 0 else out
 
     def cosine(self, qvec: Matrix) -> npt.NDArray[np.float32]:
         """Cosine of every node's vector with ``qvec`` (rows are unit length)."""
@@ -169,6 +221,7 @@ class SearchIndex:
             "docs": self.docs,
             "weights": self.weights,
             "vectors": self.vectors,
+            "days": self.days,
         }
         vocab = [""] * len(self.vocab)
         for t, i in self.vocab.items():
@@ -221,8 +274,11 @@ class SearchIndex:
             except (TypeError, ValueError):  # a damaged or truncated file
                 return None
             arrs[name] = a.reshape(shape)
+        if "days" not in arrs:  # written before chunks had days: build it again
+            return None
         vocab = {t: i for i, t in enumerate(head.vocab)}
-        return cls(head.ids, vocab, arrs["ptr"], arrs["docs"], arrs["weights"], arrs["vectors"])
+        got = [arrs[k] for k in ("ptr", "docs", "weights", "vectors", "days")]
+        return cls(head.ids, vocab, *got)
 
 
 class Seeding(msgspec.Struct, frozen=True):
@@ -249,13 +305,31 @@ def _top(index: SearchIndex, scores: Matrix, want: int) -> list[int]:
     return sorted((int(i) for i in part if scores[i] > 0), key=lambda i: (-scores[i], index.ids[i]))
 
 
+def day_closeness(
+    days: npt.NDArray[np.int32], start: int, end: int, slack: int
+) -> npt.NDArray[np.float32]:
+    """How close each row's day is to the days [``start``, ``end``): 1 inside, falling
+    linearly to 0 at ``slack + 1`` days outside; 0 for a row without a day."""
+    d = days.astype(np.int64)
+    dist = np.where(d < start, start - d, np.where(d >= end, d - end + 1, 0))
+    near = np.clip(1.0 - dist / (slack + 1.0), 0.0, 1.0)
+    return np.where(d == NO_DAY, 0.0, near).astype(np.float32)
+
+
 def choose_seeds(
     index: SearchIndex, query: str, qvec: Matrix, lexical_weight: float, *, max_seeds: int,
-    seed_ratio: float, top: int,
+    seed_ratio: float, top: int, expand: tuple[int, int, float] = (0, 0, 0.0),
+    dated: tuple[int, int, int, float] | None = None,
 ) -> Seeding:  # fmt: skip
     """Rank the index for ``query`` and choose up to ``max_seeds`` seeds scoring at
     least ``seed_ratio`` of the best (ties broken by id, so the choice is stable)."""
     hyb, lex, cos = index.hybrid(query, qvec, lexical_weight)
+    if dated is not None and dated[3] > 0:
+        hyb = (hyb + dated[3] * day_closeness(index.days, *dated[:3])).astype(np.float32)
+    if expand[2] > 0:
+        hyb = (hyb + expand[2] * index.feedback(query, hyb, expand[0], expand[1])).astype(
+            np.float32
+        )
     ranked = _top(index, hyb, min(len(index.ids), max_seeds + top + 8))
     best = float(hyb[ranked[0]]) if ranked else 0.0
     chosen = [i for i in ranked[:max_seeds] if hyb[i] >= seed_ratio * best]

@@ -3,11 +3,13 @@ answering one on a store and recording its trace, and reading recorded traces ba
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import msgspec
 
+from ocb.engine.dates import DAY_NS, date_in_query
 from ocb.engine.embed import Embedder
+from ocb.engine.passages import Passage, cut_to, named_in, split, whole
 from ocb.engine.routes import Plan, plan_route
 from ocb.engine.search import SearchIndex, Seeding, best_rows, choose_seeds
 from ocb.engine.traverse import (
@@ -64,6 +66,7 @@ def decide_query(
     chat_id: str = "",
     scorer: Scorer | None = None,
     plan: Plan | None = None,
+    now: Callable[[], int] = lambda: 0,
 ) -> tuple[QueryTraced, list[Hit]]:
     """Seed, traverse (or follow the question's route, ``plan``) and rank: the trace to
     record and the results to return.
@@ -78,10 +81,14 @@ def decide_query(
         )
     if top < 1:
         raise InputError(f"--top must be at least 1, got {top}", "pass --top 5")
+    when = date_in_query(query, now, s.date_around)
+    dated, w = None, when.window
+    if w is not None and w.start_ns > 0 and w.end_ns is not None:
+        dated = (w.start_ns // DAY_NS, -(-w.end_ns // DAY_NS), s.date_slack, s.date_weight)
     qvec = embedder.embed([query])[0]
     sd = choose_seeds(
         index, query, qvec, s.lexical_weight, max_seeds=s.max_seeds, seed_ratio=s.seed_ratio,
-        top=top,
+        top=top, expand=(s.expand_docs, s.expand_terms, s.expand_weight), dated=dated,
     )  # fmt: skip
     hyb, lex, cos, best = sd.hybrid, sd.lexical, sd.cosine, sd.best
     seeds = [(index.ids[i], float(hyb[i]) / best) for i in sd.chosen]
@@ -93,7 +100,7 @@ def decide_query(
     else:
         walk = fire_nodes(graph, seeds, _route_nodes(index, sd, plan), s)
     hidden = plan.vetoed if plan is not None else frozenset()
-    hits = _results(graph, index, sd, walk, s.max_context_chars, top, hidden)
+    hits = _results(graph, index, sd, walk, s.max_context_chars, top, hidden, query, s.passages)
     trace = QueryTraced(
         trace_id=trace_id,
         query=query,
@@ -132,47 +139,67 @@ def _route_nodes(index: SearchIndex, sd: Seeding, plan: Plan) -> list[str]:
 
 def _results(
     graph: State, index: SearchIndex, sd: Seeding, walk: Walk, budget: int, top: int,
-    hidden: frozenset[str] = frozenset(),
+    hidden: frozenset[str] = frozenset(), query: str = "", passages: bool = True,
 ) -> list[Hit]:  # fmt: skip
     """What fired, by activation, then the next-best matches (but ``hidden`` ones)
     only as far as the context budget would hold them too, so the results never carry
-    more text than a context may."""
-    hits = [_hit(graph, n, walk.activation[n], True) for n in walk.ranked()]
-    room = budget - walk.context_len
+    more text than a context may; the best match that does not fit whole comes last,
+    cut at a line boundary, when its first lines fit. Each as its passages
+    (``ocb.engine.passages``): the lines of a speaker the question names first, the
+    other speakers' lines after every focused passage."""
+    chosen = [(n, walk.activation[n], True) for n in walk.ranked()]
+    room, cut = budget - walk.context_len, None
     for i in sd.ranked:
-        if len(hits) >= top:
+        if len(chosen) >= top:
             break
         nid = index.ids[i]
-        if nid in hidden or nid in walk.vetoed:
+        if nid in hidden or nid in walk.vetoed or nid in walk.activation or nid not in graph.nodes:
             continue
-        if nid not in walk.activation and nid in graph.nodes:
-            cost = block_chars(graph.nodes[nid]) + len(SEPARATOR)
-            if cost <= room:
-                room -= cost
-                hits.append(_hit(graph, nid, float(sd.hybrid[i]) / sd.best, False))
-    return hits
+        cost = block_chars(graph.nodes[nid]) + len(SEPARATOR)
+        if cost <= room:
+            room -= cost
+            chosen.append((nid, float(sd.hybrid[i]) / sd.best, False))
+        elif cut is None:
+            cut = (nid, float(sd.hybrid[i]) / sd.best)
+    names = named_in(query)
+    focused: list[Hit] = []
+    rest: list[Hit] = []
+    for nid, score, fired in chosen:
+        node = graph.nodes[nid]
+        mine, others = split(node, names) if passages else ([whole(node)], [])
+        focused += [_hit(graph, p, score, fired) for p in mine]
+        rest += [_hit(graph, p, score, fired) for p in others]
+    if cut is not None and len(chosen) < top:
+        node = graph.nodes[cut[0]]
+        first = split(node, frozenset())[0][0] if passages else whole(node)
+        part = cut_to(first, room - len(node.source) - 3 - len(SEPARATOR))
+        if part is not None:
+            rest.append(_hit(graph, part, cut[1], False))
+    return focused + rest
 
 
 def assemble_context(graph: State, fired: Sequence[str], hits: Sequence[Hit]) -> str:
-    """Every fired node's text under its source, in the order of the results (the
-    fired nodes beyond ``top`` last, by firing order). The traversal fired only what
-    fits, so this is never longer than ``traversal.max_context_chars``."""
-    shown = [h.id for h in hits if h.fired]
-    seen = set(shown)
-    rest = [n for n in fired if n not in seen]
-    return SEPARATOR.join(context_block(graph.nodes[n]) for n in shown + rest)
+    """The fired nodes under their sources, in the order of the results and as the
+    results show them (their passages), then the fired nodes beyond ``top`` whole, by
+    firing order. The traversal fired only what fits, so this is never longer than
+    ``traversal.max_context_chars``."""
+    shown = [f"[{h.source}]\n{h.text}" for h in hits if h.fired]
+    seen = {h.id for h in hits if h.fired}
+    rest = [context_block(graph.nodes[n]) for n in fired if n not in seen]
+    return SEPARATOR.join(shown + rest)
 
 
-def _hit(graph: State, node_id: str, score: float, fired: bool) -> Hit:
-    n = graph.nodes[node_id]
+def _hit(graph: State, p: Passage, score: float, fired: bool) -> Hit:
+    n = graph.nodes[p.node]
     return Hit(
         id=n.id,
-        source=n.source,
-        text=n.text,
+        source=p.source(n),
+        text=p.text,
         score=round(score, 6),
         fired=fired,
         kind=n.kind,
         also=n.also,
+        cut=p.cut,
     )
 
 
@@ -189,6 +216,24 @@ def query(
     **traversal: object,
 ) -> Answer:
     """Answer a query and record its trace (see ``Brain.query``).
+
+    Raises:
+        InputError: an empty query or a bad setting.
+    """
+    return query_at(store, text, store.now, top=top, chat_id=chat_id, record=record, **traversal)
+
+
+def query_at(
+    store: Store,
+    text: str,
+    now: Callable[[], int],
+    *,
+    top: int = 5,
+    chat_id: str = "",
+    record: bool = True,
+    **traversal: object,
+) -> Answer:
+    """``query`` with the dates of the question read at ``now()``.
 
     Raises:
         InputError: an empty query or a bad setting.
@@ -213,6 +258,7 @@ def query(
         chat_id=chat_id,
         scorer=scorer,
         plan=plan_route(store.state("routes"), store.graph, text, store.setting(Routes)),
+        now=now,
     )
     record = record and store.as_of is None  # the past is read-only
     if record:

@@ -21,9 +21,9 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from ocb.engine.dates import DAY_NS, Window, today
 from ocb.engine.embed import Embedder
 from ocb.engine.search import SearchIndex
-from ocb.memory.dates import DAY_NS, Window, today
 from ocb.settings import Memory
 from ocb_events.schema import RecallHit, RecallTraced, Setting
 from projections.memory import Fact, State as MemoryState

@@ -32,9 +32,9 @@ from pathlib import Path
 
 import msgspec
 
+from ocb.engine.dates import since_window
 from ocb.graph.sync import sync
 from ocb.memory.bank import ENTITIES, OPINIONS, FileWrite, aliases, bank_texts, write_pages
-from ocb.memory.dates import since_window
 from ocb.redaction import redact_input
 from ocb.store import Store
 from ocb_events.errors import InputError, OcbError, WorkspaceError

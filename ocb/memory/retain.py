@@ -9,10 +9,7 @@ from pathlib import Path
 
 import msgspec
 
-from ocb.engine.embed import Embedder
-from ocb.engine.search import SearchIndex
-from ocb.graph.sync import sync
-from ocb.memory.dates import (
+from ocb.engine.dates import (
     DatePhrase,
     Window,
     between_window,
@@ -20,6 +17,9 @@ from ocb.memory.dates import (
     since_window,
     today,
 )
+from ocb.engine.embed import Embedder
+from ocb.engine.search import SearchIndex
+from ocb.graph.sync import sync
 from ocb.memory.recall import FactIndex, RecallItem, RecallRequest, decide_recall
 from ocb.redaction import redact_input, warn_file
 from ocb.settings import Memory, resolve

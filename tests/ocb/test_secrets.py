@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from ocb.brain import Brain
 from ocb.cli.app import app
-from ocb.memory.dates import day_start
+from ocb.engine.dates import day_start
 from ocb.memory.reflect import reflect
 from ocb_events.clock import TickClock
 from ocb_events.errors import InputError

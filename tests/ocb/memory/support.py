@@ -8,7 +8,7 @@ import datetime as dt
 from collections.abc import Sequence
 from pathlib import Path
 
-from ocb.memory.dates import day_start
+from ocb.engine.dates import day_start
 from ocb_events.clock import TickClock
 
 NOW = day_start(dt.date(2026, 11, 22)) + 9 * 3600 * 10**9

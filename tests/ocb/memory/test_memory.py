@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ocb.brain import Brain
-from ocb.memory.dates import DAY_NS, day_start
+from ocb.engine.dates import DAY_NS, day_start
 from ocb.memory.recall import access_decay, co_weights, composite, spread
 from ocb.settings import Memory
 from ocb_events.errors import InputError, WorkspaceError

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from ocb.brain import Brain
 from ocb.cli.app import app
-from ocb.memory.dates import DAY_NS, day_start
+from ocb.engine.dates import DAY_NS, day_start
 from ocb.memory.reflect import bank_texts, decide_reflect, default_judge, move_confidence, reflect
 from ocb_events.clock import TickClock
 from ocb_events.errors import InputError, WorkspaceError
