@@ -170,7 +170,7 @@ class SearchIndex:
         """BM25 scores of the terms that weigh most in the ``docs`` best-scoring rows
         (at most ``width`` terms, the query's own left out), normalised to a best of 1."""
         out = np.zeros(len(self.ids), dtype=np.float32)
-        top = [i for i in np.argsort(-scores, kind="stable")[:docs] if scores[i] > 0]
+        top = [i for i in _best(scores, docs) if scores[i] > 0]
         if not top:
             return out
         dptr, tids, w = self.by_doc()
@@ -295,6 +295,15 @@ class Seeding(msgspec.Struct, frozen=True):
     @property
     def best(self) -> float:
         return float(self.hybrid[self.ranked[0]]) if self.ranked else 0.0
+
+
+def _best(scores: npt.NDArray[np.float32], k: int) -> list[int]:
+    """The rows of the ``k`` best scores, best first (ties by row)."""
+    if k <= 0 or not len(scores):
+        return []
+    k = min(k, len(scores))
+    part = np.argpartition(-scores, k - 1)[:k]
+    return sorted(part.tolist(), key=lambda i: (-float(scores[i]), i))
 
 
 def _top(index: SearchIndex, scores: Matrix, want: int) -> list[int]:

@@ -165,6 +165,8 @@ def _results(
     focused: list[Hit] = []
     rest: list[Hit] = []
     for nid, score, fired in chosen:
+        if len(focused) >= top:  # the rest would come after them: never shown
+            break
         node = graph.nodes[nid]
         mine, others = split(node, names) if passages else ([whole(node)], [])
         focused += [_hit(graph, p, score, fired) for p in mine]
