@@ -1,10 +1,14 @@
-"""Tokenizing for lexical search and the built-in embedder: lowercase word tokens,
-English stopwords removed, and a light suffix stemmer (plurals, -ing, -ed, -ly)."""
+"""Tokenizing: lowercase word tokens and English stopwords, for lexical search with the
+Porter2 (Snowball English) stemmer (``terms``), and for the built-in hashed embedder and
+the stance of corrections with a light suffix stemmer (``light_stem``: plurals, -ing,
+-ed, -ly), which its stored vectors were built with and so stays as it is."""
 
 from __future__ import annotations
 
 import re
 from functools import lru_cache
+
+from workspace_sync.porter2 import porter2
 
 _WORD = re.compile(r"[^\W_]+")
 
@@ -23,8 +27,12 @@ STOPWORDS = frozenset(
 _DOUBLE_OK = frozenset("lsz")
 
 
+TOKENIZER = "porter2-v1"
+"""Names what ``terms`` does: an index built by another tokenizer is built again."""
+
+
 @lru_cache(maxsize=200_000)
-def stem(word: str) -> str:
+def light_stem(word: str) -> str:
     """A light, deterministic English stemmer: ``rolled`` and ``rolling`` -> ``roll``."""
     w = word
     if len(w) <= 3 or w.isdigit():
@@ -50,5 +58,6 @@ def words(text: str) -> list[str]:
 
 
 def terms(text: str) -> list[str]:
-    """Stemmed content terms of ``text`` (stopwords dropped), in order."""
-    return [stem(w) for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
+    """Porter2-stemmed content terms of ``text`` (stopwords dropped), in order: the
+    same at index and at query time."""
+    return [porter2(w) for w in _WORD.findall(text.lower()) if w not in STOPWORDS]

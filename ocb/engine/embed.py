@@ -15,7 +15,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from workspace_sync.text import STOPWORDS, stem, words
+from workspace_sync.text import STOPWORDS, light_stem, words
 
 Matrix = npt.NDArray[np.float32]
 _VEC_HEAD = struct.Struct("<4sII")
@@ -82,7 +82,7 @@ class HashEmbedder:
             return got
         idx: list[int] = []
         val: list[float] = []
-        b, s = self._feature("w:" + stem(word))
+        b, s = self._feature("w:" + light_stem(word))
         idx.append(b)
         val.append(s)
         padded = f"<{word}>"
@@ -105,7 +105,7 @@ class HashEmbedder:
             idx.extend(i)
             val.extend(v)
         for a, b in zip(toks, toks[1:], strict=False):
-            j, s = self._feature("b:" + stem(a) + " " + stem(b))
+            j, s = self._feature("b:" + light_stem(a) + " " + light_stem(b))
             idx.append(j)
             val.append(0.5 * s)
         if not idx:

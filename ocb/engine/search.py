@@ -22,7 +22,7 @@ import numpy.typing as npt
 from ocb.engine.embed import Matrix
 from projections.graph import Node
 from workspace_sync.days import NO_DAY, chunk_day
-from workspace_sync.text import terms
+from workspace_sync.text import TOKENIZER, terms
 
 K1 = 1.2
 B = 0.75
@@ -34,6 +34,7 @@ class _Header(msgspec.Struct):
     ids: list[str]
     vocab: list[str]
     arrays: dict[str, tuple[str, list[int], int]]  # name -> (dtype, shape, offset)
+    tokenizer: str = ""  # what made the terms (workspace_sync.text.TOKENIZER)
 
 
 def index_text(node: Node) -> str:
@@ -232,7 +233,7 @@ class SearchIndex:
             off = math.ceil(off / _ALIGN) * _ALIGN
             offsets[name] = (arr.dtype.str, list(arr.shape), off)
             off += arr.nbytes
-        head = msgspec.msgpack.encode(_Header(self.ids, vocab, offsets))
+        head = msgspec.msgpack.encode(_Header(self.ids, vocab, offsets, TOKENIZER))
         base = math.ceil((len(_MAGIC) + 8 + len(head)) / _ALIGN) * _ALIGN
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
@@ -261,6 +262,8 @@ class SearchIndex:
         try:
             head = msgspec.msgpack.decode(bytes(raw[start : start + n]), type=_Header)
         except msgspec.DecodeError:
+            return None
+        if head.tokenizer != TOKENIZER:  # terms of another tokenizer: build it again
             return None
         base = math.ceil((start + n) / _ALIGN) * _ALIGN
         arrs = {}

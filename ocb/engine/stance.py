@@ -43,7 +43,7 @@ import msgspec
 
 from ocb.engine.search import SearchIndex
 from projections.graph import Node
-from workspace_sync.text import STOPWORDS, stem, words
+from workspace_sync.text import STOPWORDS, light_stem, words
 
 NEGATIONS = frozenset(
     "no not never nor neither cannot without nobody none nothing avoid instead rather".split()
@@ -86,7 +86,7 @@ def _key(term: str) -> str:
 
 
 def _past(word: str) -> bool:
-    return word.endswith("ed") and stem(word) != word
+    return word.endswith("ed") and light_stem(word) != word
 
 
 def units(text: str) -> list[Unit]:
@@ -101,8 +101,8 @@ def units(text: str) -> list[Unit]:
                 continue
             negated = withdrawn or bool(_NOT.search(part.lower()))
             negated = negated or any(w in NEGATIONS for w in found)
-            terms = frozenset(_key(stem(w)) for w in ws)
-            advised = frozenset(_key(stem(w)) for w in ws if not _past(w))
+            terms = frozenset(_key(light_stem(w)) for w in ws)
+            advised = frozenset(_key(light_stem(w)) for w in ws if not _past(w))
             out.append(Unit(terms, advised, negated))
     return out
 
