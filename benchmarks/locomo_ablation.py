@@ -54,8 +54,11 @@ def evaluator(data: Path) -> ModuleType:
     return mod
 
 
-def brains(data: Path, state: Path, convs: list[int], rebuild: bool) -> dict[int, Brain]:
+def brains(
+    data: Path, state: Path, convs: list[int], rebuild: bool, embedder: str
+) -> dict[int, Brain]:
     out = {}
+    state = state / (embedder.replace("/", "_").replace(":", "_") or "hash")
     for c in convs:
         d = state / f"conv-{c}"
         if rebuild and d.exists():
@@ -64,7 +67,7 @@ def brains(data: Path, state: Path, convs: list[int], rebuild: bool) -> dict[int
             out[c] = Brain(d)
         else:
             t0 = time.perf_counter()
-            out[c], _ = Brain.init(d, data / f"conv-{c}" / "workspace")
+            out[c], _ = Brain.init(d, data / f"conv-{c}" / "workspace", embedder=embedder)
             print(f"built conv-{c} in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     return out
 
@@ -118,12 +121,14 @@ def main() -> int:
     ap.add_argument("--state", type=Path, default=Path("/tmp/locomo-ablation"))
     ap.add_argument("--convs", default="0,1,2,3")
     ap.add_argument("--rebuild", action="store_true", help="build the brains again")
+    ap.add_argument("--embedder", default="hash", help="hash, minilm or http:... (ocb init)")
     ap.add_argument("--top", type=int, default=50)
     ap.add_argument("--variant", action="append", default=[], help="setting=value,...")
     ap.add_argument("--per-question", type=Path, help="write each variant's records here")
     args = ap.parse_args()
     ev = evaluator(args.data)
-    bs = brains(args.data, args.state, [int(c) for c in args.convs.split(",")], args.rebuild)
+    convs = [int(c) for c in args.convs.split(",")]
+    bs = brains(args.data, args.state, convs, args.rebuild, args.embedder)
     variants = [(v or "default", v) for v in args.variant] or ABLATION
     cols = ["R@1k", "R@2k", "R@4k", *CATEGORIES.values(), "p50 ms"]
     print("| variant | " + " | ".join(cols) + " |")

@@ -24,7 +24,7 @@ from ocb.graph.inject import inject
 from ocb.graph.learn import learn
 from ocb.graph.query import query, route_scorer, trace_of
 from ocb.graph.sync import Progress, Scanned, scan, sync
-from ocb.reports import Answer, InjectReport, LearnReport, SyncReport
+from ocb.reports import Answer, InjectReport, LearnReport, ReembedReport, SyncReport
 from ocb.store import Store, StoreOptions, Warn
 from ocb_events.schema import QueryTraced, Record
 
@@ -140,11 +140,7 @@ class Brain(Store):
         return query(self, text, top=top, chat_id=chat_id, record=record, mode=mode, **traversal)
 
     def trace(self, trace_id: str = "", chat_id: str = "") -> QueryTraced:
-        """A recorded trace, by id or as the last trace of a chat.
-
-        Raises:
-            InputError: no such trace or chat.
-        """
+        """A recorded trace, by id or as the last trace of a chat (InputError: none)."""
         return trace_of(self, trace_id, chat_id)
 
     def learn(
@@ -437,12 +433,16 @@ class Brain(Store):
         return check(self, window=window, apply=apply)
 
     def regenerate_blobs(self) -> BlobReport:
-        """Write back the lost vector blobs named by the log (up to the brain's horizon)
-        by embedding again the texts they were built from (``ocb.upkeep.blobs``).
-        Nothing is recorded."""
+        """Write back the lost vector blobs the log names, embedding their texts again."""
         from ocb.upkeep.blobs import regenerate_blobs
 
         return regenerate_blobs(self)
+
+    def reembed(self, spec: str, *, progress: Progress | None = None) -> ReembedReport:
+        """Switch every vector to the embedder ``spec`` names, in one append."""
+        from ocb.upkeep.reembed import reembed
+
+        return reembed(self, spec, progress)
 
     def forget(
         self,

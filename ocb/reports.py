@@ -98,3 +98,14 @@ class InjectReport(msgspec.Struct):
     selection: str = ""
     vetoed: list[Cited] = msgspec.field(default_factory=list)
     spared: list[Cited] = msgspec.field(default_factory=list)
+
+
+class ReembedReport(msgspec.Struct):
+    """What ``ocb reembed`` recorded: the embedder before and after, its spec, how
+    many vectors were made, and the seq of the last record (0: nothing changed)."""
+
+    before: str
+    after: str
+    spec: str
+    vectors: int
+    seq: int

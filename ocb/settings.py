@@ -72,6 +72,10 @@ class Traversal(msgspec.Struct, frozen=True):
     lexical_weight: Annotated[
         float, _m("share of BM25 in seed matching (the rest is cosine)", ge=0, le=1)
     ] = 0.6
+    model_lexical_weight: Annotated[
+        float,
+        _m("share of BM25 when a model's vectors are fused with the hashed ones", ge=0, le=1),
+    ] = 0.4
     tau: Annotated[float, _m("temperature of the route policy's softmax", gt=0)] = 1.0
     damping: Annotated[
         float, _m("factor on an edge's weight each time one walk reuses it", gt=0, le=1)

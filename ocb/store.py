@@ -20,6 +20,7 @@ from typing import Any, Self, TypedDict, TypeVar, Unpack, cast
 import numpy as np
 
 from ocb.engine.embed import Embedder, HashEmbedder, Matrix, builtin_embedder, unpack_matrix
+from ocb.engine.embedders import embedder_from_spec, embedder_spec
 from ocb.engine.search import SearchIndex
 from ocb.redaction import scanner_of
 from ocb.settings import Indexing, Learning, S, Storage, Traversal, resolve
@@ -52,7 +53,7 @@ class StoreOptions(TypedDict, total=False):
     clock: Clock
     writer: bool
     durability: Durability
-    embedder: Embedder | None
+    embedder: Embedder | str | None
     warn: Warn | None
     snapshot_every: int
     as_of: int | str | None
@@ -113,7 +114,7 @@ class Store:
         writer: bool = True,
         create: bool = False,
         durability: Durability = "batch",
-        embedder: Embedder | None = None,
+        embedder: Embedder | str | None = None,
         warn: Warn | None = None,
         snapshot_every: int = SNAPSHOT_EVERY,
         as_of: int | str | None = None,
@@ -135,6 +136,8 @@ class Store:
         self.blobs = BlobStore(self.path / "blobs")
         self.snapshots = SnapshotStore(self.path / "snapshots")
         self.snapshot_every = snapshot_every
+        if isinstance(embedder, str):  # a spec: hash, minilm, http:...
+            embedder = embedder_from_spec(embedder, cache_dir=self.path / "cache")
         self._embedder = embedder
         self._embedder_checked = False
         self._states: dict[str, Any] = {}
@@ -325,19 +328,44 @@ class Store:
         """
         if self._embedder is not None and self._embedder_checked:
             return self._embedder
-        recorded = self.state("vectors").embedder_id
+        vec = self.state("vectors")
+        recorded = vec.embedder_id
         if self._embedder is None:
-            self._embedder = (builtin_embedder(recorded) if recorded else None) or HashEmbedder()
+            self._embedder = self._recorded_embedder(recorded, vec.spec)
         if recorded and recorded != self._embedder.id:
-            raise EmbedderMismatch(recorded, self._embedder.id)
+            spec = embedder_spec(self._embedder) or "hash"
+            fix = f"ocb reembed --embedder {spec} --brain {self.path}"
+            raise EmbedderMismatch(recorded, self._embedder.id, fix)
         self._embedder_checked = bool(recorded)
         return self._embedder
+
+    def use_embedder(self, embedder: Embedder) -> None:
+        """Switch to ``embedder`` once the log records it (``ocb reembed``): what was
+        derived from the old vectors goes."""
+        self._embedder, self._embedder_checked = embedder, True
+        self._derived.clear()
+
+    def _recorded_embedder(self, recorded: str, spec: str) -> Embedder:
+        """The embedder the log names: the built-in one of its id, else the one its spec
+        makes (the hashed one for a new brain).
+
+        Raises:
+            EmbedderUnavailable: the spec's embedder cannot run here.
+        """
+        builtin = builtin_embedder(recorded) if recorded else None
+        if builtin is not None:
+            return builtin
+        if spec:
+            return embedder_from_spec(spec, cache_dir=self.path / "cache")
+        return HashEmbedder()
 
     def embedder_for(self, embedder_id: str) -> Embedder | None:
         """The embedder named ``embedder_id``: the one this brain was opened with when
         it has that id, else the built-in one of that id (None: not at hand)."""
         if self._embedder is not None and self._embedder.id == embedder_id:
             return self._embedder
+        if embedder_id and embedder_id == self.state("vectors").embedder_id:
+            return self.embedder()
         return builtin_embedder(embedder_id)
 
     def vectors_of(self, ids: list[str]) -> Matrix:
@@ -396,7 +424,7 @@ class Store:
     ) -> SearchIndex | None:
         prefix = f"{kind}-{key}-"
         for p in sorted((self.path / "cache").glob(prefix + "*.idx")):
-            emb = self._embedder or builtin_embedder(p.name[len(prefix) : -4])
+            emb = self._embedder or self.embedder_for(p.name[len(prefix) : -4])
             if emb is None or p.name != f"{prefix}{emb.id}.idx":
                 continue
             idx = SearchIndex.load(p)

@@ -18,6 +18,9 @@ that describes the condition. The CLI prints ``error: <message>`` and
     │   ├── BlobMissing          a vector blob named by the log is gone or damaged
     │   ├── BlobWriteFailed      the disk refused a blob (nothing was recorded)
     │   └── EmbedderMismatch     the brain was built with another embedder
+    ├── EmbedderUnavailable      the brain's embedder cannot run here (a missing
+    │                            extra, a model file that is not the pinned one, an
+    │                            endpoint that fails); nothing was recorded
     ├── WorkspaceError           a missing, empty or non-directory workspace
     ├── AnalyticsError           a SQL error, or an analytics store that cannot be
     │                            opened or updated (the message is DuckDB's)
@@ -187,13 +190,20 @@ class BlobWriteFailed(BrainError):
 class EmbedderMismatch(BrainError):
     """The brain's vectors come from another embedder than the one in use."""
 
-    def __init__(self, recorded: str, current: str) -> None:
+    def __init__(self, recorded: str, current: str, fix: str = "") -> None:
         super().__init__(
-            f"brain was built with embedder {recorded!r}, not {current!r}",
-            f"use embedder {recorded!r} with this brain, or build a new brain",
+            f"this brain's vectors were built with {recorded!r}; {current!r} would mix "
+            "vector spaces",
+            "keep the brain's embedder, or switch every vector at once: "
+            + (fix or "ocb reembed --embedder SPEC --brain B"),
         )
         self.recorded = recorded
         self.current = current
+
+
+class EmbedderUnavailable(OcbError):
+    """An embedder the brain needs cannot run: its optional packages are missing, its
+    model file is not the pinned one, or its endpoint does not answer."""
 
 
 class WorkspaceError(OcbError):

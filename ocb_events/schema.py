@@ -112,10 +112,12 @@ class FileMoved(Event, tag="file_moved"):
 
 
 class EmbedderConfigured(Event, tag="embedder_configured"):
-    """The embedder that builds this brain's vectors. Folded by vectors."""
+    """The embedder that builds this brain's vectors, and the spec that makes it again
+    (``ocb.engine.embedders``; "" for the built-in hashed one). Folded by vectors."""
 
     embedder_id: str
     dim: int
+    spec: str = ""
 
 
 class NodesEmbedded(Event, tag="nodes_embedded"):

@@ -34,6 +34,7 @@ class State(msgspec.Struct, kw_only=True):
     embedder_id: str = ""
     dim: int = 0
     rows: dict[str, VecRef] = msgspec.field(default_factory=dict)
+    spec: str = ""  # what makes the embedder again ("": the built-in hashed one)
 
 
 def initial() -> State:
@@ -44,10 +45,10 @@ def initial() -> State:
 def evolve(state: State, rec: Record | FoldRecord) -> State:
     """Apply one record (consumes ``state``)."""
     match rec.event:
-        case EmbedderConfigured(embedder_id=eid, dim=dim):
+        case EmbedderConfigured(embedder_id=eid, dim=dim, spec=spec):
             if eid != state.embedder_id:
                 state.rows = {}
-            state.embedder_id, state.dim = eid, dim
+            state.embedder_id, state.dim, state.spec = eid, dim, spec
         case NodesEmbedded(embedder_id=eid, blob=blob, node_ids=ids) if eid == state.embedder_id:
             for i, node_id in enumerate(ids):
                 state.rows[node_id] = VecRef(blob, i)

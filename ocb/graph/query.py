@@ -9,6 +9,7 @@ import msgspec
 
 from ocb.engine.dates import DAY_NS, date_in_query
 from ocb.engine.embed import Embedder
+from ocb.engine.embedders import FusedEmbedder
 from ocb.engine.passages import Passage, cut_to, named_in, split, whole
 from ocb.engine.routes import Plan, plan_route
 from ocb.engine.search import SearchIndex, Seeding, best_rows, choose_seeds
@@ -86,8 +87,10 @@ def decide_query(
     if w is not None and w.start_ns > 0 and w.end_ns is not None:
         dated = (w.start_ns // DAY_NS, -(-w.end_ns // DAY_NS), s.date_slack, s.date_weight)
     qvec = embedder.embed([query])[0]
+    # a model's meaning beside the hashed words weighs more against BM25
+    lw = s.model_lexical_weight if isinstance(embedder, FusedEmbedder) else s.lexical_weight
     sd = choose_seeds(
-        index, query, qvec, s.lexical_weight, max_seeds=s.max_seeds, seed_ratio=s.seed_ratio,
+        index, query, qvec, lw, max_seeds=s.max_seeds, seed_ratio=s.seed_ratio,
         top=top, expand=(s.expand_docs, s.expand_terms, s.expand_weight), dated=dated,
     )  # fmt: skip
     hyb, lex, cos, best = sd.hybrid, sd.lexical, sd.cosine, sd.best

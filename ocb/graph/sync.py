@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ocb.engine.embed import Embedder, Matrix, pack_matrix
+from ocb.engine.embedders import embedder_spec
 from ocb.redaction import warn_file
 from ocb.reports import SyncReport
 from ocb.settings import Indexing
@@ -226,7 +227,8 @@ def decide_sync(
     if not graph.workspace:
         plan.events.append(WorkspaceAttached(root=root))
     if not embedder_id:
-        plan.events.append(EmbedderConfigured(embedder_id=embedder.id, dim=embedder.dim))
+        spec = embedder_spec(embedder)
+        plan.events.append(EmbedderConfigured(embedder_id=embedder.id, dim=embedder.dim, spec=spec))
     keep = frozenset(sk.path for sk in skipped if sk.path in graph.files)
     previous = previous_files(graph, scope)
     file_events = diff_workspace(

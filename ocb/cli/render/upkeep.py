@@ -1,5 +1,5 @@
 """Rendering the upkeep commands (``maintain``, ``anchor``, ``teach``, ``train-route``,
-``health``): the stable JSON objects (documented in README.md) and the human text."""
+``health``, ``reembed``): the stable JSON objects (documented in README.md) and the human text."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from ocb.cli.render.graph import deltas_json
 if TYPE_CHECKING:
     from ocb.graph.route import TrainReport
     from ocb.graph.teach import TeachReport
+    from ocb.reports import ReembedReport
     from ocb.upkeep.health import Health
     from ocb.upkeep.maintain import AnchorReport, MaintenanceReport
     from ocb.upkeep.weights import Change
@@ -117,3 +118,16 @@ def health_text(got: tuple[Health, list[Record]]) -> str:
         done = "applied" if recs else "proposed"
         lines.append(f"{done}: {p.key} {p.current:g} -> {p.proposed:g} ({p.reason})")
     return "\n".join(lines)
+
+
+def reembed_json(r: ReembedReport) -> dict[str, Any]:
+    return fields(r)
+
+
+def reembed_text(r: ReembedReport) -> str:
+    if not r.seq:
+        return f"the brain's vectors are already made by {r.after}; nothing recorded"
+    return (
+        f"switched {r.vectors} vectors from {r.before or 'none'} to {r.after}, "
+        f"recorded up to seq {r.seq}"
+    )

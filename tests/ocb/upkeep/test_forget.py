@@ -188,7 +188,7 @@ STRUCTURAL = {
     "absorbed", "node", "chosen", "followed", "mode", "stop_reason", "fact_id",
     "change", "supporting", "contradicting", "priority", "teacher",
     "op", "root", "what", "segment", "actor", "evidence", "day", "used", "route", "route_mode",
-    "route_id", "old_path",
+    "route_id", "old_path", "spec",
 }  # fmt: skip
 """String fields that name things (ids, paths, hashes, kinds), not free text."""
 
