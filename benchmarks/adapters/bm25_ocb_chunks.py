@@ -6,7 +6,7 @@ candidate set is exactly ocb's nodes; only the ranking differs.  Ranking is text
 Okapi BM25 (k1=1.2, b=0.75, idf = ln(1 + (N - df + 0.5) / (df + 0.5))) over the chunk
 text (not the heading breadcrumb), tokens = lowercase ``\\w+`` words, no stemming and no
 stopwords: a plain baseline, deliberately without tuning. With ``BM25_TOKENS=ocb`` the
-tokens are ocb's own terms (``workspace_sync.text.terms``: stopwords dropped, light stemming), to
+tokens are ocb's own terms (``workspace_sync.text.terms``: stopwords dropped, Porter2 stemming), to
 separate what the tokenizer gives from what the graph and vectors give.
 
 Adapter protocol (see the LoCoMo README):
@@ -105,7 +105,7 @@ def build(workspace_dir: str, state_dir: str) -> None:
             {
                 "k1": K1,
                 "b": B,
-                "tokens": "workspace_sync.text.terms (stopwords, light stemming)"
+                "tokens": "workspace_sync.text.terms (stopwords, Porter2 stemming)"
                 if os.environ.get("BM25_TOKENS") == "ocb"
                 else "lowercase \\w+, no stemming, no stopwords",
                 "chunker": "workspace_sync.chunk_text (default target_chars)",

