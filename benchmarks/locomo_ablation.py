@@ -17,7 +17,6 @@ looking at this set.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import shutil
@@ -29,6 +28,8 @@ from types import ModuleType
 from typing import Any
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from locomo_learning import evaluator  # noqa: E402  (the same directory)
 
 from ocb.brain import Brain  # noqa: E402
 
@@ -44,14 +45,6 @@ ABLATION = [
     ("4 seeds at 0.5 (the old seeding)", "max_seeds=4,seed_ratio=0.5"),
     ("all four off", "date_weight=0,expand_weight=0,passages=false,max_seeds=4,seed_ratio=0.5"),
 ]
-
-
-def evaluator(data: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location("locomo_evaluate", data / "tools" / "evaluate.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def brains(

@@ -85,6 +85,13 @@ def test_reembed_switches_every_vector_in_one_append(ws: Path, tmp_path: Path) -
     got = cli("reembed", "--embedder", "hash", "--brain", tmp_path / "b", "--json")
     assert got.returncode == 0, got.stderr
     assert '"after":"hash-ngram-v1-d384"' in got.stdout.replace(" ", "")
+    with Brain(tmp_path / "b") as back:  # the index cached before the switch is not used
+        assert back.search_index().vectors.shape[1] == 384
+        back.query("who owns billing", top=1, record=False)  # caches the hashed index
+    assert cli("reembed", "--embedder", "minilm", "--brain", tmp_path / "b").returncode == 0
+    with Brain(tmp_path / "b") as later:
+        assert later.search_index().vectors.shape[1] == 768
+        assert later.embedder().id == "hash-ngram-v1-d384+minilm-l6-v2-int8@0.5"
 
 
 def test_an_embedder_that_fails_half_way_records_nothing(ws: Path, tmp_path: Path) -> None:
