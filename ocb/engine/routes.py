@@ -4,8 +4,10 @@ Edge weights are shared by every question that passes through a node, so an outc
 that strengthens a walk for one question moves the walks of others. A route belongs to
 one question instead: it is keyed by the question's terms (``route_key``), and a query
 follows the route whose key shares at least ``routes.match`` of its terms (Jaccard; the
-same terms always match). What a route holds is a credit per node, decided from the
-outcomes of the traces that followed it:
+same terms always match). A route recorded before search stemmed with Porter2 holds a
+key of light-stemmed terms (``legacy_key``): a question is matched under both, so an
+upgraded brain still follows what it learned. What a route holds is a credit per node,
+decided from the outcomes of the traces that followed it:
 
 =============  ========  ======================================================
 credit         state     what a query that follows the route does with the node
@@ -49,7 +51,7 @@ from ocb.settings import Routes
 from ocb_events.schema import QueryTraced, RouteCredit, RouteUpdated
 from projections.graph import State as Graph
 from projections.routes import Route, State
-from workspace_sync.text import terms
+from workspace_sync.text import STOPWORDS, light_stem, terms, words
 
 COMPILED = 0.5
 """Credit from which a node is part of a route's context."""
@@ -69,22 +71,41 @@ def route_key(query: str) -> str:
     return " ".join(sorted(set(terms(query))))
 
 
-def find_route(state: State, key: str, match: float) -> str:
-    """The id of the route a question with ``key`` follows ("" for none): the route of
-    the same key, else the one whose key shares the largest share of terms with it,
-    at least ``match`` (the oldest on a tie)."""
-    rid = state.by_key.get(key, "")
-    if rid in state.routes or not key or match >= 1.0:
-        return rid if rid in state.routes else ""
-    words = set(key.split())
-    cands = {r for t in words for r in state.by_term.get(t, ())}
-    best, share = "", 0.0
-    for r in sorted(cands, key=lambda r: (state.routes[r].created_seq, r)):
-        other = set(state.routes[r].key.split())
-        j = len(words & other) / len(words | other)
-        if j > share + _EPS:
-            best, share = r, j
-    return best if share >= match - _EPS else ""
+def legacy_key(query: str) -> str:
+    """The key a route for the question was recorded under before lexical search
+    stemmed with Porter2: its distinct terms by the light stemmer, sorted."""
+    return " ".join(sorted({light_stem(w) for w in words(query) if w not in STOPWORDS}))
+
+
+def keys_of(query: str) -> tuple[str, ...]:
+    """The keys a question's route may be recorded under, the current one first."""
+    key, old = route_key(query), legacy_key(query)
+    return (key,) if old == key else (key, old)
+
+
+def find_route(state: State, keys: Sequence[str], match: float) -> str:
+    """The id of the route a question with ``keys`` (``keys_of``) follows ("" for
+    none): the route of one of its keys (the first that has one), else the one whose
+    key shares the largest share of terms with one of them, at least ``match`` (the
+    oldest on a tie)."""
+    wanted = [k for k in keys if k]
+    for key in wanted:
+        rid = state.by_key.get(key, "")
+        if rid in state.routes:
+            return rid
+    if not wanted or match >= 1.0:
+        return ""
+    share: dict[str, float] = {}
+    for key in wanted:
+        mine = set(key.split())
+        for r in {r for t in mine for r in state.by_term.get(t, ())}:
+            other = set(state.routes[r].key.split())
+            share[r] = max(share.get(r, 0.0), len(mine & other) / len(mine | other))
+    best, top = "", 0.0
+    for r in sorted(share, key=lambda r: (state.routes[r].created_seq, r)):
+        if share[r] > top + _EPS:
+            best, top = r, share[r]
+    return best if top >= match - _EPS else ""
 
 
 def live_credits(route: Route, graph: Graph) -> dict[str, float]:
@@ -113,7 +134,7 @@ class Plan(msgspec.Struct, frozen=True):
 def plan_route(state: State, graph: Graph, query: str, s: Routes) -> Plan | None:
     """How a query follows its route, or None when it has none (or one that holds
     nothing yet): it walks the graph."""
-    rid = find_route(state, route_key(query), s.match)
+    rid = find_route(state, keys_of(query), s.match)
     route = state.routes.get(rid)
     if route is None:
         return None
@@ -162,7 +183,9 @@ def decide_route(
     key = route_key(trace.query)
     if reward == 0 or not key:
         return None
-    rid = trace.route if trace.route in state.routes else find_route(state, key, s.match)
+    rid = trace.route
+    if rid not in state.routes:
+        rid = find_route(state, keys_of(trace.query), s.match)
     route = state.routes.get(rid)
     live = live_credits(route, graph) if route is not None else {}
     fired = [n for n in trace.fired if n in graph.nodes]

@@ -11,6 +11,8 @@ import pytest
 from hypothesis import event, given, strategies as st
 
 from ocb.brain import Brain
+from ocb.engine import routes
+from ocb.engine.routes import find_route, legacy_key, route_key
 from ocb.whatif import scratch_replay
 from ocb_events.clock import TickClock
 from ocb_events.errors import InputError
@@ -107,6 +109,42 @@ def test_a_retracted_outcome_takes_its_route_credits_back(brain: Brain) -> None:
     assert {m.target for m in report.credits} == set(cold.fired)
     assert all(m.after == 0.0 for m in report.credits)
     assert brain.query(ROLLBACK, top=10).fired == cold.fired
+
+
+def test_a_route_recorded_before_porter2_is_still_followed_and_still_learns(
+    brain: Brain, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    question = "how do we tune postgres"
+    assert route_key(question) == "postgr tune" and legacy_key(question) == "postgre tune"
+    with monkeypatch.context() as old_release:  # keyed the way a release before Porter2 did
+        old_release.setattr(routes, "route_key", legacy_key)
+        cold = brain.query(question, top=10)
+        first = brain.learn(1.0, trace_id=cold.trace_id, used=cold.fired[:1], source="self")
+    recorded = [r.event for r in brain.log.read() if isinstance(r.event, RouteUpdated)]
+    assert [ev.key for ev in recorded] == ["postgre tune"]
+    again = brain.query(question, top=10)
+    assert brain.trace(again.trace_id).route == first.route
+    assert brain.trace(again.trace_id).route_mode == "compiled"
+    assert again.fired == cold.fired[:1]
+    later = brain.learn(-1.0, trace_id=again.trace_id, source="self")
+    assert later.route == first.route
+    updates = [r.event for r in brain.log.read() if isinstance(r.event, RouteUpdated)]
+    assert [ev.route_id for ev in updates] == [first.route] * 2
+
+
+def test_a_reworded_question_finds_a_route_recorded_before_porter2_by_its_old_terms(
+    brain: Brain, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    brain.set_config("routes.match", 0.6)
+    with monkeypatch.context() as old_release:
+        old_release.setattr(routes, "route_key", legacy_key)
+        cold = brain.query("how do we tune postgres", top=10)
+        first = brain.learn(1.0, trace_id=cold.trace_id, used=cold.fired[:1], source="self")
+    reworded = "tune postgres settings"  # Porter2 "postgr set tune", before "postgre setting tune"
+    assert find_route(brain.state("routes"), [route_key(reworded)], 0.6) == ""
+    answer = brain.query(reworded, top=10)
+    assert brain.trace(answer.trace_id).route == first.route
+    assert answer.fired == cold.fired[:1]
 
 
 def test_used_ids_that_did_not_fire_or_do_not_exist_are_named_and_nothing_is_recorded(
