@@ -16,6 +16,10 @@ printed and written to ``<out>/summary.md`` and ``<out>/summary.json``.
 
     .venv/bin/python benchmarks/locomo.py                      # everything, ~20 s
     .venv/bin/python benchmarks/locomo.py --only ocb --convs 1 # a quick look
+    .venv/bin/python benchmarks/locomo.py --only ocb --embedder minilm  # ocb[embed]
+
+``--embedder SPEC`` builds the ocb brains with ``ocb init --embedder SPEC`` (the system is
+then named ``ocb-SPEC``, its state kept apart); the queries go through the same adapter.
 
 The evaluator's log (stderr and its per-system report) passes through on stderr with a
 ``[system]`` prefix; stdout carries only the combined tables.
@@ -61,14 +65,22 @@ def ocb_bin() -> Path:
 
 
 def system_args(system: str, data: Path) -> list[str]:
-    """evaluate.py arguments that select the adapter of one system."""
+    """evaluate.py arguments that select the adapter of one system (``ocb-SPEC``: ocb
+    built with ``ocb init --embedder SPEC``)."""
     py = shlex.quote(sys.executable)
     tools = data / "tools"
-    if system == "ocb":
+    if system == "ocb" or system.startswith("ocb-"):
         cli = shlex.quote(str(tools / "adapters" / "ocb_cli.py"))
+        build = f"{py} {cli} build {{workspace}} {{state}}"
+        if system != "ocb":  # the adapter keeps its brain in {state}/brain
+            spec = shlex.quote(system.removeprefix("ocb-"))
+            build = (
+                f"{shlex.quote(str(ocb_bin()))} init --workspace {{workspace}} "
+                f"--brain {{state}}/brain --embedder {spec}"
+            )
         return [
             "--build-cmd",
-            f"{py} {cli} build {{workspace}} {{state}}",
+            build,
             "--adapter-cmd",
             f"OCB_BATCH=1 {py} {cli} query {{state}} {{k}}",
             "--set",
@@ -245,6 +257,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--convs", default="", help="conversations, e.g. 0-3 or 1,2 (default all)")
     ap.add_argument(
+        "--embedder",
+        default="hash",
+        help="the embedder ocb's brains are built with (ocb init --embedder; default hash)",
+    )
+    ap.add_argument(
         "--only",
         action="append",
         choices=list(GROUPS),
@@ -257,7 +274,9 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"{data} has no tools/evaluate.py (pass --data)")
     systems = [s for g in (args.only or list(GROUPS)) for s in GROUPS[g]]
     systems = list(dict.fromkeys(systems))
-    if "ocb" in systems and not ocb_bin().is_file():
+    if args.embedder != "hash":
+        systems = [f"ocb-{args.embedder}" if s == "ocb" else s for s in systems]
+    if any(s.startswith("ocb") for s in systems) and not ocb_bin().is_file():
         ap.error(
             f"{ocb_bin()} not found: install the project into this interpreter's "
             "environment (pip install -e .)"
