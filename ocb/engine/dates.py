@@ -93,10 +93,6 @@ class Window(msgspec.Struct, frozen=True):
         ends = [e for e in (self.end_ns, other.end_ns) if e is not None]
         return Window(max(self.start_ns, other.start_ns), min(ends) if ends else None)
 
-    @property
-    def bounded(self) -> bool:
-        return self.start_ns > 0 or self.end_ns is not None
-
 
 def day_start(day: dt.date) -> int:
     """Midnight UTC of ``day`` in ns."""

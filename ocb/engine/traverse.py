@@ -51,14 +51,20 @@ Scorer = Callable[[float, float, float, float], float]
 """A learned logit from (damped weight, relevance, cos(query, target), cos(query, source))."""
 
 
+def block(source: str, text: str) -> str:
+    """A text under its source, as an assembled context shows it."""
+    return f"[{source}]\n{text}"
+
+
 def context_block(node: Node) -> str:
     """A node as an assembled context shows it: its source, then its text."""
-    return f"[{node.source}]\n{node.text}"
+    return block(node.source, node.text)
 
 
-def block_chars(node: Node) -> int:
-    """``len(context_block(node))``, without building it."""
-    return len(node.source) + 3 + len(node.text)
+def block_chars(node: Node, text: str | None = None) -> int:
+    """``len(context_block(node))`` without building it (with ``text`` in place of the
+    node's)."""
+    return len(node.source) + 3 + len(node.text if text is None else text)
 
 
 class Walk(msgspec.Struct):

@@ -17,6 +17,7 @@ from ocb.engine.traverse import (
     SEPARATOR,
     Scorer,
     Walk,
+    block,
     block_chars,
     context_block,
     fire_nodes,
@@ -177,7 +178,7 @@ def _results(
     if cut is not None and len(chosen) < top:
         node = graph.nodes[cut[0]]
         first = split(node, frozenset())[0][0] if passages else whole(node)
-        part = cut_to(first, room - len(node.source) - 3 - len(SEPARATOR))
+        part = cut_to(first, room - block_chars(node, "") - len(SEPARATOR))
         if part is not None:
             rest.append(_hit(graph, part, cut[1], False))
     return focused + rest
@@ -188,7 +189,7 @@ def assemble_context(graph: State, fired: Sequence[str], hits: Sequence[Hit]) ->
     results show them (their passages), then the fired nodes beyond ``top`` whole, by
     firing order. The traversal fired only what fits, so this is never longer than
     ``traversal.max_context_chars``."""
-    shown = [f"[{h.source}]\n{h.text}" for h in hits if h.fired]
+    shown = [block(h.source, h.text) for h in hits if h.fired]
     seen = {h.id for h in hits if h.fired}
     rest = [context_block(graph.nodes[n]) for n in fired if n not in seen]
     return SEPARATOR.join(shown + rest)
