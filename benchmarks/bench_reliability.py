@@ -1,8 +1,10 @@
 """Reliability: SIGKILL trials across every writing command, every corruption scenario
-of the trust issue, and a full disk on a small tmpfs. Not part of the test suite.
+of the trust issue, a full disk on a small tmpfs, and abuse of a live brain. Not part of
+the test suite.
 
     .venv/bin/python benchmarks/bench_reliability.py            # 11-18 min on 2 cores
     .venv/bin/python benchmarks/bench_reliability.py --kills 100 --quick
+    .venv/bin/python benchmarks/bench_reliability.py --live-only  # the abuse trials alone
 
 Prints one table (tried / survived / acknowledged records lost / silent wrong results
 per part) and writes ``benchmarks/results/reliability.json``.
@@ -26,6 +28,9 @@ per part) and writes ``benchmarks/results/reliability.json``.
   256 KiB, then every writing command: each must exit 0 (maybe with a warning) or 1
   with one error line, never a traceback; afterwards the brain opens, verifies, holds
   every record it acknowledged and no temp file.
+* Live brain (``--live``, on by default): every trial of ``benchmarks/abuse_*.py`` (the
+  daemon, SQL, workspace files, secrets, the log), each against real ``ocb`` processes
+  in a fresh directory, reported as held or not with what was seen.
 """
 
 from __future__ import annotations
@@ -463,6 +468,37 @@ def full_disk(root: Path) -> dict[str, Any]:
     }
 
 
+# --------------------------------------------------------------------------- live brain
+
+LIVE_AREAS = ("abuse_daemon", "abuse_sql", "abuse_files", "abuse_secrets", "abuse_log")
+"""The modules of abuse trials, each exporting ``TRIALS``."""
+
+
+def live(root: Path, only: str = "") -> dict[str, Any]:
+    """Every abuse trial (those whose name holds ``only``), each in its own directory."""
+    import importlib
+
+    rows = []
+    for area in LIVE_AREAS:
+        trials = importlib.import_module(f"benchmarks.{area}").TRIALS
+        for i, trial in enumerate(t for t in trials if only in t.name):
+            scratch = root / area / str(i)
+            scratch.mkdir(parents=True)
+            started = time.perf_counter()
+            try:
+                held, detail = trial.fn(scratch)
+            except Exception as exc:  # a trial that breaks did not show the brain held
+                held, detail = False, f"the trial raised {type(exc).__name__}: {exc}"
+            seconds = round(time.perf_counter() - started, 1)
+            rows.append({"area": area.removeprefix("abuse_"), "name": trial.name,
+                         "attack": trial.attack, "held": held, "detail": detail,
+                         "seconds": seconds})  # fmt: skip
+            verdict = "held" if held else "NOT HELD"
+            line = f"{verdict:<8} {area.removeprefix('abuse_'):<8} {trial.name:<40} {seconds:>6} s"
+            print(f"  {line}  {detail}", file=sys.stderr, flush=True)
+    return {"tried": len(rows), "survived": sum(r["held"] for r in rows), "rows": rows}
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -471,23 +507,32 @@ def main() -> None:
     ap.add_argument("--kills", type=int, default=1000, help="kill trials")
     ap.add_argument("--seed", type=int, default=20_261_123)
     ap.add_argument("--quick", action="store_true", help="skip corruption and full disk")
+    ap.add_argument("--no-live", action="store_true", help="skip the live-brain abuse trials")
+    ap.add_argument("--live-only", action="store_true", help="only the live-brain abuse trials")
+    ap.add_argument("--only", default="", help="live trials whose name holds this")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="ocb-reliability-") as tmp:
         root = Path(tmp)
         started = time.perf_counter()
-        result: dict[str, Any] = {"kills": kills(root / "kills", a.kills, a.seed)}
-        if not a.quick:
-            result["corruption"] = corruption(root / "corruption")
-            result["full_disk"] = full_disk(root)
+        result: dict[str, Any] = {}
+        if not a.live_only:
+            result["kills"] = kills(root / "kills", a.kills, a.seed)
+            if not a.quick:
+                result["corruption"] = corruption(root / "corruption")
+                result["full_disk"] = full_disk(root)
+        if not a.no_live:
+            result["live"] = live(root / "live", a.only)
         result["seconds"] = round(time.perf_counter() - started, 1)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=1) + "\n")
-    k = result["kills"]
+    out = RESULTS if not a.live_only else RESULTS.with_name("reliability-live.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    k = result.get("kills")
     print(f"{'part':<36} {'tried':>6} {'survived':>9} {'acked lost':>11} {'silent wrong':>13}")
     rows = [
-        (f"SIGKILL ({k['after_append']} after the append)", k),
+        (f"SIGKILL ({k['after_append']} after the append)" if k else "", k),
         ("corruption scenarios", result.get("corruption")),
         ("full disk (commands on a full tmpfs)", result.get("full_disk")),
+        ("live brain abuse (held)", result.get("live")),
     ]
     for name, r in rows:
         if r:
@@ -495,7 +540,7 @@ def main() -> None:
                 f"{name:<36} {r['tried']:>6} {r.get('survived', 0):>9} "
                 f"{r.get('acked_lost', 0):>11} {r.get('silent_wrong', 0):>13}"
             )
-    print(f"({result['seconds']} s; details in {RESULTS.relative_to(REPO)})")
+    print(f"({result['seconds']} s; details in {out.relative_to(REPO)})")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,9 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+import threading
+from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Unpack
 
@@ -25,11 +27,13 @@ from ocb.graph.learn import learn
 from ocb.graph.query import query, route_scorer, trace_of
 from ocb.graph.sync import Progress, Scanned, scan, sync
 from ocb.reports import Answer, InjectReport, LearnReport, ReembedReport, SyncReport
+from ocb.settings import Sql
 from ocb.store import Store, StoreOptions, Warn
 from ocb_events.schema import QueryTraced, Record
 
 if TYPE_CHECKING:
     from ocb.checks.repair import BrainRepair
+    from ocb.checks.verify import Head, Verification
     from ocb.graph.retract import RetractReport
     from ocb.graph.route import TrainReport
     from ocb.graph.teach import TeachReport
@@ -42,8 +46,10 @@ if TYPE_CHECKING:
     from ocb.upkeep.health import Health
     from ocb.upkeep.maintain import AnchorReport, MaintenanceReport
     from ocb.whatif import DiffReport, Relearning, WhatIfReport
+    from replay.analytics import AnalyticsStore
     from replay.audit import EdgeAudit, NodeAudit
     from replay.history import CatchUp
+    from replay.isolation import Running
     from replay.report import HistoryReport
     from replay.store_meta import QueryResult
     from replay.verify import Check, Progress as Counted
@@ -51,6 +57,7 @@ if TYPE_CHECKING:
 __all__ = ["Answer", "Brain", "InjectReport", "LearnReport", "SyncReport"]
 
 Estimate = Callable[[str, str, list[str]], float]
+_QUERIES = threading.Lock()  # makes each brain's ``Running`` once
 
 
 class Brain(Store):
@@ -495,14 +502,27 @@ class Brain(Store):
         return repair_brain(Path(path), warn=warn)
 
     @staticmethod
-    def verify_at(
-        path: str | Path, *, warn: Warn | None = None, progress: Counted | None = None
-    ) -> list[Check]:
-        """The log's framing, checksums, seqs and chain, then (when they hold) every
-        snapshot against a rebuild. Raises BrainNotFound: no brain at ``path``."""
-        from ocb.checks.brain import verify_brain
+    def parse_heads(texts: list[str], *, repair: bool = False) -> list[Head]:
+        """The heads ``--head`` names, each ``SEQ:HEX`` (``ocb.checks.verify``);
+        InputError for one of another shape, or for heads with ``repair``."""
+        from ocb.checks.verify import parse_heads
 
-        return verify_brain(path, warn=warn, progress=progress)
+        return parse_heads(texts, repair=repair)
+
+    @staticmethod
+    def verify_at(
+        path: str | Path,
+        *,
+        heads: list[Head] | None = None,
+        warn: Warn | None = None,
+        progress: Counted | None = None,
+    ) -> Verification:
+        """The log's framing, checksums, seqs and chain and the head of the chain, each
+        of ``heads`` kept earlier against it, then (when the log holds) every snapshot
+        against a rebuild (``ocb.checks.verify``). Raises BrainNotFound: no brain."""
+        from ocb.checks.verify import verify_brain
+
+        return verify_brain(path, heads=heads, warn=warn, progress=progress)
 
     def check_projections(self) -> list[Check]:
         """Every projection as loaded (newest snapshot + tail) against a full rebuild."""
@@ -512,47 +532,84 @@ class Brain(Store):
 
     # ------------------------------------------------------------------ the history
 
+    _queries: Running | None = None
+
     @staticmethod
     def check_sql(statement: str) -> None:
         """Refuse SQL that ``sql`` refuses, before any brain is opened (InputError,
         AnalyticsError)."""
-        from replay.analytics import check_query
+        from replay.statements import check_query
 
         check_query(statement)
 
     def sql(self, statement: str, **catch_up: Unpack[CatchUp]) -> QueryResult:
-        """Run one reading statement over the whole history (``replay.analytics``);
-        AnalyticsError (or InputError) when it is not a single read, or fails."""
-        from replay.history import caught_up
-
-        with caught_up(self.path, self.log, self.warn, **catch_up) as store:
+        """Run one reading statement over the whole history (``replay.analytics``), in
+        a worker process within the ``sql.*`` limits; AnalyticsError (or InputError)
+        when it is not a single read, fails, or goes over a limit."""
+        with self._history(**catch_up) as store:
             return store.query(statement)
 
     def report(self, *, top: int = 10, **catch_up: Unpack[CatchUp]) -> HistoryReport:
         """Canned analytics over the whole history (``replay.report``)."""
-        from replay.history import caught_up
         from replay.report import report
 
-        with caught_up(self.path, self.log, self.warn, **catch_up) as store:
+        with self._history(**catch_up) as store:
             return report(store, top=top)
 
     def audit_edge(self, source: str, target: str, **catch_up: Unpack[CatchUp]) -> EdgeAudit:
         """Every change of an edge's weight, with its cause (``replay.audit``);
         InputError for an unknown node or edge, naming close matches."""
         from replay.audit import audit_edge
-        from replay.history import caught_up
 
-        with caught_up(self.path, self.log, self.warn, **catch_up) as store:
+        with self._history(**catch_up) as store:
             return audit_edge(store, source, target)
 
     def audit_node(self, node: str, *, limit: int = 20, **catch_up: Unpack[CatchUp]) -> NodeAudit:
         """A node's life, injections, weight changes and last ``limit`` accesses
         (``replay.audit``); InputError for an unknown node, naming close matches."""
         from replay.audit import audit_node
-        from replay.history import caught_up
 
-        with caught_up(self.path, self.log, self.warn, **catch_up) as store:
+        with self._history(**catch_up) as store:
             return audit_node(store, node, limit=limit)
+
+    def history_held(self) -> AbstractContextManager[None]:
+        """Held while a command over the history reads the log and the settings: nothing
+        here; a brain that others write beside (a daemon's) holds its gate."""
+        return nullcontext()
+
+    def queries(self) -> Running:
+        """The worker processes of this brain's queries over the history."""
+        from replay.isolation import Running
+
+        with _QUERIES:
+            if self._queries is None:
+                self._queries = Running()
+            return self._queries
+
+    def interrupt_queries(self) -> None:
+        """End every query over the history running for this brain (it fails with one
+        line, its worker process killed) and refuse new ones: for a daemon that stops."""
+        self.queries().stop()
+
+    @contextmanager
+    def _history(self, **catch_up: Unpack[CatchUp]) -> Iterator[AnalyticsStore]:
+        """The analytics store caught up with the log (read under ``history_held``),
+        its queries limited by the ``sql.*`` settings."""
+        from replay.history import caught_up
+        from replay.isolation import Limits
+
+        with self.history_held():
+            limits = Limits(**msgspec.structs.asdict(self.setting(Sql)))
+        with caught_up(
+            self.path,
+            self.log,
+            self.warn,
+            held=self.history_held,
+            limits=limits,
+            running=self.queries(),
+            **catch_up,
+        ) as store:
+            yield store
 
     def diff(
         self,

@@ -26,6 +26,7 @@ import msgspec.inspect as mi
 from msgspec import Meta
 
 from ocb_events.errors import InputError, unknown
+from workspace_sync.scan import MAX_FILE_BYTES
 from workspace_sync.secrets import parse_allow, parse_patterns
 
 REWARD_SOURCES = ("human", "self", "harvester", "teacher")
@@ -143,7 +144,8 @@ class Indexing(msgspec.Struct, frozen=True):
     cross-file edges between similar chunks. No chunk is longer than
     ``max_chunk_chars`` (a longer line is cut at word boundaries into pieces of about
     ``chunk_chars``). A correction given only a chat or a trace vetoes the chunks whose
-    opposition to it reaches ``correction_min_similarity`` (see ``ocb.engine.stance``)."""
+    opposition to it reaches ``correction_min_similarity`` (see ``ocb.engine.stance``).
+    A file over ``max_file_bytes`` is skipped with a warning, before it is read."""
 
     chunk_chars: Annotated[int, _m("target size of a chunk in characters", ge=1)] = 600
     sibling_weight: Annotated[float, _m("weight of the edges between neighbouring chunks")] = 0.3
@@ -163,6 +165,9 @@ class Indexing(msgspec.Struct, frozen=True):
         float,
         _m("share of a correction's terms a chunk's sentence covers to be vetoed", gt=0, le=1),
     ] = 0.85
+    max_file_bytes: Annotated[
+        int, _m("largest file sync reads and memory_get returns; a larger one is skipped", ge=1)
+    ] = MAX_FILE_BYTES
 
 
 class Maintenance(msgspec.Struct, frozen=True):
@@ -296,6 +301,22 @@ class Routes(msgspec.Struct, frozen=True):
     min_chunks: Annotated[int, _m("chunks a route scored without --used narrows down to", ge=1)] = 1
 
 
+class Sql(msgspec.Struct, frozen=True):
+    """What one query over the history may take (``ocb sql``, ``report``, ``audit``; see
+    ``replay.isolation``). It runs in a process of its own on ``threads`` threads, is
+    stopped after ``timeout_s`` seconds or when it needs more than ``memory_mb`` MiB
+    (nothing spills to disk), and may return at most ``max_result_mb`` MiB of rows."""
+
+    timeout_s: Annotated[
+        float, _m("seconds one SQL query may run before it is stopped", gt=0, le=3600)
+    ] = 30.0
+    memory_mb: Annotated[
+        int, _m("MiB of memory one SQL query may use (nothing spills)", ge=64, le=65536)
+    ] = 1024
+    threads: Annotated[int, _m("threads one SQL query runs on", ge=1, le=64)] = 2
+    max_result_mb: Annotated[int, _m("MiB of rows one SQL query may return", ge=1, le=4096)] = 64
+
+
 SECTIONS: dict[str, type[msgspec.Struct]] = {
     "traversal": Traversal,
     "learning": Learning,
@@ -305,6 +326,7 @@ SECTIONS: dict[str, type[msgspec.Struct]] = {
     "storage": Storage,
     "memory": Memory,
     "secrets": Secrets,
+    "sql": Sql,
 }
 
 

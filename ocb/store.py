@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Self, TypedDict, TypeVar, Unpack, cast
@@ -22,10 +23,11 @@ import numpy as np
 from ocb.engine.embed import Embedder, HashEmbedder, Matrix, builtin_embedder, unpack_matrix
 from ocb.engine.embedders import embedder_from_spec, embedder_spec
 from ocb.engine.search import SearchIndex
-from ocb.redaction import scanner_of
+from ocb.redaction import scanner_of, screened
 from ocb.settings import Indexing, Learning, S, Storage, Traversal, resolve
 from ocb_events.blobs import BlobStore
 from ocb_events.clock import Clock, system_clock
+from ocb_events.durable import DIR_MODE, private_dir
 from ocb_events.errors import (
     BrainError,
     BrainNotFound,
@@ -77,7 +79,9 @@ def _check_brain_path(path: Path, *, create: bool) -> None:
     if not create:
         raise BrainNotFound(path)
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        private_dir(path)
+        if not any(path.iterdir()):  # new, or made empty for the brain: private
+            os.chmod(path, DIR_MODE)
     except OSError as exc:
         raise InputError(
             f"cannot create brain directory {path}: {exc.strerror or exc}",
@@ -283,7 +287,9 @@ class Store:
     ) -> list[Record]:
         """Record decided events (after storing the blobs they name) and fold them into
         the loaded projections. ``expected_seq`` is the log's last seq the decision was
-        made at; a log that moved on raises LogConflict and nothing is recorded.
+        made at; a log that moved on raises LogConflict and nothing is recorded. A
+        field that still holds a secret is redacted first, with a warning
+        (``ocb.redaction.screened``).
 
         Raises:
             InputError: the brain was opened as of a past point (read-only).
@@ -293,6 +299,13 @@ class Store:
                 f"this brain is opened as of seq {self.as_of} and records nothing",
                 "drop --as-of to change the brain",
             )
+        events = screened(events, self.secrets(), self.warn)
+        return self._append(events, actor, expected_seq=expected_seq, blobs=blobs)
+
+    def _append(
+        self, events: Sequence[Event], actor: str, *, expected_seq: int, blobs: Sequence[bytes]
+    ) -> list[Record]:
+        """``record`` after the net: store the blobs, append, fold."""
         for data in blobs:
             self.blobs.put(data)
         recs = self.log.append(events, actor=actor, expected_seq=expected_seq)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from ocb_events.durable import replace_file
+from ocb_events.durable import private_dir, replace_file
 from ocb_events.errors import BlobMissing, BlobWriteFailed
 
 
@@ -34,7 +34,7 @@ class BlobStore:
         if path.exists():
             return digest
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(path.parent)
             replace_file(path, [data], path.with_name(digest + ".tmp"))
         except OSError as exc:
             raise BlobWriteFailed(path, exc.strerror or str(exc)) from exc

@@ -1,7 +1,11 @@
 """The integrity checks of a log: those it runs when it opens, before any command may
 read or append (a last segment created but never written, full segments changed since
 they were sealed, the bytes the TAIL covers, the records the log is known to have
-held), and ``verify_log``, which checks every frame of every segment end to end."""
+held), and ``verify_log``, which checks every frame of every segment end to end.
+
+NOTE: a redacted frame keeps the digest of the payload it replaced, so the chain does
+not cover its redacted content; it is valid only when a later ``content_forgotten``
+record, which the chain does cover, names its seq."""
 
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ from ocb_events.frames import (
     scan,
 )
 from ocb_events.marks import Seal, Tail, read_seals, read_tail
+from ocb_events.schema import ContentForgotten, Record
 from ocb_events.segments import (
     Segment,
     list_segments,
@@ -138,18 +143,22 @@ def check_claims(tail: Tail | None, seals: Iterable[Seal], last_seq: int) -> Non
 
 
 class SegmentReport(msgspec.Struct, frozen=True):
-    """The result of verifying one segment end to end."""
+    """The result of verifying one segment end to end (``chain``: the chain value of its
+    last record, empty for the old format)."""
 
     segment: str
     records: int
     first_seq: int
     last_seq: int
     chained: bool = True
+    chain: bytes = b""
 
 
 def verify_log(directory: Path) -> list[SegmentReport]:
     """Check framing, checksums, decoding, seq continuity and the hash chain of every
-    segment, and that the log holds everything its TAIL and seals name.
+    segment, that every redacted record is named by a later ``content_forgotten`` (the
+    chain covers the digest a redacted frame keeps, not its redacted content), and that
+    the log holds everything its TAIL and seals name.
 
     Raises:
         LogCorrupt: naming the first bad seq and its offset.
@@ -161,6 +170,7 @@ def verify_log(directory: Path) -> list[SegmentReport]:
     tail = read_tail(directory)
     segs = list_segments(directory)
     expected, prev = 1, None
+    redactions = Redactions()
     for i, seg in enumerate(segs):
         if seg.first_seq != expected:
             raise LogCorrupt(seg.name, 0, expected, f"segment starts at seq {seg.first_seq}")
@@ -168,19 +178,51 @@ def verify_log(directory: Path) -> list[SegmentReport]:
         if last and seg.path.stat().st_size < CURRENT.header_size and segment_head(seg) is None:
             break  # created but never written
         seal, end = verify_segment(seg, prev, last=last)
-        _decode_all(seg, end)
+        _decode_all(seg, end, redactions)
         assert seg.fmt is not None
-        reports.append(
-            SegmentReport(
-                seg.name, seal.last_seq - expected + 1, expected, seal.last_seq, seg.fmt.chained
-            )
-        )
+        n, chained = seal.last_seq - expected + 1, seg.fmt.chained
+        chain = seal.chain if chained else b""
+        reports.append(SegmentReport(seg.name, n, expected, seal.last_seq, chained, chain))
         expected, prev = seal.last_seq + 1, seal
+    redactions.check()
     check_claims(tail, read_seals(directory).values(), expected - 1)
     return reports
 
 
-def _decode_all(seg: Segment, end: int) -> None:
+UNNAMED_REDACTION = "redacted, but no later content_forgotten record names it"
+
+
+class Redactions:
+    """The redacted records of a log (seq: segment and offset) and the seqs that the
+    ``content_forgotten`` records after them name. Only a record in a frame that is not
+    itself redacted names anything: the chain covers its content."""
+
+    def __init__(self) -> None:
+        self.redacted: dict[int, tuple[str, int]] = {}
+        self.named: set[int] = set()
+
+    def add(self, rec: Record, redacted: bool, segment: str, offset: int) -> None:
+        if redacted:
+            self.redacted[rec.seq] = (segment, offset)
+        else:
+            self.name(rec)
+
+    def name(self, rec: Record) -> None:
+        """Count the seqs ``rec`` names, if it is a ``content_forgotten`` record."""
+        if isinstance(rec.event, ContentForgotten):
+            self.named.update(s for s in rec.event.seqs if s < rec.seq)
+
+    def unnamed(self) -> list[int]:
+        return sorted(s for s in self.redacted if s not in self.named)
+
+    def check(self) -> None:
+        """Raises LogCorrupt naming the first redacted record nothing names."""
+        for seq in self.unnamed()[:1]:
+            segment, offset = self.redacted[seq]
+            raise LogCorrupt(segment, offset, seq, UNNAMED_REDACTION)
+
+
+def _decode_all(seg: Segment, end: int, redactions: Redactions) -> None:
     fmt = seg.fmt
     assert fmt is not None
     buf, _ = map_file(seg.path)
@@ -190,9 +232,11 @@ def _decode_all(seg: Segment, end: int) -> None:
         while off < end:
             word = HEAD.unpack_from(buf, off)[1]
             stop = off + fmt.frame_size + (word & mask)
-            skip = 16 if fmt.chained and word & REDACTED else 0
+            redacted = bool(fmt.chained and word & REDACTED)
+            skip = 16 if redacted else 0
             with memoryview(buf)[off + fmt.frame_size + skip : stop] as payload:
-                decode_record(payload, segment=seg.name, offset=off)
+                rec = decode_record(payload, segment=seg.name, offset=off)
+            redactions.add(rec, redacted, seg.name, off)
             off = stop
     finally:
         if isinstance(buf, mmap.mmap):

@@ -43,7 +43,7 @@ from typing import Literal, overload
 
 from ocb_events.clock import Clock, system_clock
 from ocb_events.codec import decode_for_fold, decode_record
-from ocb_events.durable import fsync_dir
+from ocb_events.durable import fsync_dir, open_private, private_dir
 from ocb_events.errors import LogConflict, LogCorrupt, LogError, LogWriteFailed
 from ocb_events.frames import (
     CURRENT,
@@ -141,7 +141,7 @@ class SegmentLog:
         self._last_seq = self._last_ts = self._end = self._prefix_crc = 0
         self._chain = ZERO_CHAIN
         if writer:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            private_dir(self.directory)
             self._lock_fd = acquire_lock(self.directory)
         try:
             self._open()
@@ -430,7 +430,7 @@ class SegmentLog:
         try:
             if self._segments:
                 self._seal_last()
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+            fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND)
             try:
                 if os.write(fd, header) != len(header):
                     raise OSError(28, "short write of a segment header")

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import msgspec
 
-from ocb_events.durable import fsync_dir, replace_file
+from ocb_events.durable import fsync_dir, open_private, replace_file
 
 TAIL_MAGIC = b"OCBTAIL3"
 _TAIL = struct.Struct("<8sQQQq16sI")
@@ -82,7 +82,7 @@ class TailWriter:
 
     def write(self, tail: Tail) -> None:
         if self._fd is None:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
+            self._fd = open_private(self.path, os.O_WRONLY | os.O_CREAT)
             os.ftruncate(self._fd, TAIL_SIZE)
         os.pwrite(self._fd, tail.encode(), 0)
 

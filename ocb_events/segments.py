@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 
+from ocb_events.durable import open_private
 from ocb_events.errors import BrainLocked, LogCorrupt
 from ocb_events.frames import (
     DIGEST_BYTES,
@@ -79,7 +80,7 @@ def list_segments(directory: Path) -> list[Segment]:
 
 def acquire_lock(directory: Path) -> int:
     """Take the writer lock of a log directory (its fd); raises BrainLocked."""
-    fd = os.open(directory / "LOCK", os.O_RDWR | os.O_CREAT, 0o644)
+    fd = open_private(directory / "LOCK", os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

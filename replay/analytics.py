@@ -1,9 +1,11 @@
 """The analytics store: a brain's history as DuckDB tables, derived from its log.
 
-NOTE: the only module that imports duckdb; every ``duckdb.Error`` becomes an
-``AnalyticsError`` here. The store is a cache (``<brain>/cache/analytics.duckdb``),
-rebuilt from the log whenever it is deleted, cannot be opened, holds another version's
-schema or does not match the log (with a warning); it catches up from the seq it holds.
+NOTE: with ``replay.statements`` (DuckDB's parser) and ``replay.worker`` (the query
+process, whose errors ``replay.isolation`` reads), the only module that opens DuckDB;
+every ``duckdb.Error`` becomes an ``AnalyticsError`` here. The store is a cache
+(``<brain>/cache/analytics.duckdb``), rebuilt from the log whenever it is deleted,
+cannot be opened, holds another version's schema or does not match the log (with a
+warning); it catches up from the seq it holds.
 
 Layout: the rows live in tables of schema ``store``, loaded in bulk (each flush hands
 DuckDB one dict of numpy columns per table and runs one ``INSERT ... SELECT``); the
@@ -13,16 +15,18 @@ folded alongside the rows with ``projections.graph.evolve`` and snapshotted into
 store with every commit that changed it, so ``deltas`` always agrees with the graph.
 
 Connections are confined (``replay.confinement``): queries run read-only, one reading
-statement at a time. A lock file (``replay.store_lock``) is shared by readers and
-exclusive while catching up: readers never refuse each other; a process that must
-catch up waits (``WAIT_S``) for the queries before it, re-reads the store's seq under
-the lock, and closes its read-write connection before it queries.
+statement at a time, in a worker process with a time, memory and result limit
+(``replay.isolation``), while this process holds the store's lock. A lock file
+(``replay.store_lock``) is shared by readers and exclusive while catching up: readers
+never refuse each other; a process that must catch up waits (``WAIT_S``) for the
+queries before it, re-reads the store's seq under the lock, and closes its read-write
+connection before it queries.
 """
 
 from __future__ import annotations
 
-import functools
 import gc
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -31,15 +35,25 @@ from typing import Any, Literal
 import duckdb
 import msgspec
 
-from ocb_events.errors import AnalyticsError, InputError
-from ocb_events.protocol import EventLog
+from ocb_events.durable import FILE_MODE, private_dir
+from ocb_events.errors import AnalyticsError
 from projections import graph
 from replay import confinement
 from replay.columns import column, grouped
 from replay.diff import Tiers
+from replay.isolation import Limits, Running, Worker
 from replay.rows import HISTORY, TABLES, VARCHAR, RowFold
+from replay.statements import check_query
 from replay.store_lock import StoreLock
-from replay.store_meta import Meta, QueryResult, chain_at, first_ts as first_ts_of, same_history
+from replay.store_meta import (
+    History,
+    Meta,
+    QueryResult,
+    chain_at,
+    first_ts as first_ts_of,
+    same_history,
+)
+from replay.worker import first_line
 
 VERSION = 4
 """The schema version; a store of another version is rebuilt."""
@@ -61,112 +75,47 @@ _MACROS = (
 _VIEW_EXTRA = {"edges": ", tier(weight) AS tier"}
 
 
-def _first_line(exc: BaseException) -> str:
-    lines = [x for x in str(exc).splitlines() if x.strip()]
-    return lines[0] if lines else type(exc).__name__
-
-
 def _is_lock(exc: BaseException) -> bool:
     return isinstance(exc, duckdb.IOException) and "lock" in str(exc).lower()
 
 
 def _busy(path: Path, exc: BaseException) -> AnalyticsError:
     return AnalyticsError(
-        f"the analytics store {path} is in use by another process ({_first_line(exc)})",
+        f"the analytics store {path} is in use by another process ({first_line(exc)})",
         "retry when that ocb command has finished",
     )
-
-
-_SELECT = duckdb.StatementType.SELECT
-
-
-def _query_hint(exc: duckdb.Error) -> str:
-    if isinstance(exc, duckdb.ParserException):
-        return "check the SQL syntax (DuckDB dialect); examples in README, History"
-    if isinstance(exc, duckdb.BinderException):
-        return 'see a view\'s columns with: ocb sql "DESCRIBE deltas"'
-    return 'list the tables with: ocb sql "SHOW TABLES"'
 
 
 # --------------------------------------------------------------------------- confinement
 
 
+_OPENING = threading.Lock()
+
+
 def _open(path: str, *, read_only: bool) -> duckdb.DuckDBPyConnection:
     """A connection that reaches nothing outside the database, with times in UTC (the
-    catch-up one too: ``con.register`` of numpy columns needs no external access)."""
-    con = duckdb.connect(path, read_only=read_only, config=dict(confinement.CONFIG))
-    try:
-        # TimeZone belongs to the ICU extension, so the config cannot name it at connect
-        con.execute("SET TimeZone = 'UTC'")
-        con.execute("SET lock_configuration = true")
-    except BaseException:
-        con.close()
-        raise
+    catch-up one too: ``con.register`` of numpy columns needs no external access).
+
+    A second connection to the same file in this process shares the first one's
+    database, already confined and locked: it is taken as it is.
+    """
+    with _OPENING:
+        con = duckdb.connect(path, read_only=read_only, config=dict(confinement.CONFIG))
+        try:
+            locked = con.execute("SELECT current_setting('lock_configuration')").fetchone()
+            if not (locked and locked[0]):
+                # ICU's setting, so the config cannot name it at connect; GLOBAL, so the
+                # database's later connections have it too
+                con.execute("SET GLOBAL TimeZone = 'UTC'")
+                con.execute("SET lock_configuration = true")
+        except BaseException:
+            con.close()
+            raise
     return con
 
 
-def _reading(con: duckdb.DuckDBPyConnection, text: str) -> str:
-    """What to call the statement in ``text``: "SELECT" when it is one reading statement
-    (a SELECT or an EXPLAIN of one), else its kind (``replay.confinement.kind_of``)."""
-    try:
-        stmts = con.extract_statements(text)
-    except duckdb.Error as exc:
-        raise AnalyticsError(_first_line(exc), _query_hint(exc)) from exc
-    except (TypeError, UnicodeError) as exc:  # undecodable bytes in the argument
-        raise AnalyticsError(
-            "the SQL is not valid UTF-8 text", "retype the statement in UTF-8"
-        ) from exc
-    if not stmts:
-        raise confinement.no_statement()
-    if len(stmts) > 1:
-        raise confinement.several(len(stmts))
-    st = stmts[0]
-    try:
-        kind = st.type
-    except ValueError:  # a statement kind the Python API cannot name (UPDATE EXTENSIONS)
-        return confinement.kind_of(text, "this statement")
-    if kind == duckdb.StatementType.EXPLAIN:
-        inner = confinement.explained(st.query)
-        try:
-            if inner and _reading(con, inner[0]) == "SELECT":
-                return "SELECT"
-        except (AnalyticsError, InputError):
-            pass
-        return "EXPLAIN " + confinement.kind_of(inner[0] if inner else "", "a statement")
-    if kind == duckdb.StatementType.MULTI:  # a PIVOT without an IN list
-        return "PIVOT"
-    return "SELECT" if kind == _SELECT else confinement.kind_of(st.query, kind.name)
-
-
-def _check(con: duckdb.DuckDBPyConnection, sql: str) -> None:
-    """Refuse anything but one reading statement, with one line and a hint."""
-    kind = _reading(con, sql)
-    if kind != "SELECT":
-        raise confinement.refused(kind)
-
-
-def check_query(sql: str) -> None:
-    """Refuse SQL that ``AnalyticsStore.query`` would refuse for its kind, before any
-    work (no store is opened or caught up).
-
-    Raises:
-        InputError: no statement (empty, only comments or ';').
-        AnalyticsError: a syntax error, several statements, or one that is not a read.
-    """
-    with _PARSING:
-        _check(_parser(), sql)
-
-
-_PARSING = threading.Lock()
-_parser = functools.cache(lambda: _open(":memory:", read_only=False))  # opening: ~50 ms
-
-
-def _fetch(rel: duckdb.DuckDBPyRelation) -> QueryResult:
-    """The relation's rows; zoned timestamps come back as ``datetime`` in UTC."""
-    names, types = list(rel.columns), [str(t) for t in rel.types]
-    projection = confinement.tz_projection(types)
-    rows = (rel if projection is None else rel.project(projection)).fetchall()
-    return QueryResult(names, types, confinement.with_utc(rows, types))
+_RUNNING = Running()
+"""The workers of stores opened without a ``Running`` of their own."""
 
 
 # --------------------------------------------------------------------------- loading
@@ -229,6 +178,9 @@ class AnalyticsStore:
         warn: receives warnings (a damaged, outdated or mismatched store rebuilt).
         wait_s: how long to wait for other processes' queries or catch-up.
         waiting: told once each time the store is busy and this process waits.
+        limits: what one query may take (time, memory, threads, result size).
+        running: the worker processes its queries run in belong to this (stopping it
+            ends them); by default, this process's.
 
     Example:
         >>> with AnalyticsStore(path) as store:                       # doctest: +SKIP
@@ -243,13 +195,18 @@ class AnalyticsStore:
         warn: Warn | None = None,
         wait_s: float = WAIT_S,
         waiting: Warn | None = None,
+        limits: Limits | None = None,
+        running: Running | None = None,
     ) -> None:
         self.path = Path(path)
         self.warn: Warn = warn or (lambda _msg: None)
         self.wait_s = wait_s
         self.waiting: Warn = waiting or (lambda _msg: None)
+        self.limits = limits or Limits()
+        self.running = running or _RUNNING
         self._lock = StoreLock(self.path.with_name(self.path.name + ".lock"))
         self._con: duckdb.DuckDBPyConnection | None = None
+        self._worker: Worker | None = None
         self._read_only = True
         self._graph_seq = 0
         self.last_seq = 0
@@ -270,12 +227,17 @@ class AnalyticsStore:
             self._lock.close()
 
     def _disconnect(self) -> None:
+        """Close the worker's connection and this process's (the lock is released
+        after both)."""
+        if self._worker is not None:
+            worker, self._worker = self._worker, None
+            worker.close()
         if self._con is not None:
             con, self._con = self._con, None
             try:
                 con.close()
             except duckdb.Error as exc:
-                raise AnalyticsError(_first_line(exc), self._delete_hint()) from exc
+                raise AnalyticsError(first_line(exc), self._delete_hint()) from exc
 
     @property
     def size_bytes(self) -> int:
@@ -311,13 +273,15 @@ class AnalyticsStore:
         if self._lock.mode not in (needed, "exclusive"):
             self._hold(needed)
         if not read_only:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(self.path.parent)
         try:
             self._con = _open(str(self.path), read_only=read_only)
         except duckdb.Error as exc:
             if _is_lock(exc):
                 raise _busy(self.path, exc) from exc
             raise
+        if not read_only:
+            os.chmod(self.path, FILE_MODE)  # DuckDB makes its files as the umask says
         self._read_only = read_only
         return self._con
 
@@ -340,7 +304,7 @@ class AnalyticsStore:
 
     def catch_up(
         self,
-        log: EventLog,
+        log: History,
         *,
         to_seq: int | None = None,
         progress: Progress | None = None,
@@ -350,8 +314,9 @@ class AnalyticsStore:
         last) into it; return how many.
 
         A missing store is built; a damaged or mismatched one is rebuilt with a
-        warning. Waits for other processes' queries or catch-up. Leaves a read-only
-        connection open for ``query``, and the store locked shared until ``close``.
+        warning. Waits for other processes' queries or catch-up. Leaves the store
+        locked shared until ``close``, with no connection of this process open (a
+        query opens the worker's).
 
         Raises:
             AnalyticsError: other processes held the store past ``wait_s``, or it
@@ -361,9 +326,10 @@ class AnalyticsStore:
         first_ts = first_ts_of(log)
         end = log.last_seq if to_seq is None else max(0, min(to_seq, log.last_seq))
         self._hold("shared")
-        if self._holds(self._peek(), first_ts, end, log):
-            return 0
         try:
+            if self._holds(self._peek(), first_ts, end, log):
+                self._disconnect()
+                return 0
             self._hold("exclusive")  # then the store's seq is read again, by the writer
             folded = self._fold_safely(log, end, first_ts, progress, chunk)
             self._hold("shared")  # the read-write connection is closed first
@@ -372,12 +338,13 @@ class AnalyticsStore:
                     f"the analytics store {self.path} cannot be read after catching up",
                     self._delete_hint(),
                 )
+            self._disconnect()
         except BaseException:
             self.close()
             raise
         return folded
 
-    def _holds(self, meta: Meta | None, first_ts: int, end: int, log: EventLog) -> bool:
+    def _holds(self, meta: Meta | None, first_ts: int, end: int, log: History) -> bool:
         """Whether the store holds this log's records up to ``end`` (and take its seq).
 
         NOTE: a store ahead of this process's view of the same log is trusted: a process
@@ -391,7 +358,7 @@ class AnalyticsStore:
         return True
 
     def _fold_safely(
-        self, log: EventLog, end: int, first_ts: int, progress: Progress | None, chunk: int
+        self, log: History, end: int, first_ts: int, progress: Progress | None, chunk: int
     ) -> int:
         """Fold into the store, or rebuild it with a warning when it is unusable."""
         try:
@@ -399,14 +366,14 @@ class AnalyticsStore:
         except (duckdb.Error, _Damaged) as exc:
             if _is_lock(exc):
                 raise _busy(self.path, exc) from exc
-            self.warn(f"analytics store {self.path} is unusable ({_first_line(exc)}); rebuilt")
+            self.warn(f"analytics store {self.path} is unusable ({first_line(exc)}); rebuilt")
             self._remove()
             try:
                 return self._fold_into(log, end, first_ts, progress, chunk)
             except (duckdb.Error, _Damaged) as again:
-                raise AnalyticsError(_first_line(again), self._delete_hint()) from again
+                raise AnalyticsError(first_line(again), self._delete_hint()) from again
 
-    def _open_for_writing(self, first_ts: int, log: EventLog) -> Meta:
+    def _open_for_writing(self, first_ts: int, log: History) -> Meta:
         con = self._connect(read_only=False)
         meta = _read_meta(con)
         reason = ""
@@ -434,7 +401,7 @@ class AnalyticsStore:
         return meta
 
     def _fold_into(
-        self, log: EventLog, end: int, first_ts: int, progress: Progress | None, chunk: int
+        self, log: History, end: int, first_ts: int, progress: Progress | None, chunk: int
     ) -> int:
         meta = self._open_for_writing(first_ts, log)
         con = self._connect(read_only=False)
@@ -517,23 +484,27 @@ class AnalyticsStore:
     # ------------------------------------------------------------ queries
 
     def query(self, sql: str, params: list[Any] | dict[str, Any] | None = None) -> QueryResult:
-        """Run one reading statement on the confined read-only connection (``?`` or
-        ``$name`` placeholders take ``params``).
+        """Run one reading statement in the store's worker process, within ``limits``
+        (``?`` or ``$name`` placeholders take ``params``); zoned times come back as
+        ``datetime`` in UTC.
 
         Raises:
             InputError: no statement (empty, only comments or ';').
-            AnalyticsError: not one reading statement (``check_query``), file access, or
+            AnalyticsError: what ``check_query`` refuses, file access, the query's time,
+                memory or result limit, the brain closing (``running`` stopped), or
                 another error from DuckDB (its first line, a hint naming the fix).
         """
+        check_query(sql)
+        if self._worker is None:
+            self._disconnect()  # one connection to the store at a time: the worker's
+            if self._lock.mode not in ("shared", "exclusive"):
+                self._hold("shared")
+            self._worker = Worker(self.path, self.limits, self.running)
         try:
-            con = self._connect(read_only=True)
-            _check(con, sql)
-            rel = con.sql(sql, params=params)
-            return QueryResult([], [], []) if rel is None else _fetch(rel)
-        except duckdb.PermissionException as exc:
-            raise confinement.no_files() from exc
-        except duckdb.Error as exc:
-            raise AnalyticsError(_first_line(exc), _query_hint(exc)) from exc
+            return self._worker.query(sql, params)
+        finally:
+            if not self._worker.sound:  # killed, or holding what it took: the next
+                self._disconnect()  # query gets a fresh one
 
 
 def _read_meta(con: duckdb.DuckDBPyConnection) -> Meta | None:

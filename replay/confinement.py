@@ -1,21 +1,23 @@
 """What ``ocb sql`` may run over the analytics store, and how a refusal reads.
 
-Nothing here touches DuckDB: ``replay.analytics`` opens every connection with
-``CONFIG``, parses each query into statements and applies these rules. A query is one
-reading statement: a SELECT (SHOW, DESCRIBE and SUMMARIZE are SELECTs) or an EXPLAIN of
-one. Everything else is refused by kind, with one line and a hint; a file-reading
-function inside a SELECT is refused by DuckDB itself (``CONFIG``) and reported by
-``no_files``. A PRAGMA is refused: some write files (profiling output; IMPORT DATABASE
-parses as one) and each harmless one has a ``pragma_`` table function to SELECT from.
+Nothing here opens a connection: ``replay.statements`` parses each query into
+statements (on a connection opened with ``CONFIG``) and applies these rules, and the
+query runs in a worker process (``replay.worker``) opened with ``CONFIG`` too. A query
+is one reading statement of at most ``MAX_CHARS`` characters (DuckDB parses while it
+holds Python's lock, about half a second and 200 MB per megabyte): a SELECT (SHOW,
+DESCRIBE and SUMMARIZE are SELECTs) or an EXPLAIN of one. Everything else is refused by
+kind, with one line and a hint; a file-reading function inside a SELECT is refused by
+DuckDB itself (``CONFIG``) and reported by ``no_files``. A PRAGMA is refused: some write
+files (profiling output; IMPORT DATABASE parses as one) and each harmless one has a
+``pragma_`` table function to SELECT from. The few functions and views that show where
+the brain is stored (DuckDB canonicalises the store's path, so it cannot be hidden) or
+that run SQL given as text (which no check could read) are refused by name
+(``by_name``).
 """
 
 from __future__ import annotations
 
 import re
-from datetime import UTC
-from typing import Any
-
-import duckdb
 
 from ocb_events.errors import AnalyticsError, InputError
 
@@ -66,6 +68,8 @@ def explained(text: str) -> list[str]:
     comments and dollar-quoted strings read as DuckDB reads them): what follows
     ``EXPLAIN``, ``ANALYZE`` and an option list (``(FORMAT json)``), or the query in
     parentheses that is all that follows. Empty when the text does not start so."""
+    import duckdb  # its lexer (this module is imported where duckdb need not be)
+
     try:
         tokens = [t for t in duckdb.tokenize(text) if t[1] != duckdb.token_type.comment]
     except (duckdb.Error, RuntimeError):
@@ -98,6 +102,15 @@ def explained(text: str) -> list[str]:
     return [text[starts[i] :]] if i < len(tokens) else []
 
 
+def hint(cls: str) -> str:
+    """The hint of a DuckDB error of class ``cls`` (its name) in a query."""
+    if cls == "ParserException":
+        return "check the SQL syntax (DuckDB dialect); examples in README, History"
+    if cls == "BinderException":
+        return 'see a view\'s columns with: ocb sql "DESCRIBE deltas"'
+    return 'list the tables with: ocb sql "SHOW TABLES"'
+
+
 def refused(kind: str) -> AnalyticsError:
     """A statement of a kind ``ocb sql`` does not run."""
     return AnalyticsError(
@@ -128,30 +141,66 @@ def no_files() -> AnalyticsError:
     )
 
 
-TZ = "TIMESTAMP WITH TIME ZONE"
+MAX_CHARS = 64 * 1024
+"""The longest statement ``ocb sql`` parses (DuckDB's parser holds Python's lock for about
+30 ms and keeps about 13 MB of the process for a statement this long)."""
+_WHERE = frozenset(
+    {"current_setting", "duckdb_databases", "duckdb_settings", "pg_settings",
+     "pragma_database_list"}
+)  # fmt: skip
+"""Names whose rows show the store's path (or the home directory, among the settings)."""
+_AS_TEXT = frozenset({"json_execute_serialized_sql", "query_table"})
+"""Functions that run SQL given as text (``query`` too, when called)."""
 
 
-def tz_projection(types: list[str]) -> str | None:
-    """A projection that casts every column holding TIMESTAMPTZ (also in lists, structs
-    or maps) to TIMESTAMP, by position; None when there is none.
-
-    DuckDB hands Python a TIMESTAMPTZ only through pytz, which we do not depend on;
-    the session's zone is UTC, so the cast gives UTC wall time.
-    """
-    if not any(TZ in t for t in types):
-        return None
-    return ", ".join(
-        f"CAST(#{i} AS {t.replace(TZ, 'TIMESTAMP')})" if TZ in t else f"#{i}"
-        for i, t in enumerate(types, 1)
+def too_long(n: int) -> AnalyticsError:
+    return AnalyticsError(
+        f"the statement is {n:,} characters long; ocb sql parses at most {MAX_CHARS:,}",
+        "shorten it: filter with a WHERE or a join on a view instead of listing values",
     )
 
 
-def with_utc(rows: list[tuple[Any, ...]], types: list[str]) -> list[tuple[Any, ...]]:
-    """The rows with the zone put back (UTC) on top-level TIMESTAMPTZ values."""
-    zoned = {i for i, t in enumerate(types) if t == TZ}
-    if not zoned:
-        return rows
-    return [
-        tuple(v.replace(tzinfo=UTC) if i in zoned and v is not None else v for i, v in enumerate(r))
-        for r in rows
+def _name(text: str) -> str:
+    """An identifier as DuckDB reads it: unquoted, case folded."""
+    if len(text) > 1 and text[0] == '"' == text[-1]:
+        text = text[1:-1].replace('""', '"')
+    return text.lower()
+
+
+def by_name(text: str) -> AnalyticsError | None:
+    """The refusal of a statement naming a function or view that shows where the brain
+    is stored or runs SQL given as text; None when it names none.
+
+    Names are read with DuckDB's lexer, so a string or a comment holding one is fine
+    and a quoted or qualified one is still found.
+    """
+    import duckdb
+
+    try:
+        tokens = duckdb.tokenize(text)
+    except (duckdb.Error, RuntimeError):
+        return None  # not lexable: the parser refuses it
+    starts = [pos for pos, _ in tokens] + [len(text)]
+    words = [
+        (text[a:b].strip(), kind)
+        for (a, kind), b in zip(tokens, starts[1:], strict=True)
+        if kind != duckdb.token_type.comment
     ]
+    named = (duckdb.token_type.identifier, duckdb.token_type.keyword)
+    for i, (word, kind) in enumerate(words):
+        if kind not in named:
+            continue
+        name = _name(word)
+        called = i + 1 < len(words) and words[i + 1][0].startswith("(")
+        if name in _WHERE:
+            return AnalyticsError(
+                f"ocb sql does not show where the brain is stored: {name} is refused",
+                "its settings are fixed (times in UTC, no files, network or extensions); "
+                'query the brain\'s views (list them with: ocb sql "SHOW TABLES")',
+            )
+        if name in _AS_TEXT or (name == "query" and called):
+            return AnalyticsError(
+                f"ocb sql runs only the statement it is given: {name}() is refused",
+                "write the query out instead of passing it as text",
+            )
+    return None

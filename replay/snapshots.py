@@ -29,7 +29,7 @@ from typing import Any
 
 import msgspec
 
-from ocb_events.durable import replace_file
+from ocb_events.durable import private_dir, replace_file
 from ocb_events.protocol import EventLog
 from projections import PROJECTIONS, fold
 
@@ -80,7 +80,7 @@ class SnapshotStore:
         Raises:
             OSError: the disk refused the write (no temp file is left behind).
         """
-        self.directory.mkdir(parents=True, exist_ok=True)
+        private_dir(self.directory)
         path = self.directory / f"{name}-{seq:020d}.snap"
         tmp = path.with_suffix(".tmp")
         digest = hashlib.sha256(body).digest()

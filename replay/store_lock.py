@@ -18,6 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
+from ocb_events.durable import open_private, private_dir
+
 Mode = Literal["", "shared", "exclusive"]
 
 
@@ -37,8 +39,8 @@ class StoreLock:
         if self._fd is None:
             flags = os.O_CLOEXEC
             try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._fd = os.open(self.path, flags | os.O_RDWR | os.O_CREAT, 0o644)
+                private_dir(self.path.parent)
+                self._fd = open_private(self.path, flags | os.O_RDWR | os.O_CREAT)
             except OSError:
                 try:
                     self._fd = os.open(self.path, flags | os.O_RDONLY)

@@ -1,21 +1,26 @@
 """Reading lines of a workspace file for a client (``memory_get``), confined to the
-workspace.
+files the brain indexes.
 
-NOTE: the path comes from a client (a model, over MCP): it is refused when it is empty,
-absolute, has a ``..`` part, resolves (through any symlink) outside the workspace, or
-names a file the brain never indexes (hidden files such as ``.env``, ``.git``, build and
-dependency folders, other suffixes). The caller passes the brain's secret redaction, so a
-read shows what the brain recorded, never a secret it held back.
+NOTE: the path comes from a client (a model, over MCP) and is checked on what it leads
+to, not on its name: it is refused when it is empty, absolute or has a ``..`` part; when
+it names a file a scan never reads (hidden files such as ``.env``, ``.git``, build and
+dependency folders, other suffixes); when the file it reaches is one a scan skips (a
+symlink out of the workspace or to a file the brain does not index, a FIFO, socket or
+device, a file with several hard links, a binary or non-UTF-8 file, a file over the
+size limit); and when the brain does not index it. The file is read as a scan reads
+it (``workspace_sync.scan``: never blocking, never anything but a regular file). The
+caller passes the brain's secret redaction, so a read shows what the brain recorded,
+never a secret it held back.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ocb_events.errors import InputError, WorkspaceError
-from workspace_sync.scan import indexable
+from workspace_sync.scan import MAX_FILE_BYTES, MISSING, Skipped, indexable, read_text
 
 __all__ = ["Excerpt", "read_lines"]
 
@@ -44,12 +49,12 @@ def _refuse(rel: str, why: str) -> WorkspaceError:
     )
 
 
-def confined(root: Path, rel: str) -> Path:
-    """The real file ``rel`` names below ``root``.
+def _named(rel: str) -> str:
+    """``rel`` as a posix path a scan would read, checked on its name alone.
 
     Raises:
-        WorkspaceError: ``rel`` is empty, absolute, has a ``..`` part, resolves outside
-            ``root`` (a symlink out), does not exist, or is not a file.
+        WorkspaceError: empty, absolute, with a ``..`` part, or a name the brain never
+            indexes.
     """
     pure = PurePosixPath(rel)
     if not rel or not pure.parts or pure.is_absolute():
@@ -58,20 +63,26 @@ def confined(root: Path, rel: str) -> Path:
         raise _refuse(rel, "the path leaves the workspace (..)")
     if not indexable(pure.as_posix()):
         raise _refuse(rel, "the brain does not index this file (hidden, build or not text)")
-    base = root.resolve()
-    try:
-        real = (base / pure).resolve(strict=True)
-    except FileNotFoundError:
-        raise WorkspaceError(
-            f"no file {rel!r} in the workspace", "take the path from a search result"
-        ) from None
-    except (OSError, RuntimeError) as exc:
-        raise _refuse(rel, f"it cannot be resolved ({exc})") from None
-    if not real.is_relative_to(base):
-        raise _refuse(rel, "it is a symlink that leads outside the workspace")
-    if not real.is_file():
-        raise _refuse(rel, "it is not a file")
-    return real
+    return pure.as_posix()
+
+
+def _text(root: Path, rel: str, indexed: Container[str], max_bytes: int) -> str:
+    """The text of the workspace file ``rel``, read as a scan reads it.
+
+    Raises:
+        WorkspaceError: see ``read_lines``.
+    """
+    name = _named(rel)
+    got = read_text(root, name, max_bytes=max_bytes)
+    if isinstance(got, Skipped):
+        if got.reason == MISSING:
+            raise WorkspaceError(
+                f"no file {rel!r} in the workspace", "take the path from a search result"
+            )
+        raise _refuse(rel, got.reason)
+    if name not in indexed:
+        raise _refuse(rel, "the brain has not indexed this file (skipped, or not synced yet)")
+    return got.text
 
 
 def read_lines(
@@ -80,27 +91,27 @@ def read_lines(
     start: int = 1,
     lines: int | None = None,
     *,
+    indexed: Container[str],
+    max_bytes: int = MAX_FILE_BYTES,
     redact: Callable[[str], str] = lambda text: text,
 ) -> Excerpt:
     """Lines ``start`` .. ``start + lines - 1`` of the workspace file ``rel`` (at most
-    ``MAX_LINES``; ``lines`` None: to the end, within that cap), decoded as UTF-8 with
-    undecodable bytes replaced, and the whole file passed through ``redact`` first
-    (which keeps line breaks, so line numbers hold).
+    ``MAX_LINES``; ``lines`` None: to the end, within that cap), the whole file passed
+    through ``redact`` first (which keeps line breaks, so line numbers hold).
+
+    Args:
+        indexed: the workspace paths the brain indexes (the graph's files).
+        max_bytes: the size limit of a file a scan reads.
 
     Raises:
-        WorkspaceError: the path is refused (see ``confined``).
+        WorkspaceError: the path is refused (see the module's note), in one line.
         InputError: ``start`` or ``lines`` is below 1.
     """
     if start < 1:
         raise InputError(f"from must be 1 or more, not {start}", "lines are numbered from 1")
     if lines is not None and lines < 1:
         raise InputError(f"lines must be 1 or more, not {lines}", "omit lines to read to the end")
-    real = confined(root, rel)
-    try:
-        text = real.read_bytes().decode("utf-8", errors="replace")
-    except OSError as exc:
-        raise _refuse(rel, f"it cannot be read ({exc.strerror})") from None
-    all_lines = redact(text).splitlines()
+    all_lines = redact(_text(Path(root), rel, indexed, max_bytes)).splitlines()
     count = min(lines if lines is not None else MAX_LINES, MAX_LINES)
     chosen = all_lines[start - 1 : start - 1 + count]
     return Excerpt(

@@ -13,6 +13,13 @@ two thirds of that entropy. Hex of exactly 40 or 64 digits is left alone: in not
 a commit id or a SHA-256 digest, not a credential (a hex token next to ``token=`` is
 still found by the assignment rule).
 
+Names (a path, a node id, a chat or request id) are scanned with ``redact_name``: the
+formats and the extra patterns only, since names are often random (a uuid, the hex id
+of an exported page) and ``notes/secret.md::12`` is no assignment; each secret becomes
+a keyed marker (``[REDACTED:slack-token:1f2e3d4c]``, 8 hex digits of a BLAKE2b digest
+of the secret), so names that held different secrets stay apart and one name redacts
+the same way every time (a retried request id still names the request).
+
 NOTE: redaction never adds or removes a line. A private key block becomes one marker per
 line (indentation kept), every other secret is replaced within its line, so line
 numbers, and the line ranges of chunks and facts cut from the redacted text, still cite
@@ -22,6 +29,7 @@ the file on disk.
 from __future__ import annotations
 
 import bisect
+import hashlib
 import itertools
 import math
 import re
@@ -36,7 +44,9 @@ from workspace_sync.scan import FileText
 
 MARKER = "[REDACTED:{kind}]"
 """What replaces a secret; ``kind`` names the rule that found it."""
-_MARKER = re.compile(r"\[REDACTED:[a-z0-9-]+\]")
+KEYED_MARKER = "[REDACTED:{kind}:{digest}]"
+"""What replaces a secret in a name: ``digest`` tells different secrets apart."""
+_MARKER = re.compile(r"\[REDACTED:[a-z0-9-]+(?::[0-9a-f]{8})?\]")
 _KIND = re.compile(r"[a-z0-9][a-z0-9-]*")
 _LINE_BREAK = re.compile(r"(\r\n|\r|\n)")
 _BEGIN = re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
@@ -75,6 +85,7 @@ class Redacted(msgspec.Struct, frozen=True):
 _WORD_CHARS = frozenset(string.ascii_letters + string.digits + "_")
 _TOKEN_CHARS = _WORD_CHARS | {"-"}
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+_NAME_SEPARATORS = frozenset("-_")
 
 
 class _Rule(NamedTuple):
@@ -179,11 +190,9 @@ RULES: tuple[_Rule, ...] = (
         re.compile(r"https://hooks\.slack\.com/(?:services|workflows)/([A-Za-z0-9/_-]{20,})"),
         1,
     ),
-    _Rule(
-        "stripe-key",
-        re.compile(rf"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{{16,}}{_E}"),
-        lead=_WORD_CHARS,
-    ),
+    # two rules, each with a literal start (an alternation at the start scans slowly)
+    _Rule("stripe-key", re.compile(rf"sk_(?:live|test)_[A-Za-z0-9]{{16,}}{_E}"), lead=_WORD_CHARS),
+    _Rule("stripe-key", re.compile(rf"rk_(?:live|test)_[A-Za-z0-9]{{16,}}{_E}"), lead=_WORD_CHARS),
     _Rule("npm-token", re.compile(rf"npm_[A-Za-z0-9]{{36}}{_E}"), lead=_WORD_CHARS),
     _Rule(
         "google-api-key",
@@ -219,6 +228,8 @@ RULES: tuple[_Rule, ...] = (
     ),
 )
 """The built-in formats, most specific first (an earlier rule's match wins an overlap)."""
+_NAME_LEADS = tuple(rule.lead - _NAME_SEPARATORS for rule in RULES)
+"""The characters that may not come just before each format in a name."""
 
 _B64_RUN = r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{%d,}+={0,2}+(?![A-Za-z0-9+/=_-])"
 _HEX = re.compile(r"[0-9a-f]+|[0-9A-F]+")
@@ -330,20 +341,36 @@ class Scanner:
 
     def redact(self, text: str) -> Redacted:
         """``text`` with every secret replaced by its marker, line breaks untouched."""
+        return self._redact(text, names=False)
+
+    def redact_name(self, name: str) -> Redacted:
+        """``name`` (a path, a node id, a chat or request id) with every secret of a known
+        format or of the extra patterns replaced by its keyed marker (see the module
+        docstring); the assignment and entropy rules are not used on names.
+
+        Example:
+            >>> Scanner().redact_name("chat-xoxb-1234567890-abcdefghij").text
+            'chat-[REDACTED:slack-token:29506a37]'
+        """
+        return self._redact(name, names=True)
+
+    def _redact(self, text: str, *, names: bool) -> Redacted:
         if not self.enabled or not text:
             return Redacted(text)
         parts = _LINE_BREAK.split(text)
         lines = parts[0::2]
-        keys = _private_keys(lines) if "PRIVATE KEY" in text else []
+        keys = _private_keys(lines) if "PRIVATE KEY" in text and not names else []
         parts[0::2] = lines
         text = "".join(parts)
         starts = [0]
         for i in range(0, len(parts) - 1, 2):
             starts.append(starts[-1] + len(parts[i]) + len(parts[i + 1]))
-        hits = self._hits(text, starts)
+        hits = self._hits(text, starts, names=names)
         out, at = [], 0
         for s, e, kind in hits:
-            out.append(text[at:s] + MARKER.format(kind=kind))
+            out.append(
+                text[at:s] + (_keyed(kind, text[s:e]) if names else MARKER.format(kind=kind))
+            )
             at = e
         out.append(text[at:])
         found = [(starts[b], Finding("private-key", b + 1, e + 1)) for b, e in keys]
@@ -353,21 +380,21 @@ class Scanner:
         found.sort(key=lambda item: item[0])
         return Redacted("".join(out), tuple(f for _, f in found))
 
-    def _hits(self, text: str, starts: Sequence[int]) -> list[tuple[int, int, str]]:
+    def _hits(
+        self, text: str, starts: Sequence[int] | None, *, names: bool = False
+    ) -> list[tuple[int, int, str]]:
         """Spans to redact (start, end, kind), sorted and disjoint. The first rule to
         claim a span keeps it, even when the allow-list spares it; markers already in
-        the text are claimed from the start, so redacting twice changes nothing."""
+        the text are claimed from the start, so redacting twice changes nothing. In
+        ``names`` only the formats and the extra patterns run."""
         taken = [m.span() for m in _MARKER.finditer(text)]
         hits: list[tuple[int, int, str]] = []
         low = text.lower()
         if len(low) != len(text):  # a few letters lower-case to two characters
             low = text.translate(_ASCII_LOWER)
-        found = itertools.chain(
-            self._extra(text, starts),
-            _formats(text, low),
-            _assignments(text, low),
-            self._entropic(text),
-        )
+        found = itertools.chain(self._extra(text, starts), _formats(text, low, names))
+        if not names:
+            found = itertools.chain(found, _assignments(text, low), self._entropic(text))
         for s, e, kind in found:
             if s < e and not any(s < te and ts < e for ts, te in taken):
                 taken.append((s, e))
@@ -375,9 +402,21 @@ class Scanner:
                     hits.append((s, e, kind))
         return sorted(hits)
 
-    def _extra(self, text: str, starts: Sequence[int]) -> Iterator[tuple[int, int, str]]:
+    def holds(self, text: str, *, names: bool = False) -> bool:
+        """Whether ``text`` holds a secret that ``redact`` (``names``: ``redact_name``)
+        would replace; cheaper than either when it holds none."""
+        if not self.enabled or not text:
+            return False
+        if not names and "PRIVATE KEY" in text and _BEGIN.search(text):
+            return True
+        return bool(self._hits(text, None, names=names))
+
+    def _extra(self, text: str, starts: Sequence[int] | None) -> Iterator[tuple[int, int, str]]:
         """The user's patterns, line by line (so that ``\\s`` never joins two lines)."""
+        if self.extra and starts is None:
+            starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
         for rule in self.extra:
+            assert starts is not None
             for i, at in enumerate(starts):
                 end = starts[i + 1] if i + 1 < len(starts) else len(text)
                 for m in rule.regex.finditer(text[at:end].rstrip("\r\n")):
@@ -398,12 +437,20 @@ class Scanner:
                 yield m.start(), m.end(), "high-entropy"
 
 
-def _formats(text: str, low: str) -> Iterator[tuple[int, int, str]]:
-    for rule in RULES:
+def _keyed(kind: str, secret: str) -> str:
+    digest = hashlib.blake2b(secret.encode("utf-8", "surrogatepass"), digest_size=4).hexdigest()
+    return KEYED_MARKER.format(kind=kind, digest=digest)
+
+
+def _formats(text: str, low: str, names: bool = False) -> Iterator[tuple[int, int, str]]:
+    """Matches of the built-in formats; in ``names`` a ``-`` or ``_`` may come just
+    before one, as it separates the words of a file name (``deploy-sk-...md``)."""
+    for rule, name_lead in zip(RULES, _NAME_LEADS, strict=True):
         src = low if rule.lower else text
+        lead = name_lead if names else rule.lead
         for m in rule.regex.finditer(src):
             s, e = m.span(rule.group)
-            if m.start() and src[m.start() - 1] in rule.lead:
+            if m.start() and src[m.start() - 1] in lead:
                 continue
             if rule.check is None or rule.check(text[s:e]):
                 yield s, e, rule.kind

@@ -6,10 +6,11 @@ import math
 from pathlib import Path
 
 from ocb.checks.memory import MEMORY_CHECKS, memory_checks
+from ocb.checks.private import privacy_check
 from ocb.engine.embed import unpack_matrix
 from ocb.engine.policy import tier_of
 from ocb.settings import Memory, Traversal, resolve
-from ocb.store import Store, Warn
+from ocb.store import Store
 from ocb.upkeep.blobs import ROUTE_MODEL, BlobReport, find_lost, regenerate_blobs
 from ocb_events.errors import InputError, LogError, OcbError
 from ocb_events.log import verify_log
@@ -21,9 +22,6 @@ from replay.verify import (
     SKIP,
     WARN,
     Check,
-    Progress,
-    verify_segments,
-    verify_snapshots,
 )
 
 DORMANT_LIMIT = 0.9
@@ -210,7 +208,7 @@ def run_doctor(path: str | Path, as_of: int | str | None = None) -> list[Check]:
         )
         return [failed] + [Check(n, SKIP, "the log is unreadable") for n in _LOG_DEPENDENT]
     try:
-        checks = [log_check]
+        checks = [log_check, privacy_check(path)]
         if store.recovery is not None:
             r = store.recovery
             checks.append(
@@ -257,19 +255,3 @@ def doctor(
         except LogError:
             pass  # a damaged log: the doctor's report says so and names its repair
     return run_doctor(path, as_of=as_of), fixed
-
-
-def verify_brain(
-    path: str | Path, *, warn: Warn | None = None, progress: Progress | None = None
-) -> list[Check]:
-    """The log of the brain at ``path`` (framing, checksums, seqs, hash chain), then,
-    when it holds, every snapshot against a rebuild (``replay.verify``).
-
-    Raises:
-        BrainNotFound: no brain at ``path``.
-    """
-    found = [verify_segments(Path(path) / "log")]
-    if found[0].ok:
-        with Store(path, writer=False, warn=warn) as store:
-            found += verify_snapshots(store.log, store.snapshots, progress)
-    return found

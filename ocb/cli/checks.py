@@ -11,6 +11,16 @@ from ocb.cli.options import AsOfOpt, BrainOpt, JsonOpt, handled, open_brain, out
 
 group = typer.Typer()
 
+HeadOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--head",
+        metavar="SEQ:HEX",
+        help="A head of the chain printed by an earlier verify and kept elsewhere: fail "
+        "if the chain at SEQ is not HEX (the history was rewritten). Repeatable.",
+    ),
+]
+
 
 @group.command()
 @handled
@@ -69,32 +79,39 @@ def verify_command(
         bool,
         typer.Option(
             "--repair",
-            help="First keep every intact record and turn damaged or lost ones into "
-            "tombstones that keep their seq (recorded as a log_repaired event).",
+            help="First keep every intact record and turn damaged, lost or tampered ones "
+            "(that do not match their hash chain) into tombstones that keep their seq "
+            "(recorded as a log_repaired event).",
         ),
     ] = False,
+    head: HeadOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Check the log's framing, checksums, seqs and hash chain, and every snapshot
-    against a rebuild; with --repair, repair a damaged log first.
+    against a rebuild; print the head of the chain (SEQ:HEX) to keep elsewhere. With
+    --repair, repair a damaged log first.
 
     \b
     Example:
       ocb verify --brain /tmp/brain
+      ocb verify --brain /tmp/brain --head 1200:0f3c9a41d2b8e7f6a5c4d3e2f1a0b9c8
       ocb verify --brain /tmp/brain --repair
     """
     from ocb.brain import Brain
     from ocb.cli.progress import ProgressBar
-    from ocb.cli.render.verify import findings_text, log_repair_text, verify_json
+    from ocb.cli.render.verify import log_repair_text, verify_json, verify_text
 
+    heads = Brain.parse_heads(head or [], repair=repair)
     fixed = None
     if repair:
         fixed = Brain.repair(brain, warn=warn)
         if not as_json:
             typer.echo(log_repair_text(fixed))  # before the checks, which may take a while
     bar = ProgressBar()
-    found = Brain.verify_at(brain, warn=warn, progress=lambda n, t: bar("verify", n, t))
+    found = Brain.verify_at(
+        brain, heads=heads, warn=warn, progress=lambda n, t: bar("verify", n, t)
+    )
     bar.close()
-    out((found, fixed), as_json, lambda got: findings_text(got[0]), verify_json)
-    if not all(f.ok for f in found):
+    out((found, fixed), as_json, verify_text, verify_json)
+    if not all(f.ok for f in found.checks):
         raise typer.Exit(1)

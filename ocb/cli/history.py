@@ -50,6 +50,7 @@ def sql(
     seeds, outcomes, deltas, lifecycle, files, injections, maintenance, labels, config,
     nodes, edges, retractions; documented in the README). Read-only and confined: one
     SELECT (or SHOW, DESCRIBE, SUMMARIZE, EXPLAIN), no files, extensions or settings.
+    Limited by sql.timeout_s, sql.memory_mb and sql.max_result_mb (ocb config).
 
     \b
     Example:

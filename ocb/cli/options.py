@@ -110,12 +110,38 @@ def handled(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except OcbError as exc:
-            typer.echo(f"error: {exc.message}", err=True)
-            if exc.hint:
-                typer.echo(f"hint: {exc.hint}", err=True)
+            message, hint = _explained(exc)
+            typer.echo(f"error: {message}", err=True)
+            if hint:
+                typer.echo(f"hint: {hint}", err=True)
             raise typer.Exit(1) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _explained(exc: Any) -> tuple[str, str]:
+    """An error's message and hint; a lock held by the daemon serving the brain (a
+    command run with --no-daemon beside it) says so and how to go through it."""
+    from ocb.daemon.protocol import RpcError, call, connect
+    from ocb_events.errors import BrainLocked
+
+    if not isinstance(exc, BrainLocked) or exc.pid is None:
+        return exc.message, exc.hint
+    sock = connect(exc.path, timeout=5.0)
+    if sock is None:
+        return exc.message, exc.hint
+    try:
+        with sock:
+            pid = call(sock, "hello").get("pid")
+    except (RpcError, OSError, AttributeError):
+        return exc.message, exc.hint
+    if pid != exc.pid:
+        return exc.message, exc.hint
+    return (
+        f"brain {exc.path} is served by its daemon (pid {pid}), which holds its lock",
+        f"go through the daemon (leave out --no-daemon), or stop it first: "
+        f"ocb serve stop --brain {exc.path}",
+    )
 
 
 def warn(msg: str) -> None:

@@ -7,6 +7,7 @@ Params are named and checked (an unknown or mistyped one is an INVALID_PARAMS er
 
 from __future__ import annotations
 
+import os
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -23,13 +24,15 @@ from ocb.cli.render.memory import recall_json, reflect_json, retain_json
 from ocb.cli.render.settings import settings_json
 from ocb.cli.render.sql import result_json
 from ocb.cli.render.upkeep import health_json, maintenance_json
+from ocb.daemon.client import LOCAL_COMMANDS, brain_of
 from ocb.daemon.live import LiveBrain
 from ocb.daemon.protocol import CONFLICT, PROTOCOL, RpcError
 from ocb.daemon.server import Method
 from ocb.daemon.streams import capture, install
 from ocb_events.codec import record_to_json
+from ocb_events.errors import InputError
 
-__all__ = ["READ_COMMANDS", "command_kind", "methods"]
+__all__ = ["READ_COMMANDS", "command_kind", "methods", "own_brain"]
 
 P = TypeVar("P", bound=msgspec.Struct)
 
@@ -160,27 +163,61 @@ def _p(kind: type[P], params: dict[str, Any]) -> P:
 
 
 READ_COMMANDS = frozenset(
-    {"events", "sql", "report", "doctor", "verify", "diff", "what-if", "audit", "kg get",
-     "kg history"}
+    {"events", "doctor", "verify", "diff", "what-if", "kg get", "kg history"}
 )  # fmt: skip
 """Commands that record nothing: the daemon runs them beside the writer."""
+HISTORY_COMMANDS = frozenset({"sql", "report", "audit"})
+"""Commands over the history: the daemon runs them outside the gate (``Server``'s
+``history`` kind), their queries in worker processes."""
 EXCLUSIVE_COMMANDS = frozenset({"forget", "replay", "reembed"})
 """Commands that replace what the daemon holds: they run alone."""
 
 
 def command_kind(argv: list[str]) -> str:
-    """How the daemon runs ``ocb <argv>``: ``read``, ``write`` or ``exclusive``."""
+    """How the daemon runs ``ocb <argv>``: ``read``, ``history``, ``write`` or
+    ``exclusive``."""
     words = [a for a in argv if not a.startswith("-")][:2]
     name = words[0] if words else ""
     sub = " ".join(words[:2]) if name in ("kg", "audit") else name
     if sub in EXCLUSIVE_COMMANDS:
         return "exclusive"
+    if name in HISTORY_COMMANDS and "--help" not in argv:
+        return "history"
     dry = "--dry-run" in argv and name in ("maintain", "retract")
     if sub in READ_COMMANDS or name in READ_COMMANDS or "--help" in argv or dry:
         return "read"
     if "--as-of" in argv or any(a.startswith("--as-of=") for a in argv):
         return "read"
     return "write"
+
+
+def own_brain(brain: Path, argv: list[str]) -> None:
+    """Refuse ``ocb <argv>`` unless it is a command the daemon of ``brain`` may run for a
+    client: one on this brain (``--brain`` naming it), never one that runs only in its
+    own process (``serve``, ``mcp`` ...).
+
+    Raises:
+        InputError: naming what to run instead.
+    """
+    words = [a for a in argv if not a.startswith("-")]
+    name = words[0] if words else ""
+    if name in LOCAL_COMMANDS:
+        raise InputError(
+            f"ocb {name} does not run inside a daemon",
+            f"run it on its own: ocb --no-daemon {name} ... (to stop this daemon: "
+            f"ocb serve stop --brain {brain})",
+        )
+    given, _ = brain_of(argv, {})
+    if given is None:
+        raise InputError(
+            "a command sent to the daemon must name its brain",
+            f"add --brain {brain}",
+        )
+    if os.path.realpath(given) != os.path.realpath(brain):
+        raise InputError(
+            f"this daemon serves {brain}, not {given}",
+            f"send it to the daemon of {given}, or run it with --no-daemon",
+        )
 
 
 def _run_cli(brain: LiveBrain, root: Command, argv: list[str]) -> dict[str, Any]:
@@ -216,6 +253,7 @@ def _cli(brain: LiveBrain, root: Command) -> Method:
                 f"this daemon speaks protocol {PROTOCOL}, the client {p.protocol}",
                 "restart the daemon with this ocb: ocb serve stop, then ocb serve",
             )
+        own_brain(brain.path, p.argv)
         return _run_cli(brain, root, p.argv)
 
     return Method(kind, run)
@@ -290,9 +328,9 @@ def methods(brain: LiveBrain, root: Command | None) -> dict[str, Method]:
         "kg": m(lambda q: "write" if q.get("action") == "set" else "read", Kg,
                 lambda p: _kg(b, p)),
         "events": m("read", Events, lambda p: _events(b, p)),
-        "audit": m("read", Audit, lambda p: _audit(b, p)),
+        "audit": m("history", Audit, lambda p: _audit(b, p)),
         "read": m("read", Read, lambda p: _read(b, p)),
-        "sql": m("read", Sql, lambda p: result_json(b.sql(p.statement))),
+        "sql": m("history", Sql, lambda p: result_json(b.sql(p.statement))),
         "doctor": m("read", _Params, lambda p: doctor_json(b.doctor_at(b.path))),
         "health": m(when("apply", "write", "read"), Health, lambda p: health_json(
             b.health(window=p.window, apply=p.apply))),

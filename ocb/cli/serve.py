@@ -4,7 +4,6 @@ ask it for its status, and stop it."""
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -48,6 +47,9 @@ def run(
     ] = False,
     debounce: Annotated[int, typer.Option(help="Quiet time before a sync, in ms.")] = 300,
     timeout: Annotated[float, typer.Option(help="Seconds a request may take.")] = 60.0,
+    idle_timeout: Annotated[
+        float, typer.Option(help="Seconds a connection may wait between requests.")
+    ] = 300.0,
 ) -> None:
     """Serve a brain: its only writer, every projection hot, the workspace watched.
 
@@ -69,8 +71,11 @@ def run(
     ws = workspace.absolute() if workspace is not None else None
     if detach and stdio:
         raise InputError("--detach and --stdio exclude each other", "pass one of them")
+    for name, value in (("--timeout", timeout), ("--idle-timeout", idle_timeout)):
+        if not value > 0:
+            raise InputError(f"{name} must be above 0, not {value:g}", f"pass {name} 60")
     if detach:
-        _detach(b, ws, debounce, timeout)
+        _detach(b, ws, debounce, timeout, idle_timeout)
         return
     from ocb.cli.rpc import methods
     from ocb.daemon.run import serve as serve_brain
@@ -78,20 +83,21 @@ def run(
     root = ctx.find_root().command
     serve_brain(
         b, ws, lambda live: methods(live, root), stdio=stdio, debounce_ms=debounce,
-        timeout=timeout, echo=sys.stderr,
+        timeout=timeout, idle_s=idle_timeout, echo=sys.stderr,
     )  # fmt: skip
 
 
-def _detach(brain: Path, ws: Path | None, debounce: int, timeout: float) -> None:
+def _detach(brain: Path, ws: Path | None, debounce: int, timeout: float, idle: float) -> None:
     from ocb.daemon.run import spawn
 
-    argv = ["serve", "--brain", str(brain), "--debounce", str(debounce), "--timeout", str(timeout)]
+    argv = ["serve", "--brain", str(brain), "--debounce", str(debounce), "--timeout",
+            str(timeout), "--idle-timeout", str(idle)]  # fmt: skip
     if ws is not None:
         argv += ["--workspace", str(ws)]
-        brain.mkdir(parents=True, exist_ok=True)  # a new brain: its run/ holds the daemon's log
-    hello = spawn(argv, brain)
+    hello = spawn(argv, brain, create=ws is not None)  # a new brain: run/ holds the log
+    how = "serving" if hello["started"] else "already served by another client's daemon:"
     typer.echo(
-        f"serving {brain} (pid {hello['pid']}, seq {hello['seq']}); "
+        f"{how} {brain} (pid {hello['pid']}, seq {hello['seq']}); "
         f"log {brain / 'run' / 'daemon.log'}; stop: ocb serve stop --brain {brain}"
     )
 
@@ -110,6 +116,11 @@ def _ask(brain: Path, method: str) -> Any:
             return call(sock, method)
     except RpcError as exc:
         raise OcbError(exc.message, exc.hint) from None
+    except OSError as exc:
+        raise OcbError(
+            f"the daemon of {brain} did not answer: {exc}",
+            f"see {brain / 'run' / 'daemon.log'}; stop it: ocb serve stop --brain {brain}",
+        ) from None
 
 
 def _status_text(s: dict[str, Any]) -> str:
@@ -141,29 +152,39 @@ def status(brain: MaybeBrain = None, as_json: JsonOpt = False) -> None:
 
 @serve.command()
 @handled
-def stop(brain: MaybeBrain = None) -> None:
-    """Stop the daemon serving a brain: in-flight requests finish, writes are flushed,
-    snapshots written, the socket removed.
+def stop(
+    brain: MaybeBrain = None,
+    grace: Annotated[
+        float, typer.Option(help="Seconds to wait for a clean stop before forcing it.")
+    ] = 30.0,
+) -> None:
+    """Stop the daemon serving a brain and wait until its process has exited:
+    in-flight requests finish, writes are flushed, snapshots written, the socket
+    removed. A daemon still running after --grace seconds is ended with SIGTERM, then
+    SIGKILL (every acknowledged write is in the log either way), and the output says so.
 
     \b
     Example:
       ocb serve stop --brain /tmp/brain
     """
-    from ocb.daemon.protocol import connect
-    from ocb_events.errors import OcbError
+    from ocb.daemon.stop import stop as stop_daemon
+    from ocb_events.errors import InputError
 
-    b = need_brain(brain)
-    got = _ask(b, "shutdown")
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        sock = connect(b)
-        if sock is None:
-            typer.echo(f"stopped daemon pid {got['pid']}")
-            return
-        sock.close()
-        time.sleep(0.05)
-    raise OcbError(
-        f"daemon pid {got['pid']} is still stopping", "see its log: BRAIN/run/daemon.log"
+    if not grace >= 0:
+        raise InputError(f"--grace must be 0 or more, not {grace:g}", "pass --grace 30")
+    done = stop_daemon(need_brain(brain), grace_s=grace)
+    if done.how == "asked":
+        typer.echo(f"stopped daemon pid {done.pid}")
+        return
+    why = (
+        f"did not stop within {grace:g} s of the request"
+        if done.answered
+        else "held the brain's lock but did not answer on its socket"
+    )
+    typer.echo(
+        f"daemon pid {done.pid} {why}; ended it with {done.how.upper()} after "
+        f"{done.waited_s:g} s (requests still running were dropped; every acknowledged "
+        "write is in the log)"
     )
 
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TypeVar, Unpack
 
 from ocb.brain import Brain
 from ocb.daemon.gate import Gate
+from ocb.redaction import screened
+from ocb.settings import Indexing
 from ocb.store import StoreOptions
 from ocb_events.errors import BrainError, WorkspaceError
 from ocb_events.schema import Event, Record
@@ -48,8 +51,16 @@ class LiveBrain(Brain):
                 "a reading request tried to record; nothing was recorded",
                 "report this: the command is served as a read but it writes",
             )
+        # the net's scan (a big sync's texts take a while) runs before the gate, once:
+        # readers wait for the append and the fold only
+        events = screened(events, self.secrets(), self.warn)
         with self.gate.write():
-            return super().record(events, actor, expected_seq=expected_seq, blobs=blobs)
+            return self._append(events, actor, expected_seq=expected_seq, blobs=blobs)
+
+    def history_held(self) -> AbstractContextManager[None]:
+        """The gate, shared: a command over the history reads the log and the settings
+        under it (a slice at a time), and runs its queries outside it."""
+        return self.gate.read()
 
     def derived(self, name: str, key: str, make: Callable[[], T]) -> T:
         with self._derive:  # one thread builds an index; the others wait for it
@@ -60,16 +71,27 @@ class LiveBrain(Brain):
         at most 2,000 from ``start``), secrets redacted as the brain redacts them, for a
         client such as the MCP server.
 
+        Only a file the brain indexes is read, checked on the file the path leads to:
+        a regular file inside the workspace that a scan reads (not hidden, not under a
+        build directory, a text suffix, one link, within ``indexing.max_file_bytes``)
+        and that the graph holds.
+
         Raises:
-            WorkspaceError: the brain has no workspace, or ``rel`` is empty, absolute,
-                has a ``..`` part, resolves outside the workspace or is not a file.
+            WorkspaceError: the brain has no workspace, or ``rel`` is refused (one line:
+                empty, absolute, ``..``, a symlink out or to a file the brain does not
+                index, not a regular file, hard-linked, binary, too large, not indexed).
             InputError: ``start`` or ``lines`` is below 1.
         """
         root = self.graph.workspace
         if not root:
             raise WorkspaceError("this brain has no workspace to read", "ocb init --workspace DIR")
         scanner = self.secrets()
-        return read_lines(Path(root), rel, start, lines, redact=lambda t: scanner.redact(t).text)
+        return read_lines(
+            Path(root), rel, start, lines,
+            indexed=self.graph.files,
+            max_bytes=self.setting(Indexing).max_file_bytes,
+            redact=lambda t: scanner.redact(t).text,
+        )  # fmt: skip
 
     def drop_unflushed(self) -> None:
         """Forget what was folded from records a failed flush took back, and fold the

@@ -15,7 +15,10 @@ and msgspec only.
 
 from __future__ import annotations
 
+import os
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +42,7 @@ __all__ = [
     "connect",
     "read_frame",
     "run_dir",
+    "socket_address",
     "socket_path",
 ]
 
@@ -46,6 +50,8 @@ PROTOCOL = 1
 """The protocol version ``hello`` reports; a client refuses any other."""
 MAX_FRAME = 16 * 1024 * 1024
 """The longest request line, in bytes (16 MiB)."""
+MAX_ADDRESS = 107
+"""The longest Unix socket path the kernel takes (``sun_path`` is 108 bytes on Linux)."""
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -90,6 +96,33 @@ def socket_path(brain: str | Path) -> Path:
     return run_dir(brain) / "ocb.sock"
 
 
+@contextmanager
+def socket_address(path: Path) -> Iterator[str]:
+    """The address to bind or connect ``path`` by: the path itself, or, when it is
+    longer than the kernel takes (a brain deep in a tree), the same file reached through
+    a descriptor of its directory (``/proc/self/fd/N/ocb.sock``), so the socket stays in
+    the brain's private run directory whatever the length of its path.
+
+    Raises:
+        OSError: the path is too long and this system has no ``/proc/self/fd``.
+    """
+    name = os.fsencode(path)
+    if len(name) <= MAX_ADDRESS:
+        yield str(path)
+        return
+    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        short = f"/proc/self/fd/{fd}/{path.name}"
+        if not os.path.isdir(f"/proc/self/fd/{fd}"):
+            raise OSError(
+                f"the socket path {path} is over {MAX_ADDRESS} bytes and this system has "
+                "no /proc/self/fd to reach it by: use a brain with a shorter path"
+            )
+        yield short
+    finally:
+        os.close(fd)
+
+
 def connect(brain: str | Path, *, timeout: float | None = None) -> socket.socket | None:
     """A connection to the daemon serving ``brain`` (None: no daemon listens)."""
     path = socket_path(brain)
@@ -98,7 +131,8 @@ def connect(brain: str | Path, *, timeout: float | None = None) -> socket.socket
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
-        sock.connect(str(path))
+        with socket_address(path) as address:
+            sock.connect(address)
     except OSError:
         sock.close()
         return None

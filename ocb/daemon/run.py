@@ -9,6 +9,7 @@ and replaced.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -23,22 +24,27 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ocb.daemon.live import LiveBrain
-from ocb.daemon.protocol import RpcError, call, connect, run_dir, socket_path
-from ocb.daemon.server import Method, Server
+from ocb.daemon.protocol import RpcError, call, connect, run_dir, socket_address, socket_path
+from ocb.daemon.server import IDLE_S, Method, Server
+from ocb.daemon.stop import lock_holder
 from ocb.daemon.watcher import Follower
+from ocb_events.durable import open_private, private_dir
 from ocb_events.errors import InputError, OcbError, WorkspaceError
 
-__all__ = ["DaemonLog", "bind", "private_run_dir", "serve", "spawn", "watch"]
+__all__ = ["DaemonLog", "bind", "daemon_argv", "private_run_dir", "serve", "spawn", "watch"]
 
 Methods = Callable[[LiveBrain], Mapping[str, Method]]
 
 
 class DaemonLog:
-    """``B/run/daemon.log``: one UTC-stamped line per event, echoed to ``echo``."""
+    """``B/run/daemon.log``: one UTC-stamped line per event, echoed to ``echo`` unless
+    ``echo`` is that same file (a detached daemon's stderr is its log)."""
 
     def __init__(self, path: Path, echo: TextIO | None) -> None:
-        self._file = path.open("a", encoding="utf-8")
-        self._echo = echo
+        self._file = os.fdopen(
+            open_private(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND), "a", encoding="utf-8"
+        )
+        self._echo = None if echo is not None and _same_file(echo, self._file) else echo
         self._lock = threading.Lock()
 
     def __call__(self, msg: str) -> None:
@@ -53,6 +59,14 @@ class DaemonLog:
 
     def close(self) -> None:
         self._file.close()
+
+
+def _same_file(a: TextIO, b: TextIO) -> bool:
+    try:
+        sa, sb = os.fstat(a.fileno()), os.fstat(b.fileno())
+    except (OSError, ValueError, AttributeError):  # not a real file (a test's buffer)
+        return False
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
 
 
 def private_run_dir(brain: Path) -> Path:
@@ -102,7 +116,14 @@ def bind(brain: Path) -> socket.socket:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old = os.umask(0o177)
     try:
-        sock.bind(str(path))
+        with socket_address(path) as address:
+            sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        raise InputError(
+            f"cannot listen on {path}: {exc.strerror or exc}",
+            "start the daemon on a brain whose path is shorter",
+        ) from None
     finally:
         os.umask(old)
     os.chmod(path, 0o600)
@@ -118,12 +139,15 @@ def serve(
     stdio: bool = False,
     debounce_ms: int = 300,
     timeout: float = 60.0,
+    idle_s: float = IDLE_S,
     echo: TextIO | None = None,
 ) -> None:
     """Serve ``brain_path`` until SIGINT, SIGTERM, a ``shutdown`` request or (with
     ``stdio``) the end of stdin: open it as the only writer, reconcile it with the
     workspace, watch the workspace, answer requests, then stop cleanly (in-flight
     requests finish, every write is flushed, snapshots are written, the socket goes).
+    A signal that comes while it is stopping ends the process at once: what was
+    acknowledged is durable already, and nothing else was promised.
 
     Raises:
         BrainLocked: another process (a daemon) writes the brain.
@@ -138,8 +162,9 @@ def serve(
         raise
     try:
         _serve(
-            brain, workspace, methods, log, stdio=stdio, debounce_ms=debounce_ms, timeout=timeout
-        )
+            brain, workspace, methods, log,
+            stdio=stdio, debounce_ms=debounce_ms, timeout=timeout, idle_s=idle_s,
+        )  # fmt: skip
     finally:
         log.close()
 
@@ -153,11 +178,14 @@ def _serve(
     stdio: bool,
     debounce_ms: int,
     timeout: float,
+    idle_s: float,
 ) -> None:
     brain.warn = lambda m: log(f"warning: {m}")
     ws = workspace or (Path(brain.graph.workspace) if brain.graph.workspace else None)
     follower = Follower(brain, ws, log, debounce_ms=debounce_ms)
-    server = Server(brain, methods(brain), timeout=timeout, log=log, info=follower.info)
+    server = Server(
+        brain, methods(brain), timeout=timeout, idle_s=idle_s, log=log, info=follower.info
+    )
     server.start()
     try:
         follower.start(server.writer.submit)  # reconciled once it returns
@@ -168,7 +196,8 @@ def _serve(
         server.close()
         raise
     previous = {
-        s: signal.signal(s, lambda *_: server.stop()) for s in (signal.SIGINT, signal.SIGTERM)
+        s: signal.signal(s, _on_signal(server, brain.path, log))
+        for s in (signal.SIGINT, signal.SIGTERM)
     }
     wakeup = signal.set_wakeup_fd(server.wake_fd, warn_on_full_buffer=False)
     log(
@@ -191,6 +220,25 @@ def _serve(
         for s, h in previous.items():
             signal.signal(s, h)
         log(f"stopped (seq {brain.log.last_seq})")
+
+
+def _on_signal(server: Server, brain: Path, log: DaemonLog) -> Callable[[int, Any], None]:
+    """The handler of SIGINT and SIGTERM: the first stops the server cleanly; one that
+    comes while it is stopping (a request that will not finish, a stuck write) ends
+    the process at once, as a kill would, but says so first."""
+
+    def handle(signum: int, _frame: Any) -> None:
+        if not server.stopping:
+            server.stop()
+            return
+        name = signal.Signals(signum).name
+        log(f"stop forced by {name}: requests still running are dropped; every write "
+            "that was acknowledged is in the log")  # fmt: skip
+        with contextlib.suppress(OSError):
+            socket_path(brain).unlink()
+        os._exit(128 + signum)
+
+    return handle
 
 
 def watch(brain_path: Path, workspace: Path | None, *, debounce_ms: int, echo: TextIO) -> None:
@@ -254,48 +302,89 @@ def _serve_stdio(server: Server) -> None:
     server.stop()
 
 
-def spawn(argv: list[str], brain: Path, *, wait_s: float = 60.0) -> dict[str, Any]:
+def daemon_argv(argv: list[str]) -> list[str]:
+    """The command line of ``ocb <argv>`` in a new process of this interpreter.
+
+    NOTE: ``-P`` keeps the caller's directory off the import path: ``python -m`` would
+    otherwise put it first, so a ``replay.py`` or a folder named ``ocb`` there would be
+    imported in place of ours. The process also starts in the brain's private run
+    directory (``spawn``), so nothing is looked up relative to where the caller stands.
+    """
+    return [sys.executable, "-P", "-m", "ocb.entry", *argv]
+
+
+def spawn(
+    argv: list[str], brain: Path, *, create: bool = False, wait_s: float = 60.0
+) -> dict[str, Any]:
     """Start ``ocb <argv>`` (a foreground ``serve``) in the background, detached from
-    this terminal, and wait until it answers ``hello``.
+    this terminal, in the brain's run directory and with nothing imported from the
+    caller's directory, and wait until it answers ``hello``. When another client
+    started a daemon of the brain first (a start race), that daemon's ``hello`` is
+    returned; ``started`` says which happened.
+
+    Args:
+        create: make the brain's directory (private) when it is missing, for a daemon
+            that builds a new brain.
 
     Raises:
-        OcbError: it exited first (the last line of its log), or did not answer in time.
+        OcbError: it exited first (its error line), or did not answer in time.
     """
+    if create:
+        private_dir(brain)
     d = private_run_dir(brain)
-    with (d / "daemon.log").open("a", encoding="utf-8") as errlog:
+    log = d / "daemon.log"
+    fd = open_private(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    with os.fdopen(fd, "a", encoding="utf-8") as errlog:
+        since = errlog.tell()
         proc = subprocess.Popen(
-            [sys.executable, "-m", "ocb.entry", *argv],
+            daemon_argv(argv),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=errlog,
+            cwd=d,
             start_new_session=True,
         )
     deadline = time.monotonic() + wait_s
+    lost = ""  # the child's error, when it lost a start race to another daemon
     while time.monotonic() < deadline:
-        code = proc.poll()
+        code = proc.poll() if not lost else None
         if code is not None:
-            raise OcbError(
-                f"the daemon exited with code {code}: {_last_line(d / 'daemon.log')}",
-                f"see {d / 'daemon.log'}",
-            )
-        sock = connect(brain, timeout=5.0)
-        if sock is not None:
-            try:
-                hello: dict[str, Any] = call(sock, "hello")
-                if hello.get("pid") == proc.pid:
-                    return hello
-            except (RpcError, OSError):
-                pass
-            finally:
-                sock.close()
+            error, hint = _failure(log, since)
+            if lock_holder(brain) is None and _hello(brain) is None:
+                raise OcbError(f"the daemon exited with code {code}: {error}", hint or f"see {log}")
+            lost = error  # another daemon holds the brain: wait for it to answer
+        hello = _hello(brain)
+        if hello is not None and (lost or hello.get("pid") == proc.pid):
+            return {**hello, "started": not lost}
         time.sleep(0.05)
-    proc.terminate()
-    raise OcbError(f"the daemon did not answer within {wait_s:g} s", f"see {d / 'daemon.log'}")
+    if not lost:
+        proc.terminate()
+        raise OcbError(f"the daemon did not answer within {wait_s:g} s", f"see {log}")
+    raise OcbError(f"the daemon could not start: {lost}", f"see {log}")
 
 
-def _last_line(path: Path) -> str:
+def _hello(brain: Path) -> dict[str, Any] | None:
+    sock = connect(brain, timeout=5.0)
+    if sock is None:
+        return None
     try:
-        lines = path.read_text(encoding="utf-8").strip().splitlines()
+        got: dict[str, Any] = call(sock, "hello")
+        return got
+    except (RpcError, OSError):
+        return None
+    finally:
+        sock.close()
+
+
+def _failure(log: Path, since: int) -> tuple[str, str]:
+    """The error and hint lines a daemon that failed to start wrote to its log after
+    offset ``since`` (else its last line)."""
+    try:
+        with log.open("rb") as f:
+            f.seek(since)
+            lines = f.read().decode("utf-8", "replace").strip().splitlines()
     except OSError:
-        return "(no log)"
-    return lines[-1] if lines else "(empty log)"
+        return "(no log)", ""
+    error = next((x[7:] for x in reversed(lines) if x.startswith("error: ")), "")
+    hint = next((x[6:] for x in reversed(lines) if x.startswith("hint: ")), "")
+    return (error or (lines[-1] if lines else "(nothing in its log)")), hint

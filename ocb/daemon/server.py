@@ -5,21 +5,31 @@ Every request is answered, whatever its bytes: invalid JSON, a wrong shape, an u
 method, bad params, a failing command or a timeout each get an error object, and a line
 over ``MAX_FRAME`` gets one before its connection is closed. A request runs on the
 reader pool (``read``: under the gate, shared), on the writer thread (``write``, or
-``exclusive``: under the gate for its whole run), or inline (``control``: hello, status,
-shutdown). A slow or vanished client only ever holds its own connection's thread.
+``exclusive``: under the gate for its whole run), inline (``control``: hello, status,
+shutdown), or on a pool of its own outside the gate (``history``: SQL over the history,
+which takes the gate only while it reads the log, runs its queries in worker processes,
+and has them killed when the server stops). A slow or vanished client only ever holds
+its own connection's thread.
+
+A connection that sends nothing for ``idle_s`` seconds between requests is closed, and
+when ``MAX_CLIENTS`` connections are open a new one takes the place of the one idle the
+longest (a connection inside a request is never dropped), so clients that connect and
+wait can never lock the daemon's own command line out. Reads run on daemonic threads:
+a read that never returns cannot keep a stopping daemon alive.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import select
 import socket
 import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError as FutureTimeout
+from concurrent.futures import Future, TimeoutError as FutureTimeout
 from typing import Any, BinaryIO
 
 import msgspec
@@ -48,6 +58,12 @@ __all__ = ["Method", "Server", "rpc_error"]
 Log = Callable[[str], None]
 MAX_CLIENTS = 128
 SEND_TIMEOUT = 30.0
+IDLE_S = 300.0
+"""Seconds a connection may wait between requests before it is closed."""
+STOP_WAIT_S = 10.0
+"""Seconds a stopping server waits for reads still running before it goes without them."""
+HISTORY_THREADS = 2
+"""Queries over the history that run at once (more wait for one of these threads)."""
 
 
 class Method:
@@ -62,6 +78,58 @@ class Method:
 
     def kind_of(self, params: dict[str, Any]) -> str:
         return self.kind(params) if callable(self.kind) else self.kind
+
+
+class _Pool:
+    """Daemonic threads that run submitted calls: unlike a ``ThreadPoolExecutor``,
+    whose threads the interpreter joins at exit, a call that never returns here cannot
+    keep the process from exiting."""
+
+    def __init__(self, size: int, name: str) -> None:
+        self._jobs: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]] | None]
+        self._jobs = queue.SimpleQueue()
+        self._threads = [
+            threading.Thread(target=self._work, name=f"{name}-{i}", daemon=True)
+            for i in range(size)
+        ]
+        for t in self._threads:
+            t.start()
+
+    def submit(self, fn: Callable[[], Any]) -> Future[Any]:
+        fut: Future[Any] = Future()
+        self._jobs.put((fut, fn))
+        return fut
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            fut, fn = job
+            if not fut.set_running_or_notify_cancel():
+                continue
+            try:
+                fut.set_result(fn())
+            except BaseException as exc:
+                fut.set_exception(exc)
+
+    def shutdown(self, wait_s: float) -> int:
+        """Let the threads finish what was submitted, waiting at most ``wait_s``; how
+        many are still busy (left behind, they die with the process)."""
+        for _ in self._threads:
+            self._jobs.put(None)
+        deadline = time.monotonic() + wait_s
+        for t in self._threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        return sum(t.is_alive() for t in self._threads)
+
+
+class _Client:
+    """One open connection: whether it is inside a request, and since when it is idle."""
+
+    __slots__ = ("busy", "idle_since", "sock")
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.busy = False
+        self.idle_since = time.monotonic()
 
 
 def _error(rid: object, code: int, message: str, hint: str = "", kind: str = "") -> bytes:
@@ -91,6 +159,7 @@ class Server:
         methods: the protocol's methods by name (``hello``, ``status`` and
             ``shutdown`` are the server's own and are added).
         timeout: seconds a request may take before it is answered with TIMEOUT.
+        idle_s: seconds a connection may wait between requests before it is closed.
         readers: threads that run reads.
         log: receives a line per notable event (start, errors, stop).
         info: more fields for ``status`` (the watcher's).
@@ -102,12 +171,14 @@ class Server:
         methods: Mapping[str, Method],
         *,
         timeout: float = 60.0,
+        idle_s: float = IDLE_S,
         readers: int = 8,
         log: Log = lambda _m: None,
         info: Callable[[], dict[str, Any]] = dict,
     ) -> None:
         self.brain = brain
         self.timeout = timeout
+        self.idle_s = idle_s
         self.log = log
         self._info = info
         self.methods: dict[str, Method] = {
@@ -117,12 +188,13 @@ class Server:
             "shutdown": Method("control", self._shutdown),
         }
         self.writer = Writer(brain.log.group, brain.gate, self._lost)
-        self._readers = ThreadPoolExecutor(readers, thread_name_prefix="ocb-read")
+        self._readers = _Pool(readers, "ocb-read")
+        self._history = _Pool(HISTORY_THREADS, "ocb-history")
         self._stopping = threading.Event()
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_w, False)  # signal.set_wakeup_fd needs it
         self._lock = threading.Lock()
-        self._conns: set[socket.socket] = set()
+        self._conns: dict[socket.socket, _Client] = {}
         self._busy = 0
         self.started = time.monotonic()
         self.requests = 0
@@ -154,6 +226,7 @@ class Server:
     def close(self) -> None:
         """After the serving loop ended: let in-flight requests finish, drop the
         connections, run every queued write, and close the brain (snapshots)."""
+        self.brain.interrupt_queries()  # SQL running now ends, and no more starts
         deadline = time.monotonic() + self.timeout
         while self._busy and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -164,7 +237,9 @@ class Server:
                 except OSError:
                     pass
         self.writer.stop()
-        self._readers.shutdown(wait=True)
+        left = self._readers.shutdown(STOP_WAIT_S) + self._history.shutdown(STOP_WAIT_S)
+        if left:
+            self.log(f"stopping without {left} read(s) still running (nothing they do records)")
         self.brain.writer_thread = None
         self.brain.close()
         os.close(self._wake_r)
@@ -220,6 +295,10 @@ class Server:
             return _error(None, INVALID_REQUEST, f"not a JSON-RPC request: {exc}")
         except (msgspec.DecodeError, ValueError) as exc:  # bad UTF-8 is a ValueError
             return _error(None, PARSE_ERROR, f"invalid JSON: {exc}")
+        except RecursionError:
+            return _error(
+                None, PARSE_ERROR, "invalid JSON: nested too deeply", "send flatter params"
+            )
         if req.jsonrpc != "2.0":
             return _error(req.id, INVALID_REQUEST, 'jsonrpc must be "2.0"')
         if req.id is None:
@@ -250,7 +329,9 @@ class Server:
             raise RpcError(CONFLICT, "the daemon is stopping", "retry once it has stopped")
         fut: Future[Any]
         if kind == "read":
-            fut = self._readers.submit(self._read, method.fn, req.params)
+            fut = self._readers.submit(lambda: self._read(method.fn, req.params))
+        elif kind == "history":
+            fut = self._history.submit(lambda: method.fn(req.params))
         else:
             fut = self.writer.submit(lambda: method.fn(req.params), exclusive=kind == "exclusive")
         try:
@@ -270,9 +351,12 @@ class Server:
 
     # ------------------------------------------------------------------ connections
 
-    def serve_stream(self, rfile: BinaryIO, send: Callable[[bytes], None]) -> None:
+    def serve_stream(
+        self, rfile: BinaryIO, send: Callable[[bytes], None], client: _Client | None = None
+    ) -> None:
         """Answer the requests of one client until it closes, or sends a line over the
-        limit, or the server stops."""
+        limit, or stays idle too long (``client``'s socket times out), or the server
+        stops."""
         while not self.stopping:
             try:
                 line = read_frame(rfile)
@@ -286,30 +370,53 @@ class Server:
             if not line.strip():
                 continue
             with self._lock:
+                if client is not None and self._conns.get(client.sock) is not client:
+                    return  # made room for another client just as this line came in
                 self._busy += 1
+                if client is not None:
+                    client.busy = True
             try:
                 send(self.handle(line))
             finally:
                 with self._lock:
                     self._busy -= 1
+                    if client is not None:
+                        client.busy, client.idle_since = False, time.monotonic()
 
-    def _connection(self, conn: socket.socket) -> None:
+    def _connection(self, client: _Client) -> None:
+        conn = client.sock
+        conn.settimeout(self.idle_s)  # a read that waits longer ends the connection
         rfile = conn.makefile("rb")
 
         def send(data: bytes) -> None:
             conn.settimeout(SEND_TIMEOUT)
             conn.sendall(data)
-            conn.settimeout(None)
+            conn.settimeout(self.idle_s)
 
         try:
-            self.serve_stream(rfile, send)
+            self.serve_stream(rfile, send, client)
         except OSError:
             pass  # the client went away
         finally:
             with self._lock:
-                self._conns.discard(conn)
+                self._conns.pop(conn, None)
             rfile.close()
             conn.close()
+
+    def _admit(self, conn: socket.socket) -> _Client | None:
+        """Register ``conn``; when the daemon is full, close the connection idle the
+        longest to make room (None: every connection is inside a request)."""
+        with self._lock:
+            if len(self._conns) >= MAX_CLIENTS:
+                idle = [c for c in self._conns.values() if not c.busy]
+                if not idle:
+                    return None
+                oldest = min(idle, key=lambda c: c.idle_since)
+                del self._conns[oldest.sock]
+                with contextlib.suppress(OSError):
+                    oldest.sock.shutdown(socket.SHUT_RDWR)  # its thread sees the end
+            client = self._conns[conn] = _Client(conn)
+            return client
 
     def serve_unix(self, listener: socket.socket) -> None:
         """Accept clients on ``listener`` until ``stop``."""
@@ -321,15 +428,19 @@ class Server:
                 conn, _ = listener.accept()
             except OSError:
                 continue
-            with self._lock:
-                full = len(self._conns) >= MAX_CLIENTS
-                if not full:
-                    self._conns.add(conn)
-            if full:
-                conn.sendall(_error(None, CONFLICT, f"over {MAX_CLIENTS} clients", "retry later"))
+            client = self._admit(conn)
+            if client is None:
+                with contextlib.suppress(OSError):
+                    conn.settimeout(1.0)
+                    conn.sendall(
+                        _error(
+                            None, CONFLICT, f"{MAX_CLIENTS} clients are inside requests",
+                            "retry when one has its answer",
+                        )
+                    )  # fmt: skip
                 conn.close()
                 continue
-            threading.Thread(target=self._connection, args=(conn,), daemon=True).start()
+            threading.Thread(target=self._connection, args=(client,), daemon=True).start()
 
 
 def _rss() -> int:

@@ -1,26 +1,79 @@
 """The daemon's watcher: a thread that turns each batch of workspace changes into one
 sync on the writer thread, after a reconcile at start (files changed while no daemon
 ran). The reconcile runs once the watcher listens, so a file saved while it runs is
-synced by the first batch, never missed."""
+synced by the first batch, never missed.
+
+A big file's new chunks are embedded here, on the watcher's thread, before the sync
+is handed to the writer (``embed_ahead``): embedding is most of a big file's sync, and
+the writer runs every recorded query, so they would otherwise wait behind it. The sync
+is still decided and recorded on the writer, against the brain as it is then, and
+embeds whatever was not embedded ahead."""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import Future
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from ocb.daemon.live import LiveBrain
+from ocb.engine.embed import chunk_input
+from ocb.graph.sync import EMBED_BATCH, sync
 from ocb.reports import SyncReport
+from ocb.settings import Indexing
 from ocb_events.errors import OcbError
+from workspace_sync import chunk_text, scan_paths, text_hash
 from workspace_sync.watch import watch_batches
 
-__all__ = ["Follower"]
+__all__ = ["AHEAD_MIN_CHARS", "Follower", "embed_ahead"]
 
 Submit = Callable[[Callable[[], Any]], Future[Any]]
+Vectors = dict[str, npt.NDArray[np.float32]]
+
+AHEAD_MIN_CHARS = 20_000
+"""A changed file at least this long has its new chunks embedded off the writer."""
+
+
+def embed_ahead(brain: LiveBrain, root: Path, paths: Collection[str]) -> Vectors:
+    """The vectors of the new chunks of the big files among ``paths`` (by
+    ``chunk_input``), embedded on the calling thread. The brain's settings and the
+    file's chunks are read under the gate, briefly; a file that changes meanwhile
+    only costs vectors the sync does not take."""
+    with brain.gate.read():
+        ix, scanner, emb = brain.setting(Indexing), brain.secrets(), brain.embedder()
+        g = brain.graph
+        had = {
+            p: frozenset(g.nodes[i].text_hash for i in g.files[p].chunks)
+            for p in sorted(paths)
+            if p in g.files
+        }
+    files, _, _ = scan_paths(root, paths, (), max_bytes=ix.max_file_bytes)
+    texts: dict[str, None] = {}  # ordered, without repeats
+    for f in files:
+        if len(f.text) < AHEAD_MIN_CHARS:
+            continue
+        pieces = chunk_text(
+            scanner.redact(f.text).text,
+            markdown=f.markdown,
+            target_chars=ix.chunk_chars,
+            max_chars=ix.max_chunk_chars,
+        )
+        old = had.get(f.path, frozenset())
+        texts.update(
+            (chunk_input(p.heading, p.text), None) for p in pieces if text_hash(p.text) not in old
+        )
+    todo = list(texts)
+    out: Vectors = {}
+    for start in range(0, len(todo), EMBED_BATCH):
+        batch = todo[start : start + EMBED_BATCH]
+        out.update(zip(batch, emb.embed(batch), strict=True))
+    return out
 
 
 def describe(report: SyncReport, seq: int) -> str:
@@ -123,7 +176,9 @@ class Follower:
         ):
             paths = frozenset(self._pending | batch)
             try:
-                report = submit(partial(self.brain.sync, ws, paths=paths)).result()
+                ahead = self._ahead(ws, paths)
+                job = partial(sync, self.brain, ws, paths=paths, embedded=ahead)
+                report = submit(job).result()
             except OcbError as exc:
                 self._pending = set(paths)
                 self.log(f"warning: sync of {len(paths)} file(s) failed: {exc.message}; retried")
@@ -134,6 +189,13 @@ class Follower:
                 continue
             self._pending.clear()
             self._done(report, files=len(paths))
+
+    def _ahead(self, ws: Path, paths: frozenset[str]) -> Vectors:
+        """``embed_ahead``, or nothing when it fails (the sync embeds, and reports)."""
+        try:
+            return embed_ahead(self.brain, ws, paths)
+        except Exception:  # the sync on the writer meets the same failure and says it
+            return {}
 
     def _done(self, report: SyncReport, *, files: int) -> None:
         self.syncs += 1

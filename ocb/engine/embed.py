@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import struct
 import zlib
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
 from typing import Protocol
 
 import numpy as np
@@ -130,3 +130,53 @@ def builtin_embedder(embedder_id: str) -> Embedder | None:
     """The built-in embedder with this id, if it is one."""
     m = _HASH_ID.match(embedder_id)
     return HashEmbedder(int(m.group(1))) if m else None
+
+
+def chunk_input(heading: str, text: str) -> str:
+    """What a chunk's vector is embedded from: its heading breadcrumb, then its text."""
+    return "\n".join(p for p in (heading, text) if p)
+
+
+class Ahead:
+    """An embedder that takes the vectors of texts embedded ahead of time (``vectors``,
+    by text) and embeds the others with ``inner``, whose id, dimension and spec it
+    shows. A daemon embeds a big file's chunks off its writer thread, and the sync
+    decided on the writer takes them from here. Each vector is dropped from
+    ``vectors`` once it is taken, so a big file's vectors are not held twice.
+
+    Example:
+        >>> inner = HashEmbedder(dim=8)
+        >>> ahead = Ahead(inner, {"x": inner.embed(["x"])[0]})
+        >>> bool((ahead.embed(["x", "y"]) == inner.embed(["x", "y"])).all())
+        True
+    """
+
+    def __init__(
+        self, inner: Embedder, vectors: MutableMapping[str, npt.NDArray[np.float32]]
+    ) -> None:
+        self.inner = inner
+        self.vectors = vectors
+
+    @property
+    def id(self) -> str:
+        return self.inner.id
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    @property
+    def spec(self) -> object:
+        return getattr(self.inner, "spec", "")
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        rest = [i for i, t in enumerate(texts) if t not in self.vectors]
+        for i, t in enumerate(texts):
+            if t in self.vectors:
+                out[i] = self.vectors[t]
+        for t in texts:
+            self.vectors.pop(t, None)
+        if rest:
+            out[rest] = self.inner.embed([texts[i] for i in rest])
+        return out

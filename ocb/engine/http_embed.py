@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ocb.engine.embed import Matrix
+from ocb_events.durable import open_private, private_dir
 from ocb_events.errors import EmbedderUnavailable, InputError
 
 _RECORD = struct.Struct("<32sI")  # sha256 of (id, text), then dim float32 follow
@@ -240,8 +241,8 @@ class HttpEmbedder:
         if path is None or not fresh:
             return
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with open(path, "ab") as fh:
+            private_dir(path.parent)
+            with os.fdopen(open_private(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND), "ab") as fh:
                 for key, row in fresh.items():
                     fh.write(_RECORD.pack(key, len(row)) + np.asarray(row, "<f4").tobytes())
         except OSError:

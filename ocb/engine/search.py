@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ocb.engine.embed import Matrix
+from ocb_events.durable import open_private, private_dir
 from projections.graph import Node
 from workspace_sync.days import NO_DAY, chunk_day
 from workspace_sync.text import TOKENIZER, terms
@@ -235,10 +236,10 @@ class SearchIndex:
             off += arr.nbytes
         head = msgspec.msgpack.encode(_Header(self.ids, vocab, offsets, TOKENIZER))
         base = math.ceil((len(_MAGIC) + 8 + len(head)) / _ALIGN) * _ALIGN
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)
         tmp = path.with_name(path.name + ".tmp")
         try:
-            with open(tmp, "wb") as fh:
+            with os.fdopen(open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "wb") as fh:
                 fh.write(_MAGIC + len(head).to_bytes(8, "little") + head)
                 for name, arr in arrays.items():
                     fh.seek(base + offsets[name][2])

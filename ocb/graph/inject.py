@@ -13,7 +13,7 @@ from ocb.engine.embed import Embedder, pack_matrix
 from ocb.engine.search import SearchIndex
 from ocb.engine.stance import idf_of, judge
 from ocb.graph.query import trace_of
-from ocb.redaction import redact_input
+from ocb.redaction import redact_input, redact_key
 from ocb.reports import Cited, InjectReport
 from ocb.settings import Indexing
 from ocb.store import Store
@@ -279,9 +279,10 @@ def inject(
             CORRECTION naming nothing to correct.
     """
     store.load("config", "graph", "traces")
+    secrets = store.secrets()
+    chat_id = redact_key(store.warn, secrets, "chat id", chat_id)
     trace = trace_of(store, trace_id, chat_id) if (trace_id or chat_id) else None
     ix = store.setting(Indexing)
-    secrets = store.secrets()
     content = redact_input(store.warn, secrets, "injected content", content)
     if trace is not None:  # a trace recorded before scanning was on
         anchor = redact_input(store.warn, secrets, "anchor query", trace.query)

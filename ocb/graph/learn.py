@@ -12,6 +12,7 @@ from ocb.engine.learning import decide_deltas, group_by_source
 from ocb.engine.policy import tier_of
 from ocb.engine.routes import decide_route
 from ocb.graph.query import trace_of
+from ocb.redaction import redact_key
 from ocb.reports import LearnReport
 from ocb.settings import REWARD_SOURCES, Learning, Routes, Traversal
 from ocb.store import Store
@@ -220,6 +221,9 @@ def learn(
     """Score a trace and record the changes the learning rule decides (see
     ``Brain.learn`` for the arguments and the errors)."""
     store.load("config", "graph", "traces", "routes")
+    secrets = store.secrets()  # keys are recorded, and found again, redacted
+    chat_id = redact_key(store.warn, secrets, "chat id", chat_id)
+    request_id = redact_key(store.warn, secrets, "request id", request_id)
     done = store.state("traces").requests.get(request_id) if request_id else None
     if done is not None:
         return _learn_report(store, done)

@@ -23,7 +23,7 @@ from ocb.engine.traverse import (
     fire_nodes,
     traverse,
 )
-from ocb.redaction import redact_input
+from ocb.redaction import redact_input, redact_key
 from ocb.reports import Answer, Hit
 from ocb.settings import Routes, Traversal
 from ocb.store import Store
@@ -246,7 +246,9 @@ def query_at(
     """
     store.load("config", "graph", "routes")
     trav = store.setting(Traversal, **traversal)
-    text = redact_input(store.warn, store.secrets(), "query", text)
+    secrets = store.secrets()
+    text = redact_input(store.warn, secrets, "query", text)
+    chat_id = redact_key(store.warn, secrets, "chat id", chat_id)
     scorer = route_scorer(store) if trav.mode == "learned" else None
     if trav.mode == "learned" and scorer is None:
         store.warn("no route model trained (ocb train-route); routing with edge+sim")
@@ -291,6 +293,7 @@ def trace_of(store: Store, trace_id: str = "", chat_id: str = "") -> QueryTraced
     """
     tr = store.state("traces")
     if chat_id and not trace_id:
+        chat_id = redact_key(store.warn, store.secrets(), "chat id", chat_id)
         trace_id = tr.last_by_chat.get(chat_id, "")
         if not trace_id:
             raise unknown(

@@ -42,6 +42,7 @@ import msgspec
 from ocb.engine.learning import group_by_source
 from ocb.engine.routes import reverse_route
 from ocb.graph.query import trace_of
+from ocb.redaction import redact_input, redact_key
 from ocb.store import Store
 from ocb_events.errors import InputError, unknown
 from ocb_events.protocol import EventLog
@@ -518,7 +519,10 @@ def retract(
             f"this brain is opened as of seq {store.as_of} and records nothing",
             "drop --as-of to retract",
         )
-    store.load("graph", "traces", "routes")
+    store.load("config", "graph", "traces", "routes")
+    secrets = store.secrets()
+    chat_id = redact_key(store.warn, secrets, "chat id", chat_id)
+    reason = redact_input(store.warn, secrets, "retract reason", reason)
     at = _choose(store, seq, node_id, trace_id, chat_id, source)
     rec = next(iter(store.log.read(at, at)))
     changes = changes_of(store.log, at, store.horizon) if type(rec.event) in KINDS else ()

@@ -4,7 +4,7 @@ recording it on a store."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, MutableMapping, Sequence
 from hashlib import sha256
 from pathlib import Path
 
@@ -12,8 +12,9 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from ocb.engine.embed import Embedder, Matrix, pack_matrix
+from ocb.engine.embed import Ahead, Embedder, Matrix, chunk_input, pack_matrix
 from ocb.engine.embedders import embedder_spec
+from ocb.graph.names import check_root, secret_paths
 from ocb.redaction import warn_file
 from ocb.reports import SyncReport
 from ocb.settings import Indexing
@@ -49,6 +50,7 @@ from workspace_sync import (
     scan_paths,
     scan_workspace,
 )
+from workspace_sync.scan import MAX_FILE_BYTES
 from workspace_sync.secrets import Finding, Scanner, redact_files
 
 Progress = Callable[[str, int, int], None]
@@ -219,17 +221,19 @@ def decide_sync(
     root: str,
     progress: Progress | None = None,
     scope: frozenset[str] | None = None,
+    held: frozenset[str] = frozenset(),
 ) -> SyncPlan:
     """Everything a sync records: attach, embedder, file events, vectors, edges. With
     ``scope``, only the files at those paths are decided (a file of the scope missing
-    from ``files`` is gone); the others are left as they are."""
+    from ``files`` is gone); the others are left as they are, and so are the ``held``
+    ones (named with a secret, see ``ocb.graph.names``)."""
     plan = SyncPlan(skipped=list(skipped))
     if not graph.workspace:
         plan.events.append(WorkspaceAttached(root=root))
     if not embedder_id:
         spec = embedder_spec(embedder)
         plan.events.append(EmbedderConfigured(embedder_id=embedder.id, dim=embedder.dim, spec=spec))
-    keep = frozenset(sk.path for sk in skipped if sk.path in graph.files)
+    keep = frozenset(sk.path for sk in skipped if sk.path in graph.files) | held
     previous = previous_files(graph, scope)
     file_events = diff_workspace(
         files,
@@ -276,7 +280,7 @@ def _embed(
     parts: list[Matrix] = []
     for start in range(0, len(new), EMBED_BATCH):
         batch = new[start : start + EMBED_BATCH]
-        texts = ["\n".join(p for p in (c.heading, c.text) if p) for _, c in batch]
+        texts = [chunk_input(c.heading, c.text) for _, c in batch]
         m = embedder.embed(texts)
         parts.append(m)
         data = pack_matrix(m)
@@ -327,7 +331,9 @@ def _similar(
     return similar_edges(new_ids, new_vecs, all_ids, all_vecs, file_of, exists, s, progress)
 
 
-def changed_on_disk(root: Path, events: Sequence[Event]) -> list[str]:
+def changed_on_disk(
+    root: Path, events: Sequence[Event], *, max_bytes: int = MAX_FILE_BYTES
+) -> list[str]:
     """Files whose events were decided from content that is no longer on disk."""
     moved = []
     seen = set()
@@ -336,7 +342,7 @@ def changed_on_disk(root: Path, events: Sequence[Event]) -> list[str]:
             if ev.path in seen:
                 continue
             seen.add(ev.path)
-            now = read_text(root, ev.path)
+            now = read_text(root, ev.path, max_bytes=max_bytes)
             if not isinstance(now, FileText) or now.content_hash != ev.content_hash:
                 moved.append(ev.path)
     return moved
@@ -363,11 +369,16 @@ def plan_sync(
     file is redacted first, so chunk texts, headings, facts and vectors never see a
     secret; the content hash stays that of the file on disk."""
     found: dict[str, tuple[Finding, ...]] = {}
+    held: frozenset[str] = frozenset()
     if secrets is not None:
+        if not graph.workspace:
+            check_root(root, secrets)
+        known = {*graph.files, *mem.files}
+        files, skipped, held = secret_paths(files, skipped, known, secrets, scope)
         files, found = _redact_new(graph, mem, files, secrets)
     plan = decide_sync(
         graph, embedder_id, files, skipped, embedder, existing_vectors, s,
-        root=root, progress=progress, scope=scope,
+        root=root, progress=progress, scope=scope, held=held,
     )  # fmt: skip
     changed = frozenset(
         e.path for e in plan.events if isinstance(e, (FileIndexed, FileChanged, FileMoved))
@@ -379,7 +390,7 @@ def plan_sync(
         previous,
         mem.next_fact,
         changed=changed,
-        keep=frozenset(sk.path for sk in skipped),
+        keep=frozenset(sk.path for sk in skipped) | held,
         cause=cause,
     )
     plan.events.extend(facts)
@@ -429,14 +440,14 @@ def _redact_new(
 # --------------------------------------------------------------------------- on a store
 
 
-def scan(root: Path, *, has_files: bool) -> Scanned:
+def scan(root: Path, *, has_files: bool, max_bytes: int = MAX_FILE_BYTES) -> Scanned:
     """The indexable files of a workspace and the ones skipped, with why.
 
     Raises:
         WorkspaceError: missing, not a directory, or (unless the brain ``has_files``
             already) without any indexable file.
     """
-    files, skipped = scan_workspace(root)
+    files, skipped = scan_workspace(root, max_bytes=max_bytes)
     if not files and not has_files:
         reason = f" ({len(skipped)} skipped)" if skipped else ""
         raise WorkspaceError(
@@ -454,10 +465,13 @@ def sync(
     scanned: Scanned | None = None,
     cause: str = "sync",
     paths: Collection[str] | None = None,
+    embedded: MutableMapping[str, npt.NDArray[np.float32]] | None = None,
 ) -> SyncReport:
     """Index a workspace or bring the brain up to date with it, and record the sync
     (see ``Brain.sync``); with ``paths``, only the files at those workspace-relative
-    paths (a directory among them: the files under it).
+    paths (a directory among them: the files under it). ``embedded`` holds vectors of
+    chunk texts (``chunk_input``) embedded ahead, taken (and dropped from it) instead
+    of embedding them.
 
     Raises:
         WorkspaceError: missing, not a directory, without any indexable file, or a
@@ -472,16 +486,21 @@ def sync(
     if g.workspace and g.workspace != root_s:
         raise BrainExists(store.path, g.workspace, root_s)
 
+    limit = store.setting(Indexing).max_file_bytes
+
     def read() -> tuple[list[FileText], list[Skipped], frozenset[str] | None]:
         if paths is None:
-            return (*scan(root, has_files=bool(g.files)), None)
+            return (*scan(root, has_files=bool(g.files), max_bytes=limit), None)
         known = sorted({*g.files, *store.state("memory").files})
-        return scan_paths(root, paths, known)
+        return scan_paths(root, paths, known, max_bytes=limit)
 
+    if limit != MAX_FILE_BYTES:
+        scanned = None  # read before the brain's settings were known, at the default limit
     files, skipped, scope = read() if scanned is None else (*scanned, None)
-    for sk in skipped:
+    emb = store.embedder() if not embedded else Ahead(store.embedder(), embedded)
+    plan, problems = _settled_plan(store, root, (files, skipped, scope), read, cause, progress, emb)
+    for sk in plan.skipped:  # paths named with a secret shown redacted
         store.warn(f"skipped {sk.path}: {sk.reason}")
-    plan, problems = _settled_plan(store, root, (files, skipped, scope), read, cause, progress)
     for p in problems:
         store.warn(f"skipped fact at {p}")
     for path, found in plan.secrets:
@@ -503,6 +522,7 @@ def _settled_plan(
     read: Read,
     cause: str,
     progress: Progress | None,
+    embedder: Embedder,
 ) -> tuple[SyncPlan, list[Problem]]:
     """The plan of a sync, decided again (three tries) while a file it read changes on
     disk, so that what is recorded always matches one version of every file.
@@ -517,10 +537,10 @@ def _settled_plan(
         ix = store.setting(Indexing)
         plan, problems = plan_sync(
             store.graph, store.state("vectors").embedder_id, store.state("memory"),
-            store.embedder(), store.vectors_of, ix, files, skipped,
+            embedder, store.vectors_of, ix, files, skipped,
             root=root_s, cause=cause, progress=progress, secrets=store.secrets(), scope=scope,
         )  # fmt: skip
-        moved = changed_on_disk(root, plan.events)
+        moved = changed_on_disk(root, plan.events, max_bytes=ix.max_file_bytes)
         if not moved:
             return plan, problems
         attempt += 1

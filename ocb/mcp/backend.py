@@ -15,6 +15,7 @@ from ocb.daemon.live import LiveBrain
 from ocb.daemon.protocol import INTERNAL, PROTOCOL, RpcError, call, connect
 from ocb.daemon.run import spawn
 from ocb.daemon.server import Method, rpc_error
+from ocb_events.durable import private_dir
 from ocb_events.errors import BrainNotFound, OcbError
 
 __all__ = ["Backend", "DaemonBackend", "LocalBackend", "attach", "in_process"]
@@ -96,7 +97,7 @@ def attach(brain: Path, workspace: Path | None = None) -> DaemonBackend:
     if not brain.is_dir():
         if workspace is None:
             raise BrainNotFound(brain)
-        brain.mkdir(parents=True)  # the daemon builds it from the workspace
+        private_dir(brain)  # the daemon builds it from the workspace
     argv = ["serve", "--brain", str(brain)]
     if workspace is not None:
         argv += ["--workspace", str(workspace)]

@@ -105,8 +105,8 @@ class Tools:
     ) -> dict[str, Any]:
         """Read lines of a file of the memory's workspace, e.g. around a memory_search
         result (its path, from its startLine) when the snippet is not enough. Returns
-        path, from, to (the last line read), total_lines and text. Only files inside
-        the workspace can be read."""
+        path, from, to (the last line read), total_lines and text. Only files the
+        memory has indexed can be read: take the path from a memory_search result."""
         return self._call("read", path=path, lines=lines, **{"from": from_})
 
     def memory_recall(

@@ -185,6 +185,15 @@ def kg_set(store: Store, subject: str, predicate: str, value: str, source: str =
 # --------------------------------------------------------------------------- read
 
 
+def _as_recorded(store: Store, subject: str, predicate: str | None) -> tuple[str, str | None]:
+    """A subject and predicate as ``kg_set`` records them (a secret redacted), so that a
+    lookup by the same words finds them."""
+    scanner = store.secrets()
+    if predicate is not None:
+        predicate = scanner.redact(predicate).text
+    return scanner.redact(subject).text, predicate
+
+
 def _entries(state: KgState, subject: str, predicate: str | None) -> list[Entry]:
     """The entries of a subject (one predicate, or all), sorted by predicate.
 
@@ -281,6 +290,7 @@ def kg_get(store: Store, subject: str, predicate: str | None = None) -> KgView:
     """
     store.load("config", "kg")
     stale_days = resolve(Memory, store.state("config").values).stale_days
+    subject, predicate = _as_recorded(store, subject, predicate)
     entries = _entries(store.state("kg"), subject, predicate)
     now = store.now()
     return KgView(
@@ -298,7 +308,8 @@ def kg_history(store: Store, subject: str, predicate: str | None = None) -> KgHi
     Raises:
         InputError: an unknown subject or predicate (suggesting close names).
     """
-    store.load("kg")
+    store.load("config", "kg")
+    subject, predicate = _as_recorded(store, subject, predicate)
     entries = _entries(store.state("kg"), subject, predicate)
     return KgHistory(
         subject=_subject_name(entries),

@@ -22,7 +22,7 @@ from ocb.engine.search import SearchIndex
 from ocb.graph.sync import sync
 from ocb.memory.recall import FactIndex, RecallItem, RecallRequest, decide_recall
 from ocb.redaction import redact_input, warn_file
-from ocb.settings import Memory, resolve
+from ocb.settings import Indexing, Memory, resolve
 from ocb.store import Store
 from ocb_events.errors import InputError, OcbError, WorkspaceError, unknown
 from projections.memory import Fact, State as MemoryState
@@ -116,7 +116,8 @@ def _write_and_record(
         WorkspaceError: the file cannot be read, or the sync failed after the write.
     """
     root = store.graph.workspace
-    old = read_text(Path(root), rel) if path.exists() else None
+    limit = store.setting(Indexing).max_file_bytes
+    old = read_text(Path(root), rel, max_bytes=limit) if path.exists() else None
     if isinstance(old, Skipped):
         raise WorkspaceError(f"cannot read {rel}: {old.reason}", "fix or move that file")
     before = old.text if old is not None else None

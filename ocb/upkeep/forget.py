@@ -3,13 +3,32 @@
 text, erased from the whole history.
 
 The log is append-only, so this is the one command that changes recorded bytes, and
-only this way: each record holding the content gets a redacted payload (its content
-fields, as ``CONTENT`` lists them, hold ``[forgotten]`` instead), flagged as redacted
-and keeping the digest of what it replaced, so seqs, framing, checksums and the hash
-chain still verify (``ocb_events.log.SegmentLog.redact``). Vectors embedded from the
-erased text are embedded again from the redacted text (their ``nodes_embedded``
-records name the new blobs) and the old blobs are deleted; every snapshot and cache,
-which may hold the content, is deleted and rebuilt from the log. A
+only this way: each record holding the content gets a redacted payload, flagged as
+redacted and keeping the digest of what it replaced, so seqs, framing, checksums and
+the hash chain still verify (``ocb_events.log.SegmentLog.redact``). Every string field
+that is not a machine field can be erased (``ocb.redaction.FIELDS``): a text field
+reads ``[forgotten]``; a name (a path, a node id, a chat or request id) becomes the
+placeholder ``[forgotten-N]`` (N: the seq of the ``content_forgotten`` record), the
+same in every record, so the files, nodes and chats the history names still line up
+and replay folds the same graph under the new names:
+
+* ``--text T``: T is replaced wherever it occurs, in texts and names.
+* ``--seq N``: the texts and keys (chat and request ids) of record N; the paths and
+  node ids it names stay, as other records name them too (``--file`` or ``--text``
+  erase those).
+* ``--file P``: the texts of every version of the file, P itself wherever it occurs,
+  and the ids of its chunks (``P::3`` becomes ``[forgotten-N]::3``): no record names P
+  afterwards (a file that was moved: each of its paths gets its own placeholder,
+  ``[forgotten-N-1]`` ...). The graph then holds the file as ``[forgotten-N]``, which
+  the next sync removes as no such file is on disk; a file still at P with the same
+  bytes is taken back as a move (its path is recorded again, its text stays forgotten
+  until the file changes), and a path that holds a secret stays skipped.
+* ``--fact F``: the fact in every version, and its text wherever else it was recorded.
+
+Vectors embedded from the erased text are embedded again from the redacted text (their
+``nodes_embedded`` records name the new blobs) and the old blobs are deleted; every
+snapshot and cache, which may hold the content, is deleted and rebuilt from the log,
+and the daemon's log (``run/*.log``) is scrubbed of the text and paths erased. A
 ``content_forgotten`` event then says what was erased, from which records and why,
 never the content itself. The workspace's files are the user's and stay as they are:
 a file that still holds the content is named in a warning.
@@ -17,12 +36,13 @@ a file that still holds the content is named in a warning.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from ocb.redaction import Edit, Role, redact_input, rewrite
 from ocb.store import Store
 from ocb.upkeep.blobs import embed_again
 from ocb_events.codec import encode_record
@@ -30,29 +50,18 @@ from ocb_events.errors import BrainError, InputError, LogError
 from ocb_events.log import SegmentLog
 from ocb_events.schema import (
     ChunkText,
-    ConfigChanged,
     ContentForgotten,
     FactSpec,
     FactsRecorded,
     FileChanged,
     FileIndexed,
     FileMoved,
-    KgFactSet,
-    LogRepaired,
-    MaintenanceRan,
     NodeInjected,
     NodesEmbedded,
     NodeSplit,
-    QueryTraced,
-    RecallHit,
-    RecallTraced,
     Record,
-    RecordLost,
     ReflectChange,
     ReflectRan,
-    Retracted,
-    RouteUpdated,
-    Setting,
 )
 from projections import graph as graph_projection
 from workspace_sync import FileText, scan_workspace
@@ -60,33 +69,15 @@ from workspace_sync import FileText, scan_workspace
 MARKER = "[forgotten]"
 MIN_TEXT = 4
 
-CONTENT: dict[type[msgspec.Struct], tuple[str, ...]] = {
-    ChunkText: ("text", "heading"),
-    FactSpec: ("content", "entities"),
-    RecallHit: ("via",),
-    ConfigChanged: ("value",),
-    Setting: ("value",),
-    KgFactSet: ("subject", "predicate", "value", "source"),
-    MaintenanceRan: ("summary",),
-    NodeInjected: ("content", "anchor_query"),
-    QueryTraced: ("query",),
-    RouteUpdated: ("query", "key"),
-    RecallTraced: ("query",),
-    ReflectChange: ("subject", "before", "after"),
-    Retracted: ("reason",),
-    RecordLost: ("reason",),
-    LogRepaired: ("reason",),
-    ContentForgotten: ("reason",),
-}
-"""The free-text fields of every struct that has any (a string or a tuple of strings):
-what a user or an agent wrote, names of entities and subjects included, as opposed to
-ids, paths, hashes and kinds (tests hold every event type to it)."""
-
-Edit = Callable[[str], str]
+Pass = tuple[Edit, Callable[[Any], bool]]
+"""An edit of strings, and the structs it applies to."""
+Select = Callable[[Record], Sequence[Pass]]
 
 
 class ForgetReport(msgspec.Struct):
-    """What ``forget`` erased (or, with ``dry_run``, would erase)."""
+    """What ``forget`` erased (or, with ``dry_run``, would erase): the records, the
+    strings rewritten (``fields``) and the fields they were in (``field_names``,
+    ``event.field`` paths such as ``query_traced.chat_id``)."""
 
     what: str
     seqs: list[int]
@@ -95,96 +86,139 @@ class ForgetReport(msgspec.Struct):
     recorded: int
     dry_run: bool
     still_in_workspace: list[str] = msgspec.field(default_factory=list)
+    field_names: list[str] = msgspec.field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- redaction
 
 
-def _redact(obj: Any, edit: Edit, select: Callable[[Any], bool]) -> tuple[Any, int]:
-    """``obj`` with ``edit`` applied to the content fields of the structs ``select``
-    accepts (recursively); and how many fields changed."""
-    if isinstance(obj, tuple):
-        parts = [_redact(x, edit, select) for x in obj]
-        n = sum(k for _, k in parts)
-        return (tuple(x for x, _ in parts), n) if n else (obj, 0)
-    if not isinstance(obj, msgspec.Struct):
-        return obj, 0
-    changes: dict[str, Any] = {}
-    n = 0
-    fields = CONTENT.get(type(obj), ()) if select(obj) else ()
-    for name in obj.__struct_fields__:
-        value = getattr(obj, name)
-        if name in fields and isinstance(value, str):
-            new = edit(value)
-            if new != value:
-                changes[name], n = new, n + 1
-        elif name in fields and isinstance(value, tuple):
-            items = tuple(edit(v) if isinstance(v, str) else v for v in value)
-            if items != value:
-                changes[name], n = items, n + sum(a != b for a, b in zip(items, value, strict=True))
-        elif isinstance(value, (tuple, msgspec.Struct)):
-            new_value, k = _redact(value, edit, select)
-            if k:
-                changes[name], n = new_value, n + k
-    return (msgspec.structs.replace(obj, **changes), n) if changes else (obj, 0)
+def placeholder(seq: int, i: int = 0) -> str:
+    """The name that replaces an erased name: ``[forgotten-57]`` (``[forgotten-57-2]``
+    for the second of several paths)."""
+    return f"[forgotten-{seq}-{i}]" if i else f"[forgotten-{seq}]"
 
 
-def _whole(_: str) -> str:
-    return MARKER
-
-
-def _erase(texts: Iterable[str]) -> Edit:
-    """An edit replacing each of ``texts`` (longest first) with the marker."""
-    ordered = sorted({t for t in texts if len(t) >= MIN_TEXT}, key=lambda t: (-len(t), t))
+def _replace(pairs: Iterable[tuple[str, str]]) -> Callable[[str], str]:
+    """Replace each (old, new), longest old first."""
+    ordered = sorted(
+        {(a, b) for a, b in pairs if len(a) >= MIN_TEXT}, key=lambda p: (-len(p[0]), p)
+    )
 
     def edit(value: str) -> str:
-        for t in ordered:
-            value = value.replace(t, MARKER)
+        for a, b in ordered:
+            if a in value:
+                value = value.replace(a, b)
         return value
 
     return edit
 
 
+def _text_edit(text: str, name: str) -> Edit:
+    """``text`` erased wherever it occurs: ``[forgotten]`` in a text, ``name`` in a name."""
+
+    def edit(value: str, role: Role, _: str) -> str:
+        return value.replace(text, MARKER if role == "text" else name) if text in value else value
+
+    return edit
+
+
+def _record_edit(name: str) -> Edit:
+    """A record's texts and keys erased; its paths and node ids, which other records
+    share, kept."""
+
+    def edit(value: str, role: Role, _: str) -> str:
+        return MARKER if role == "text" else name if role == "key" else value
+
+    return edit
+
+
+def _file_edit(renames: dict[str, str], facts: tuple[str, ...], whole: bool) -> Edit:
+    """The paths of a forgotten file renamed (a path, the path a node id starts with,
+    the path in a text) and the texts of its facts erased; ``whole``: every text too."""
+    in_text = _replace([*renames.items(), *((f, MARKER) for f in facts)])
+    prefixes = sorted(((p + "::", n + "::") for p, n in renames.items()), key=lambda x: -len(x[0]))
+
+    def edit(value: str, role: Role, _: str) -> str:
+        if role == "text":
+            return MARKER if whole else in_text(value)
+        if role == "path":
+            return renames.get(value, value)
+        if role == "node":
+            for old, new in prefixes:
+                if value.startswith(old):
+                    return new + value[len(old) :]
+        return value
+
+    return edit
+
+
+def _all(_: Any) -> bool:
+    return True
+
+
 def _selector(
     *,
     seq: int | None,
-    path: str | None,
     fact: str | None,
     text: str | None,
+    name: str,
     facts: tuple[str, ...] = (),
-    paths: frozenset[str] = frozenset(),
-) -> Callable[[Record], tuple[Edit, Callable[[Any], bool]] | None]:
-    """For each record: how to edit its content fields and which structs to edit.
-    ``facts`` are the contents of the facts forgotten with a fact or a file: their
-    text is erased wherever else it was recorded (the chunk of the bullet they were
-    parsed from, a page reflect copied them to, a query). A file is forgotten under
-    ``path`` and the other ``paths`` it had (see ``_file_paths``)."""
+    renames: dict[str, str] | None = None,
+) -> Select:
+    """For each record: the passes that edit it, each an edit of its strings and the
+    structs it applies to (none: the record stays). ``facts`` are the contents of the
+    facts forgotten with a fact or a file: their text is erased wherever else it was
+    recorded (the chunk of the bullet they were parsed from, a page reflect copied them
+    to, a query). A file is forgotten under every path it had (``renames``: each to its
+    placeholder, see ``_file_paths``)."""
     if text is not None:
-        return lambda rec: (_erase([text]), lambda _: True)
+        by_text: list[Pass] = [(_text_edit(text, name), _all)]
+        return lambda rec: by_text
     if seq is not None:
-        return lambda rec: (_whole, lambda _: True) if rec.seq == seq else None
-    elsewhere = _erase(facts)
+        of_record: list[Pass] = [(_record_edit(name), _all)]
+        return lambda rec: of_record if rec.seq == seq else []
     if fact is not None:
+        return _of_fact(fact, facts, name)
+    assert renames is not None
+    return _of_file(renames, facts)
 
-        def of_fact(rec: Record) -> tuple[Edit, Callable[[Any], bool]] | None:
-            if isinstance(rec.event, FactsRecorded) and any(f.id == fact for f in rec.event.facts):
-                return _whole, lambda s: isinstance(s, FactSpec) and s.id == fact
-            return elsewhere, lambda _: True
 
-        return of_fact
-    assert path is not None
-    paths = paths | {path}
-    prefixes = tuple(p + "::" for p in sorted(paths))  # a split chunk's id: path::n
+def _of_fact(fact: str, facts: tuple[str, ...], name: str) -> Select:
+    elsewhere = _replace((f, MARKER) for f in facts)
 
-    def of_file(rec: Record) -> tuple[Edit, Callable[[Any], bool]] | None:
+    def erase(value: str, role: Role, _: str) -> str:
+        return elsewhere(value) if role == "text" else value
+
+    whole: list[Pass] = [(_record_edit(name), lambda s: isinstance(s, FactSpec) and s.id == fact)]
+    rest: list[Pass] = [(erase, _all)]
+
+    def of_fact(rec: Record) -> list[Pass]:
         ev = rec.event
-        if isinstance(ev, (FileIndexed, FileChanged, FactsRecorded)) and ev.path in paths:
-            return _whole, lambda _: True
+        held = isinstance(ev, FactsRecorded) and any(f.id == fact for f in ev.facts)
+        return whole if held else rest
+
+    return of_fact
+
+
+def _of_file(renames: dict[str, str], facts: tuple[str, ...]) -> Select:
+    prefixes = tuple(p + "::" for p in sorted(renames))  # a split chunk's id: path::n
+    whole: list[Pass] = [(_file_edit(renames, facts, True), _all)]
+    rest: list[Pass] = [(_file_edit(renames, facts, False), _all)]
+    pages: list[Pass] = [
+        (
+            _file_edit(renames, facts, True),
+            lambda s: isinstance(s, ReflectChange) and s.path in renames,
+        ),
+        *rest,
+    ]
+
+    def of_file(rec: Record) -> list[Pass]:
+        ev = rec.event
+        if isinstance(ev, (FileIndexed, FileChanged, FactsRecorded)) and ev.path in renames:
+            return whole
         if isinstance(ev, NodeSplit) and ev.node_id.startswith(prefixes):
-            return _whole, lambda _: True
-        if isinstance(ev, ReflectRan):
-            return _whole, lambda s: isinstance(s, ReflectChange) and s.path in paths
-        return elsewhere, lambda _: True
+            return whole
+        return pages if isinstance(ev, ReflectRan) else rest
 
     return of_file
 
@@ -223,12 +257,13 @@ def _facts_of(store: Store, paths: frozenset[str], fact: str | None) -> dict[str
 
 
 def _texts_changed(old: Any, new: Any) -> set[str]:
-    """Node ids whose embedded text a redaction changed."""
+    """Node ids (as the redacted record names them) whose embedded text changed."""
     if isinstance(old, (FileIndexed, FileChanged, NodeSplit)):
-        before = {c.id: (c.text, c.heading) for c in _chunks(old)}
-        return {c.id for c in _chunks(new) if before.get(c.id) != (c.text, c.heading)}
-    if isinstance(old, NodeInjected) and old != new:
-        return {old.node_id}
+        pairs = zip(_chunks(old), _chunks(new), strict=True)
+        return {b.id for a, b in pairs if (a.text, a.heading) != (b.text, b.heading)}
+    if isinstance(old, NodeInjected) and isinstance(new, NodeInjected):
+        if (old.content, old.anchor_query) != (new.content, new.anchor_query):
+            return {new.node_id}
     return set()
 
 
@@ -246,6 +281,11 @@ def _chunks(ev: FileIndexed | FileChanged | NodeSplit) -> tuple[ChunkText, ...]:
 def _check(
     store: Store, seq: int | None, path: str | None, fact: str | None, text: str | None
 ) -> str:
+    """What is forgotten, as the report names it (a path with its secrets redacted).
+
+    Raises:
+        InputError: not exactly one thing named, an out-of-range seq, a too short text.
+    """
     given = [x for x in (seq, path, fact, text) if x is not None]
     if len(given) != 1:
         raise InputError(
@@ -268,24 +308,23 @@ def _check(
         return f"a text of {len(text)} characters"
     if fact is not None:
         return f"fact {fact}"
-    return f"file {path}"
+    assert path is not None
+    return f"file {store.secrets().redact_name(path).text}"
 
 
-def _plan(
-    store: Store, select: Callable[[Record], tuple[Edit, Callable[[Any], bool]] | None]
-) -> tuple[dict[int, Record], int, set[str]]:
-    """The records to rewrite (redacted), the fields changed and the nodes whose
-    embedded text changed."""
+def _plan(store: Store, select: Select) -> tuple[dict[int, Record], list[str], set[str]]:
+    """The records to rewrite (redacted), the fields changed (one entry per string) and
+    the nodes whose embedded text changed."""
     out: dict[int, Record] = {}
-    fields, touched = 0, set()
+    fields: list[str] = []
+    touched: set[str] = set()
     for rec in store.log.read():
-        how = select(rec)
-        if how is None:
-            continue
-        event, n = _redact(rec.event, *how)
-        if n:
+        event = rec.event
+        for edit, structs in select(rec):
+            event, changed = rewrite(event, edit, select=structs)
+            fields += changed
+        if event is not rec.event:
             out[rec.seq] = msgspec.structs.replace(rec, event=event)
-            fields += n
             touched |= _texts_changed(rec.event, event)
     return out, fields, touched
 
@@ -322,18 +361,48 @@ def _redacted_log(store: Store, plan: dict[int, Record]) -> Iterator[Record]:
 def _still_on_disk(
     store: Store, paths: frozenset[str], text: str | None, facts: dict[str, tuple[str, ...]]
 ) -> list[str]:
+    """The workspace files that still hold what was forgotten, in their text or their
+    name (shown with its secrets redacted)."""
     root = store.graph.workspace
     if not root or not Path(root).is_dir():
         return []
+    names = store.secrets()
     if paths:
-        return [p for p in sorted(paths) if (Path(root) / p).exists()]
+        on_disk = [p for p in sorted(paths) if (Path(root) / p).exists()]
+        return [names.redact_name(p).text for p in on_disk]
     texts = [text] if text is not None else [c for cs in facts.values() for c in cs]
     if not texts:
         return []
     files, _ = scan_workspace(Path(root))
     return [
-        f.path for f in files if isinstance(f, FileText) and any(t and t in f.text for t in texts)
+        names.redact_name(f.path).text
+        for f in files
+        if isinstance(f, FileText) and any(t and (t in f.text or t in f.path) for t in texts)
     ]
+
+
+def _scrub_logs(store: Store, replace: Callable[[str], str]) -> None:
+    """Erase the same texts from the daemon's logs (``run/*.log``, written in place: a
+    daemon appends to them)."""
+    for log in sorted((store.path / "run").glob("*.log")):
+        try:
+            with log.open("r+", encoding="utf-8", errors="surrogateescape") as f:
+                old = f.read()
+                new = replace(old)
+                if new != old:
+                    f.seek(0)
+                    f.write(new)
+                    f.truncate()
+        except OSError as exc:
+            store.warn(f"could not scrub {log.name}: {exc.strerror or exc}")
+
+
+def _renames(paths: frozenset[str], seq: int) -> dict[str, str]:
+    """Each path of a forgotten file to its placeholder."""
+    ordered = sorted(paths)
+    if len(ordered) == 1:
+        return {ordered[0]: placeholder(seq)}
+    return {p: placeholder(seq, i) for i, p in enumerate(ordered, 1)}
 
 
 def forget(
@@ -352,10 +421,9 @@ def forget(
         InputError: not exactly one of seq, path, fact or text; an out-of-range seq, a
             too short text, or content that no record holds; a brain opened as of a
             past point.
-        LogWriteFailed: the disk refused the rewrite (each segment is whole, as it was
-            or erased).
-        BrainError: the content was erased but the record saying so could not be
-            appended.
+        LogWriteFailed: the disk refused the content_forgotten record (nothing erased).
+        BrainError: the record saying what is forgotten was appended, but the
+            content could not be erased (the same forget again finishes it).
     """
     if store.as_of is not None:
         raise InputError("a view of the past changes nothing", "drop --as-of to forget")
@@ -368,31 +436,41 @@ def forget(
     what = _check(store, seq, path, fact, text)
     store.load("config", "graph")
     decided_at = store.log.last_seq
+    name = placeholder(decided_at + 1)
     paths = _file_paths(store, path) if path is not None else frozenset()
+    renames = _renames(paths, decided_at + 1) if paths else None
     facts = _facts_of(store, paths, fact)
     every = tuple(c for cs in facts.values() for c in cs)
-    select = _selector(seq=seq, path=path, fact=fact, text=text, facts=every, paths=paths)
+    select = _selector(seq=seq, fact=fact, text=text, name=name, facts=every, renames=renames)
     plan, fields, touched = _plan(store, select)
     if not plan:
         raise InputError(f"no record holds {what}", "check it with ocb events or ocb sql")
-    report = ForgetReport(what, sorted(plan), fields, 0, 0, dry_run)
+    report = ForgetReport(what, sorted(plan), len(fields), 0, 0, dry_run)
+    report.field_names = sorted(set(fields))
     report.still_in_workspace = _still_on_disk(store, paths, text, facts)
     if dry_run:
         return report
+    reason = redact_input(store.warn, store.secrets(), "forget reason", reason)
     renamed = _reembed(store, plan, touched)
-    log.redact({s: encode_record(r) for s, r in plan.items()})
-    store.forget_derived(renamed)
+    recorded_what = f"file {name}" if renames else what
     event = ContentForgotten(
-        what=what, seqs=tuple(sorted(plan)), fields=fields, blobs=len(renamed), reason=reason
-    )
+        what=recorded_what, seqs=tuple(sorted(plan)), fields=len(fields), blobs=len(renamed),
+        reason=reason,
+    )  # fmt: skip
     report.blobs = len(renamed)
+    # recorded first: a redacted record is trusted only when a content_forgotten names
+    # it (ocb_events.links), so a failure in between leaves a record that names seqs
+    # still whole (forget again erases them), never an erasure nothing vouches for
+    report.recorded = store.record([event], "cli", expected_seq=decided_at)[0].seq
     try:
-        report.recorded = store.record([event], "cli", expected_seq=decided_at)[0].seq
+        log.redact({s: encode_record(r) for s, r in plan.items()})
     except LogError as exc:
         raise BrainError(
-            f"erased {what} from {len(plan)} record(s), but could not record "
-            f"content_forgotten: {exc.message}",
-            "the erased records stay erased and flagged as redacted in the log; free disk "
-            "space before the next command",
+            f"recorded content_forgotten (seq {report.recorded}) but could not erase {what} "
+            f"from {len(plan)} record(s): {exc.message}",
+            "free disk space, then run the same ocb forget again",
         ) from exc
+    store.forget_derived(renamed)
+    gone = [(text, MARKER)] if text is not None else [*(renames or {}).items()]
+    _scrub_logs(store, _replace([*gone, *((f, MARKER) for f in every)]))
     return report

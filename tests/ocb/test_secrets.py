@@ -6,18 +6,26 @@ a warning names where it was without repeating it."""
 from __future__ import annotations
 
 import datetime as dt
+import inspect
 import json
 from pathlib import Path
 
+import msgspec
+import msgspec.inspect as mi
 import pytest
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 from typer.testing import CliRunner
 
 from ocb.brain import Brain
 from ocb.cli.app import app
 from ocb.engine.dates import day_start
 from ocb.memory.reflect import reflect
+from ocb.redaction import FIELDS, holds_secret, rewrite, screened, strings
+from ocb_events import parts, schema
 from ocb_events.clock import TickClock
 from ocb_events.errors import InputError
+from ocb_events.schema import ConfigChanged, Event, FoldRecord, OutcomeRecorded, Record
+from tests import strategies
 from tests.ocb.memory.support import BASE, make_ws
 from workspace_sync import split_lines
 from workspace_sync.secrets import Redacted, Scanner
@@ -268,3 +276,204 @@ def test_reflect_records_the_old_summary_redacted(tmp_path: Path) -> None:
         assert TOKEN in change.before  # what the page held, shown to the user only
     assert warnings == ["reflect bank/entities/Peter.md: github-token redacted before recording"]
     assert leaks(tmp_path / "b") == []
+
+
+# ----------------------------------------------------------------- every field of every event
+
+AWS = "AKIA" + "Q3VZ7XKD2NR5TW8Y"
+SLACK = "xoxb-" + "2837461950-Kd83nVb2LqZ7wX1p"
+OPENAI = "sk-proj-" + "7Hq2Zx9LmW4vB8nR1tY6cK3p"
+KINDS = {
+    "aws-access-key-id": AWS,
+    "slack-token": SLACK,
+    "github-token": TOKEN,
+    "openai-key": OPENAI,
+}
+"""One secret of each kind a name can hold, by the kind the scanner names."""
+
+
+def _string_like(t: mi.Type) -> bool:
+    if isinstance(t, mi.StrType):
+        return True
+    if isinstance(t, mi.LiteralType):
+        return any(isinstance(v, str) for v in t.values)
+    if isinstance(t, mi.UnionType):
+        return any(_string_like(x) for x in t.types)
+    if isinstance(t, (mi.VarTupleType, mi.ListType, mi.SetType, mi.FrozenSetType)):
+        return _string_like(t.item_type)
+    if isinstance(t, mi.TupleType):
+        return any(_string_like(x) for x in t.item_types)
+    return False
+
+
+def _children(t: mi.Type) -> list[mi.Type]:
+    if isinstance(t, mi.StructType):
+        return [f.type for f in t.fields]
+    if isinstance(t, mi.UnionType):
+        return list(t.types)
+    if isinstance(t, (mi.VarTupleType, mi.ListType, mi.SetType, mi.FrozenSetType)):
+        return [t.item_type]
+    if isinstance(t, mi.TupleType):
+        return list(t.item_types)
+    return []
+
+
+def schema_structs() -> dict[type, mi.StructType]:
+    """Every struct the log can hold (walked from ``Record`` and ``FoldRecord``) and
+    every struct the schema modules define."""
+    found: dict[type, mi.StructType] = {}
+    todo: list[mi.Type] = [mi.type_info(Record), mi.type_info(FoldRecord)]
+    for module in (schema, parts):
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if issubclass(cls, msgspec.Struct) and cls.__module__ == module.__name__:
+                todo.append(mi.type_info(cls))
+    while todo:
+        t = todo.pop()
+        if isinstance(t, mi.StructType):
+            if t.cls in found:
+                continue
+            found[t.cls] = t
+        todo.extend(_children(t))
+    return found
+
+
+def test_every_string_field_of_every_event_has_a_role() -> None:
+    """A new string field (or tuple of strings, or union holding one), in an event or in
+    a part nested in one, fails here until ``ocb.redaction.FIELDS`` says whether it is
+    text that can carry a secret or a field the brain generates."""
+    roles = {"text", "path", "node", "key", "machine"}
+    structs = schema_structs()
+    assert len(structs) > 40
+    for cls, t in sorted(structs.items(), key=lambda kv: kv[0].__name__):
+        strs = {f.name for f in t.fields if _string_like(f.type)}
+        have = FIELDS.get(cls, {})
+        missing, extra = sorted(strs - set(have)), sorted(set(have) - strs)
+        assert not missing, f"{cls.__name__}: classify {missing} in ocb.redaction.FIELDS"
+        assert not extra, f"{cls.__name__}: {extra} are not string fields"
+        assert set(have.values()) <= roles, cls
+    assert set(FIELDS) <= set(structs), "FIELDS names a struct the schema does not hold"
+
+
+def _count(ev: Event) -> int:
+    n = [0]
+
+    def count(value: str, role: str, where: str) -> str:
+        n[0] += 1
+        return value
+
+    rewrite(ev, count)
+    return n[0]
+
+
+def _plant(ev: Event, k: int, secret: str) -> tuple[Event, str]:
+    """``ev`` with ``secret`` added to its k-th string that is not a machine field, and
+    where that string is."""
+    at: list[str] = []
+    i = [0]
+
+    def plant(value: str, role: str, where: str) -> str:
+        i[0] += 1
+        if i[0] - 1 != k:
+            return value
+        at.append(where)
+        return f"{value} {secret}" if role == "text" else f"{value}/{secret}"
+
+    new, _ = rewrite(ev, plant)
+    return new, at[0]
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@given(ev=strategies.events(), data=st.data(), kind=st.sampled_from(sorted(KINDS)))
+def test_the_net_redacts_a_secret_in_any_field_and_leaves_the_rest(
+    ev: Event, data: st.DataObject, kind: str
+) -> None:
+    """Whatever string field of whatever event holds a secret, ``Store.record``'s net
+    records it redacted and warns naming the field (never the secret); an event with
+    no secret passes as it is."""
+    scanner = Scanner()
+    texts: set[str] = set()
+    names: set[str] = set()
+    strings(ev, texts, names)
+    assume(not holds_secret(scanner, texts, names))  # random strings: rarely, a secret
+    assume(not (isinstance(ev, ConfigChanged) and ev.key.startswith("secrets.")))
+    warned: list[str] = []
+    assert screened([ev], scanner, warned.append)[0] is ev and warned == []
+    n = _count(ev)
+    assume(n > 0)
+    planted, where = _plant(ev, data.draw(st.integers(0, n - 1)), KINDS[kind])
+    [got] = screened([planted], scanner, warned.append)
+    assert KINDS[kind].encode() not in msgspec.json.encode(got)
+    assert warned == [f"{where}: {kind} redacted before recording"]
+    assert screened([got], scanner, warned.append)[0] is got, "redacting twice changes nothing"
+
+
+def test_what_no_command_scanned_is_redacted_when_it_is_recorded(tmp_path: Path) -> None:
+    warnings: list[str] = []
+    with Brain.create(tmp_path / "b", warn=warnings.append) as b:
+        ev = OutcomeRecorded(reward=1.0, source="human", request_id=f"retry-{TOKEN}")
+        [rec] = b.record([ev], "human", expected_seq=0)
+        assert isinstance(rec.event, OutcomeRecorded)
+        assert rec.event.request_id.startswith("retry-[REDACTED:github-token:")
+        b.set_config("secrets.allow", AWS)  # the allow-list is recorded as it is given
+    assert warnings == ["outcome_recorded.request_id: github-token redacted before recording"]
+    data = brain_bytes(tmp_path / "b")
+    assert TOKEN.encode() not in data and AWS.encode() in data
+
+
+def test_keys_are_recorded_redacted_and_a_lookup_by_the_same_value_finds_them(
+    tmp_path: Path, ws: Path
+) -> None:
+    """A chat id or a request id holding a secret is recorded as its keyed marker, the
+    same every time: a retried request still counts once, two secrets stay two keys,
+    and a later lookup by the same value finds the chat. A retract reason is text."""
+    warnings: list[str] = []
+    chat, other = f"chat-{SLACK}", f"chat-{OPENAI}"
+    with open_brain(tmp_path / "b", warnings) as b:
+        b.sync(ws)
+        warnings.clear()
+        a = b.query("when do deploys run", chat_id=chat)
+        assert a.chat_id.startswith("chat-[REDACTED:slack-token:")
+        first = b.learn(1.0, chat_id=chat, request_id=f"req-{TOKEN}")
+        again = b.learn(1.0, chat_id=chat, request_id=f"req-{TOKEN}")
+        assert first.recorded and not again.recorded and again.outcome_seq == first.outcome_seq
+        b.query("who pushes the bot", chat_id=other)
+        assert b.learn(-1.0, chat_id=other, request_id=f"req-{AWS}").recorded, "another key"
+        assert b.trace(chat_id=chat).trace_id == a.trace_id
+        b.inject("TEACHING", "deploys run at ten", chat_id=chat)
+        back = b.retract(chat_id=chat, reason=f"scored by the bot {AWS}")
+        assert (
+            back.target_seq == first.outcome_seq and "[REDACTED:aws-access-key-id]" in back.reason
+        )
+        traces = b.state("traces")
+        assert sorted(traces.last_by_chat) == sorted([a.chat_id, b.trace(chat_id=other).chat_id])
+        b.kg_set(f"host-{AWS}", "owner", "Priya")  # a kg subject is found by its words too
+        assert [f.value for f in b.kg_get(f"host-{AWS}").facts] == ["Priya"]
+        assert b.kg_history(f"host-{AWS}", "owner").predicates[0].statements[0].value == "Priya"
+    assert leaks(tmp_path / "b") == []
+    data = brain_bytes(tmp_path / "b")
+    assert not [s for s in (SLACK, OPENAI, AWS) if s.encode() in data]
+    assert all(s not in w for w in warnings for s in (SLACK, OPENAI, AWS, TOKEN))
+    assert "chat id: slack-token redacted (the brain records and finds this key redacted)" in (
+        warnings
+    )
+    assert "retract reason: aws-access-key-id redacted before recording" in warnings
+
+
+def test_keys_and_reasons_through_the_cli_never_reach_the_brain(tmp_path: Path, ws: Path) -> None:
+    brain = str(tmp_path / "b")
+    runner = CliRunner()
+    assert runner.invoke(app, ["init", "--workspace", str(ws), "--brain", brain]).exit_code == 0
+    for argv in [
+        ["query", "--brain", brain, "--chat-id", SLACK, "when do deploys run"],
+        ["learn", "--brain", brain, "--chat-id", SLACK, "--outcome", "1", "--request-id", AWS],
+        ["learn", "--brain", brain, "--chat-id", SLACK, "--outcome", "1", "--request-id", AWS],
+        ["retract", "--brain", brain, "--chat-id", SLACK, "--reason", f"wrong {OPENAI}"],
+    ]:
+        res = runner.invoke(app, argv)
+        assert res.exit_code == 0, res.stderr
+        assert not [s for s in (SLACK, AWS, OPENAI) if s in res.stderr]
+    data = brain_bytes(tmp_path / "b")
+    assert not [s for s in (SLACK, AWS, OPENAI) if s.encode() in data]
+    with Brain(tmp_path / "b") as b:
+        outcomes = [r for r in b.log.read() if isinstance(r.event, OutcomeRecorded)]
+        assert len(outcomes) == 1, "the retried request counted once"

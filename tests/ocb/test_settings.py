@@ -38,7 +38,7 @@ def ocb(*args: object) -> tuple[int, str, str]:
     return res.exit_code, res.stdout, res.stderr
 
 
-class Secrets(msgspec.Struct, frozen=True):
+class Extras(msgspec.Struct, frozen=True):
     """A section with text values, as a later section may have."""
 
     action: Annotated[
@@ -51,8 +51,8 @@ class Secrets(msgspec.Struct, frozen=True):
 
 
 @pytest.fixture
-def with_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(SECTIONS, "secrets", Secrets)
+def with_extras(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(SECTIONS, "extras", Extras)
 
 
 @pytest.fixture
@@ -101,24 +101,24 @@ def test_the_registry_knows_every_field_of_every_section_with_a_description() ->
     assert registry()["learning.rule"].choices == ("route", "pg", "heuristic")
 
 
-def test_every_default_is_within_its_own_bounds(with_secrets: None) -> None:
+def test_every_default_is_within_its_own_bounds(with_extras: None) -> None:
     for key, s in registry().items():
         assert s.check(s.default) == s.default, key
         assert type(s.default) is s.kind, key
 
 
-def test_a_new_section_is_known_everywhere_once_it_is_in_sections(with_secrets: None) -> None:
-    s = registry()["secrets.placeholder"]
+def test_a_new_section_is_known_everywhere_once_it_is_in_sections(with_extras: None) -> None:
+    s = registry()["extras.placeholder"]
     assert (s.kind, s.default, s.description) == (str, "[secret]", "text put in place of a secret")
     assert s.check("<hidden>") == "<hidden>"
     with pytest.raises(InputError, match="unknown secret action 'shout'"):
-        registry()["secrets.action"].check("shout")
+        registry()["extras.action"].check("shout")
     with pytest.raises(
-        InputError, match=r"secrets.label must be at least 1 and at most 8 characters long, got 9"
+        InputError, match=r"extras.label must be at least 1 and at most 8 characters long, got 9"
     ):
-        registry()["secrets.label"].check("123456789")
-    with pytest.raises(InputError, match="secrets.strict must be true or false"):
-        registry()["secrets.strict"].check("maybe")
+        registry()["extras.label"].check("123456789")
+    with pytest.raises(InputError, match="extras.strict must be true or false"):
+        registry()["extras.strict"].check("maybe")
 
 
 def test_bad_values_are_refused_with_the_bounds_in_the_message() -> None:
@@ -149,7 +149,7 @@ def test_every_section_resolves_through_the_registry(small: Path) -> None:
 # --------------------------------------------------------------------------- ocb config
 
 
-def test_every_key_is_recorded_once_and_read_back(small: Path, with_secrets: None) -> None:
+def test_every_key_is_recorded_once_and_read_back(small: Path, with_extras: None) -> None:
     for key, s in registry().items():
         value = another_value(s)
         with Brain(small, writer=False) as b:

@@ -16,7 +16,7 @@ from ocb_events.frames import ZERO_CHAIN, segment_header
 from ocb_events.log import SegmentLog, frame_records, verify_log
 from ocb_events.marks import TailWriter
 from ocb_events.repair import repair_log
-from ocb_events.schema import Record, RecordLost
+from ocb_events.schema import ContentForgotten, Record, RecordLost
 from tests.ocb_events.support import config_events, seg_files
 
 
@@ -28,6 +28,12 @@ def _log(directory: Path, n: int, segment_bytes: int = 1 << 20) -> list[Record]:
 def _redaction(log: SegmentLog, seq: int) -> dict[int, bytes]:
     rec = Record(seq=seq, ts=log.ts_of(seq), actor="t", event=RecordLost(reason="forgotten"))
     return {seq: encode_record(rec)}
+
+
+def _forget(log: SegmentLog, seq: int) -> None:
+    """Redact record ``seq`` and record that it was, as ``ocb forget`` does."""
+    log.redact(_redaction(log, seq))
+    log.append([ContentForgotten(what="a record", seqs=(seq,))], actor="t")
 
 
 def test_a_redaction_killed_before_its_tail_was_written_opens(tmp_path: Path) -> None:
@@ -50,15 +56,15 @@ def test_a_repair_replaces_a_tail_that_describes_other_bytes(tmp_path: Path) -> 
     recs = _log(tmp_path, 5)
     old_tail = (tmp_path / "TAIL").read_bytes()
     with SegmentLog(tmp_path) as log:
-        log.redact(_redaction(log, 3))
+        _forget(log, 3)
     (tmp_path / "TAIL").write_bytes(old_tail)
     with pytest.raises(LogCorrupt):
         SegmentLog(tmp_path, writer=False)
     report = repair_log(tmp_path)
-    assert report.lost == [] and report.segments == []
+    assert report.lost == [] and report.segments == [] and report.renewed == ["TAIL"]
     with SegmentLog(tmp_path) as log:
         got = list(log.read())
-    assert [r.seq for r in got] == [1, 2, 3, 4, 5] and got[4] == recs[4]
+    assert [r.seq for r in got] == [1, 2, 3, 4, 5, 6] and got[4] == recs[4]
     verify_log(tmp_path)
 
 
@@ -80,8 +86,9 @@ def test_a_redaction_after_failed_tail_writes_keeps_the_writers_end(
         log.redact(_redaction(log, 1))
         assert log.last_seq == 5
         assert [r.seq for r in log.append(config_events(1, "next-"), actor="t")] == [6]
+        log.append([ContentForgotten(what="a record", seqs=(1,))], actor="t")
     with SegmentLog(tmp_path, writer=False) as log:
-        assert [r.seq for r in log.read()] == [1, 2, 3, 4, 5, 6]
+        assert [r.seq for r in log.read()] == [1, 2, 3, 4, 5, 6, 7]
     verify_log(tmp_path)
 
 

@@ -15,7 +15,7 @@ from ocb.upkeep.maintain import maintain
 from ocb_events.clock import TickClock
 from ocb_events.errors import AnalyticsError
 from ocb_events.schema import STOP, EdgesUpdated, OutcomeRecorded, QueryTraced
-from replay.analytics import AnalyticsStore
+from replay.analytics import AnalyticsStore, _open
 from replay.rows import TABLES
 from tests.ocb.support import ops, run_op, workspaces, write_workspace
 
@@ -226,3 +226,25 @@ def test_revisions_and_moves_are_rows_of_files_and_lifecycle(
             }
             assert all(r[3] == "notes/" + r[2].removeprefix("docs/") for r in renamed)
             check_present(contents(store), b)
+
+
+def test_stores_of_one_process_read_side_by_side(built: Path, tmp_path: Path) -> None:
+    """Two connections to one file in one process share DuckDB's database: the second
+    is taken as the first confined it (it used to fail on its locked settings, and a
+    store that could not read its own meta waited for the other's queries)."""
+    path = tmp_path / "a.duckdb"
+    with Brain(built, writer=False) as b, AnalyticsStore(path) as store:
+        store.catch_up(b.log)
+    first = _open(str(path), read_only=True)
+    try:
+        second = _open(str(path), read_only=True)
+        try:
+            zone = second.execute("SELECT current_setting('TimeZone')").fetchall()
+            assert zone == [("UTC",)]
+        finally:
+            second.close()
+        with Brain(built, writer=False) as b, AnalyticsStore(path, wait_s=0) as other:
+            assert other.catch_up(b.log) == 0  # its meta read beside the open one
+            assert other.query("SELECT count(*) FROM events").rows == [(b.log.last_seq,)]
+    finally:
+        first.close()

@@ -1,15 +1,34 @@
 """Reading lines of a workspace file for a client: the range, and every way out of the
-workspace refused."""
+workspace refused, checked on the file a path leads to: only a regular file the brain
+indexes is read, and a read never blocks."""
 
 from __future__ import annotations
 
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given, strategies as st
 
 from ocb_events.errors import InputError, WorkspaceError
-from workspace_sync.reads import MAX_LINES, Excerpt, read_lines
+from tests.workspace_sync.hostile import BIG, KINDS, READ, REASONS, finishes, make, outside_files
+from workspace_sync import scan_workspace
+from workspace_sync.reads import MAX_LINES, Excerpt, read_lines as read_any
 from workspace_sync.secrets import Scanner
+
+
+def read_lines(
+    root: Path,
+    rel: str,
+    start: int = 1,
+    lines: int | None = None,
+    *,
+    redact: Callable[[str], str] = lambda t: t,
+) -> Excerpt:
+    """``read_lines`` of a brain that indexes what a scan of ``root`` reads."""
+    indexed = {f.path for f in scan_workspace(root)[0]}
+    return read_any(root, rel, start, lines, indexed=indexed, redact=redact)
 
 
 @pytest.fixture
@@ -49,7 +68,7 @@ def test_a_symlink_inside_the_workspace_is_read(root: Path) -> None:
         ("out.md", "outside the workspace"),
         ("outdir/secret.md", "outside the workspace"),
         ("notes", "does not index"),
-        ("dir.md", "not a file"),
+        ("dir.md", r"not a regular file \(directory\)"),
         (".env", "does not index"),
         (".ocb/run/daemon.log", "does not index"),
         ("node_modules/x/readme.md", "does not index"),
@@ -85,3 +104,61 @@ def test_a_read_is_redacted_as_the_brain_redacts_and_keeps_its_line_numbers(root
     got = read_lines(root, "keys.md", 3, 2, redact=lambda t: scan.redact(t).text)
     assert key not in got.text and got.text.endswith("\nafter")
     assert (got.start_line, got.end_line) == (3, 4)
+
+
+def test_a_file_the_brain_has_not_indexed_is_refused(root: Path) -> None:
+    with pytest.raises(WorkspaceError, match="has not indexed this file"):
+        read_any(root, "notes/a.md", indexed=set())
+    assert read_any(root, "notes/a.md", 1, 1, indexed={"notes/a.md"}).text == "one"
+
+
+def test_a_file_over_the_size_limit_is_refused(root: Path) -> None:
+    with pytest.raises(WorkspaceError, match="larger than the size limit"):
+        read_any(root, "notes/a.md", indexed={"notes/a.md"}, max_bytes=4)
+
+
+@pytest.mark.parametrize("kind", sorted(set(KINDS) - READ))
+def test_every_hostile_entry_is_refused_in_one_line_and_never_blocks(
+    tmp_path: Path, kind: str
+) -> None:
+    """Whatever the name says, the file it leads to decides, even when the brain lists
+    the name as indexed (a file swapped since the sync)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    outside_files(ws)
+    make(ws, "notes/x.md", kind)
+    fifos = [ws / "pipe.md", ws / "notes" / "x.md"]
+    read = lambda: read_any(ws, "notes/x.md", indexed={"notes/x.md"}, max_bytes=BIG)  # noqa: E731
+    with pytest.raises(WorkspaceError) as err:
+        finishes(read, fifos)
+    assert REASONS[kind] in err.value.message and "\n" not in err.value.message
+    assert "hunter2" not in err.value.message and err.value.hint
+
+
+@given(st.lists(st.sampled_from(KINDS), min_size=1, max_size=8))
+def test_a_read_succeeds_exactly_for_the_files_a_scan_indexes(kinds: list[str]) -> None:
+    """Invariant: memory_get and the sync agree. Over any mix of entries, a path reads
+    iff the scan indexed it, no read or scan blocks, and no secret a link or a hard
+    link reaches comes back."""
+    with tempfile.TemporaryDirectory() as d:
+        ws = Path(d) / "ws"
+        ws.mkdir()
+        outside_files(ws)
+        for i, kind in enumerate(kinds):
+            make(ws, f"notes/{i}.md", kind)
+        fifos = [p for p in ws.rglob("*") if p.is_fifo()]
+        files, _ = finishes(lambda: scan_workspace(ws, max_bytes=BIG), fifos)
+        indexed = {f.path for f in files}
+        for i, kind in enumerate(kinds):
+            rel = f"notes/{i}.md"
+            try:
+                got = finishes(
+                    lambda r=rel: read_any(ws, r, indexed=indexed, max_bytes=BIG),  # type: ignore[misc]
+                    fifos,
+                )
+            except WorkspaceError as exc:
+                assert rel not in indexed, (kind, exc.message)
+                assert "hunter2" not in exc.message
+            else:
+                assert rel in indexed and kind in READ
+                assert "hunter2" not in got.text

@@ -11,7 +11,7 @@ import string
 from pathlib import Path
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 
 from ocb_events.codec import encode_record
 from ocb_events.schema import Event, Record
@@ -410,3 +410,58 @@ def test_incremental_sync_of_files_with_secrets_equals_a_sync_from_scratch(
     assert b"MIIEowIBAAKCAQEA" not in body
     _, again = sync(g, versions[-1])
     assert again == []
+
+
+# ----------------------------------------------------------------- names
+
+
+def test_a_name_gets_a_keyed_marker_that_tells_secrets_apart() -> None:
+    """The same name redacts the same way every time (a retried request id), two
+    secrets stay two names, and redacting again, as a name or as text, changes nothing."""
+    other = "xoxb-" + "987654321098-AbCdEfGhIjKlMnOpQr"
+    a, b = SCAN.redact_name(f"chat-{EXAMPLES['slack-token']}"), SCAN.redact_name(f"chat-{other}")
+    assert a.text.startswith("chat-[REDACTED:slack-token:") and a.text.endswith("]")
+    assert a.findings == (Finding("slack-token", 1, 1),)
+    assert a.text != b.text and SCAN.redact_name(f"chat-{EXAMPLES['slack-token']}") == a
+    assert SCAN.redact_name(a.text).text == a.text and SCAN.redact(a.text).text == a.text
+
+
+@pytest.mark.parametrize("kind", sorted(set(EXAMPLES) - {"high-entropy"}))
+def test_each_known_format_is_found_in_a_path(kind: str) -> None:
+    secret = EXAMPLES[kind]
+    for rel in (f"keys/{secret}/rotation.md", f"notes/rotation-{secret}.md::3"):
+        r = SCAN.redact_name(rel)
+        assert secret not in r.text and [f.kind for f in r.findings] == [kind], rel
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "notes/secret.md::1234",  # the text scanner reads ``secret.md::1234`` as an assignment
+        "exports/Meeting Notes 3f2a9c1b8d7e4f6a9b0c1d2e3f4a5b6c.md",  # a hex id
+        "req-6f1c2e9a4b3d4e8f9a0b1c2d3e4f5a6b",  # uuid4().hex
+        "notes/task-list-2024-planning-notes.md::3",
+        "chat-QmFzZTY0RW5jb2RlZFJhbmRvbUlkMTIz",  # a random-looking id
+    ],
+)
+def test_a_name_is_not_scanned_with_the_entropy_or_assignment_rules(name: str) -> None:
+    assert SCAN.redact_name(name).text == name
+    assert not SCAN.holds(name, names=True)
+
+
+@settings(max_examples=200)
+@given(
+    st.lists(
+        st.one_of(
+            prose_words,
+            st.sampled_from(sorted(EXAMPLES.values())),
+            st.sampled_from(["password=hunter2", "-----BEGIN PRIVATE KEY-----", "MIIEow/x+"]),
+        ),
+        max_size=10,
+    ).map(" ".join),
+    st.booleans(),
+)
+def test_holds_says_what_redacting_finds(text: str, names: bool) -> None:
+    """``holds``, the net's cheap check, agrees with a full redaction."""
+    r = SCAN.redact_name(text) if names else SCAN.redact(text)
+    assert SCAN.holds(text, names=names) == bool(r.findings)

@@ -1,9 +1,9 @@
 // A thin JSON-RPC 2.0 client of `ocb serve`: one newline-delimited request per connection
 // on BRAIN/run/ocb.sock, and a starter that runs `ocb serve --detach` when nothing answers.
 import { execFile } from "node:child_process";
-import { existsSync } from "node:fs";
+import { closeSync, existsSync, openSync } from "node:fs";
 import { createConnection } from "node:net";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 
 export const PROTOCOL = 1;
 /** How long a request waits for a daemon it had to start before failing open. */
@@ -36,6 +36,25 @@ export function isUnreachable(err: unknown): boolean {
 
 let nextId = 1;
 
+/** The longest Unix socket path the kernel takes (sun_path is 108 bytes on Linux). */
+const MAX_ADDRESS = 107;
+
+/**
+ * The address to connect `socketPath` by, and what to close once connected: the path
+ * itself, or, when it is longer than the kernel takes, the same file reached through a
+ * descriptor of its directory (/proc/self/fd/N/ocb.sock), as the daemon binds it.
+ */
+function address(socketPath: string): { path: string; release: () => void } {
+  if (Buffer.byteLength(socketPath) <= MAX_ADDRESS) return { path: socketPath, release: () => undefined };
+  const fd = openSync(dirname(socketPath), "r");
+  let open = true;
+  const release = (): void => {
+    if (open) closeSync(fd);
+    open = false;
+  };
+  return { path: `/proc/self/fd/${fd}/${basename(socketPath)}`, release };
+}
+
 /** One request over a fresh connection; rejects with DaemonError. */
 export function rawCall(
   socketPath: string,
@@ -45,13 +64,22 @@ export function rawCall(
 ): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const id = nextId++;
-    const sock = createConnection(socketPath);
+    let target: { path: string; release: () => void };
+    try {
+      target = address(socketPath);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? "EIO";
+      reject(new DaemonError(`cannot reach the ocb daemon at ${socketPath}: ${(err as Error).message}`, code));
+      return;
+    }
+    const sock = createConnection(target.path);
     let buf = "";
     let done = false;
     const finish = (err: Error | null, value?: unknown): void => {
       if (done) return;
       done = true;
       clearTimeout(timer);
+      target.release();
       sock.destroy();
       if (err) reject(err);
       else resolve(value);
@@ -62,6 +90,7 @@ export function rawCall(
     );
     sock.setEncoding("utf8");
     sock.on("connect", () => {
+      target.release();
       sock.write(JSON.stringify({ jsonrpc: "2.0", id, method, params }) + "\n");
     });
     sock.on("data", (chunk: string) => {

@@ -1,10 +1,11 @@
 // The plugin's pure parts, under node:test (Node 24 runs TypeScript by stripping types).
 import assert from "node:assert/strict";
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { Daemon, DaemonError } from "../src/daemon.ts";
+import { Daemon, DaemonError, rawCall } from "../src/daemon.ts";
 import { PathRefused, excerptOfRead, readExcerpt } from "../src/files.ts";
 import { mergeHint } from "../src/hints.ts";
 import { extractLearnings, messageText } from "../src/learnings.ts";
@@ -100,4 +101,26 @@ test("a daemon read becomes the excerpt, cut at a line past 20,000 characters", 
   const long = excerptOfRead({ path: "b.md", from: 1, to: 3, total_lines: 3, text: ["x".repeat(15_000), "y".repeat(15_000), "z"].join("\n") });
   assert.equal(long.lines, 1);
   assert.equal(long.nextFrom, 2);
+});
+
+test("a daemon whose socket path is over the kernel's limit is reached through its directory", async () => {
+  const run = join(mkdtempSync(join(tmpdir(), "ocb-plugin-")), "d".repeat(60), "e".repeat(60), "run");
+  mkdirSync(run, { recursive: true });
+  const socketPath = join(run, "ocb.sock");
+  assert.ok(Buffer.byteLength(socketPath) > 108);
+  const server = createServer((conn) => {
+    conn.setEncoding("utf8");
+    conn.on("data", (line: string) => {
+      const req = JSON.parse(line) as { id: number };
+      conn.end(JSON.stringify({ jsonrpc: "2.0", id: req.id, result: { pid: 7 } }) + "\n");
+    });
+  });
+  const dir = openSync(run, "r"); // the daemon binds the same way
+  await new Promise<void>((resolve) => server.listen(`/proc/self/fd/${dir}/ocb.sock`, resolve));
+  closeSync(dir);
+  try {
+    assert.deepEqual(await rawCall(socketPath, "hello", {}, 5000), { pid: 7 });
+  } finally {
+    server.close();
+  }
 });

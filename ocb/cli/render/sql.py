@@ -1,5 +1,11 @@
 """Rendering query results over the brain's history (``sql``, ``report``) as aligned
-text tables, CSV and the stable JSON objects (documented in README.md)."""
+text tables, CSV and the stable JSON objects (documented in README.md).
+
+JSON has no NaN or infinity: a float that is not finite is the string ``"NaN"``,
+``"Infinity"`` or ``"-Infinity"`` there (what JavaScript's ``Number()`` and Python's
+``float()`` read back), and ``nan``, ``inf`` or ``-inf`` in text and CSV, as DuckDB
+prints them. A value out of Python's range (a timestamp past year 9999) arrives as
+DuckDB's text and is printed as it is."""
 
 from __future__ import annotations
 
@@ -15,9 +21,13 @@ if TYPE_CHECKING:
     from replay.store_meta import QueryResult
 
 
+_NOT_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
 def cell(v: Any) -> Any:
     """A value as JSON: times as ISO strings (a naive datetime is UTC and gets ``Z``),
-    decimals as floats, NaN as null, anything else JSON has no type for as its text."""
+    decimals as floats, a float that is not finite as ``"NaN"``, ``"Infinity"`` or
+    ``"-Infinity"``, anything else JSON has no type for as its text."""
     if isinstance(v, datetime):
         return v.isoformat() + ("Z" if v.tzinfo is None else "")
     if isinstance(v, date | time):
@@ -25,7 +35,7 @@ def cell(v: Any) -> Any:
     if isinstance(v, Decimal):
         return float(v)
     if isinstance(v, float) and not math.isfinite(v):
-        return None
+        return _NOT_FINITE[str(v)]
     if isinstance(v, list | tuple):
         return [cell(x) for x in v]
     if isinstance(v, dict):
@@ -43,13 +53,15 @@ def rows_json(columns: list[str], rows: list[tuple[Any, ...]]) -> list[dict[str,
 
 
 def _text_cell(v: Any) -> str:
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)  # nan, inf, -inf
+    if isinstance(v, list | tuple):
+        return "[" + ", ".join(_text_cell(x) for x in v) + "]"
     v = cell(v)
     if v is None:
         return "NULL"
     if isinstance(v, float):
         return f"{v:.6g}"
-    if isinstance(v, list):
-        return "[" + ", ".join(_text_cell(x) for x in v) + "]"
     return str(v)
 
 

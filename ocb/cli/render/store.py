@@ -29,7 +29,9 @@ def forget_json(r: ForgetReport) -> dict[str, Any]:
 def forget_text(r: ForgetReport) -> str:
     seqs = ", ".join(str(s) for s in r.seqs[:12]) + (" ..." if len(r.seqs) > 12 else "")
     head = "would forget" if r.dry_run else "forgot"
+    names = ", ".join(r.field_names[:8]) + (" ..." if len(r.field_names) > 8 else "")
     line = f"{head} {r.what} in {len(r.seqs)} record(s) (seq {seqs}): {r.fields} field(s)"
+    line += f" ({names})" if names else ""
     if r.dry_run:
         return line
     return (

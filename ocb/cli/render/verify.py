@@ -9,9 +9,10 @@ from ocb.cli.render.encode import fields
 
 if TYPE_CHECKING:
     from ocb.checks.repair import BrainRepair
+    from ocb.checks.verify import Verification
     from replay.verify import Check
 
-Verified = tuple[list["Check"], "BrainRepair | None"]
+Verified = tuple["Verification", "BrainRepair | None"]
 """A verification, and the log repair that ran first (None without ``--repair``)."""
 
 
@@ -26,26 +27,57 @@ def findings_text(found: list[Check]) -> str:
 
 
 def verify_json(got: Verified) -> dict[str, Any]:
-    """The findings, and ``{"repair": {...}}`` after ``--repair``: the repair's fields
-    with each lost range as ``{first, last}``."""
+    """The findings, ``"head": {"seq", "chain", "text"}`` (null when the log does not
+    verify), and ``{"repair": {...}}`` after ``--repair``: the repair's fields with each
+    lost and tampered range as ``{first, last}``."""
     found, fixed = got
-    out = findings_json(found)
+    out = findings_json(found.checks)
+    out["head"] = None if found.head is None else {**fields(found.head), "text": found.head.text}
     if fixed is not None:
         repair = fields(fixed)
         repair["lost"] = [{"first": a, "last": b} for a, b in fixed.lost]
+        repair["tampered"] = [{"first": a, "last": b} for a, b in fixed.tampered]
         out["repair"] = repair
     return out
+
+
+def verify_text(got: Verified) -> str:
+    """The findings, then ``head  SEQ:HEX`` (what ``--head`` takes) when the log verifies."""
+    found, _ = got
+    text = findings_text(found.checks)
+    return text if found.head is None else f"{text}\nhead  {found.head.text}"
+
+
+def _seqs(ranges: list[tuple[int, int]]) -> str:
+    return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in ranges) or "none"
 
 
 def log_repair_text(r: BrainRepair) -> str:
     if not r.changed:
         return "nothing to repair"
-    lost = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in r.lost) or "none"
     lines = [
-        f"repaired the log: seqs lost (now tombstones): {lost}; "
-        f"unfinished batch dropped: {r.torn_bytes} bytes",
-        f"  hash chain recomputed from seq {r.rebased_from}; rewrote {len(r.segments)} "
-        f"segment(s); removed {r.snapshots_removed} snapshot(s) and the caches",
+        f"repaired the log: seqs lost (now tombstones): {_seqs(r.lost)}; "
+        f"unfinished batch dropped: {r.torn_bytes} bytes"
+    ]
+    if r.tampered:
+        lines.append(
+            f"  records that did not match their hash chain (tampered): {_seqs(r.tampered)}"
+        )
+    if r.unconfirmed:
+        lines.append(
+            f"  kept, but the record after each does not link to it (it or that record was "
+            f"edited; a head kept at its seq tells which): {_seqs([(s, s) for s in r.unconfirmed])}"
+        )
+    if r.renewed:
+        lines.append(
+            f"  renewed {', '.join(r.renewed)}: they no longer matched records that all link "
+            "(a rewrite killed before them, or records rewritten with their chain: only a "
+            "head kept elsewhere tells which)"
+        )
+    chain = f"hash chain recomputed from seq {r.rebased_from}" if r.rebased_from else "chain kept"
+    lines += [
+        f"  {chain}; rewrote {len(r.segments)} segment(s); removed {r.snapshots_removed} "
+        "snapshot(s) and the caches",
         f"  recorded as log_repaired at seq {r.recorded}",
     ]
     return "\n".join(lines)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,7 @@ from typing import Any
 from tests.integrations.openclaw.fake_llm import FakeLlm, Script
 from tests.integrations.openclaw.host import (
     PLUGIN,
+    ROOT,
     Gateway,
     Live,
     clean_tmp_openclaw,
@@ -301,3 +304,30 @@ def test_the_hosts_mcp_servers_run_ocb_mcp_and_a_turn_calls_its_tool(
     assert got["trace_id"]
     traced = rpc(live.brain, "events", types=["query_traced"], limit=100_000)
     assert any(r["event"]["trace_id"] == got["trace_id"] for r in traced)
+
+
+def test_the_plugin_starts_its_daemon_importing_nothing_from_the_hosts_directory(
+    openclaw_root: Path, tmp_path: Path
+) -> None:
+    """The host runs in a directory holding a ``replay.py`` that leaves a mark when
+    imported and a folder named ``ocb``; the plugin starts the daemon through the
+    installed ``ocb`` command, as a user configures it."""
+    ws = tmp_path / "ws"
+    shutil.copytree(ROOT / "examples" / "workspace", ws)
+    (tmp_path / "ocb").mkdir()
+    (tmp_path / "ocb" / "entry.py").write_text("raise SystemExit('the planted ocb ran')\n")
+    mark = tmp_path / "planted-ran"
+    (tmp_path / "replay.py").write_text(f"open({str(mark)!r}, 'w').write('ran')\n")
+    installed = Path(sys.executable).parent / "ocb"
+    write_config(tmp_path, ws, free_port(), free_port(), {"ocb": str(installed)})
+    gw = Gateway(openclaw_root, tmp_path, 0)
+    gw.env.pop("PYTHONPATH", None)
+    try:
+        done = gw.openclaw("brain", "search", "how", "do", "I", "roll", "back", "--top", "3")
+        assert done.returncode == 0, done.stdout + done.stderr
+        got = json.loads(done.stdout[done.stdout.index("{") :])
+        assert got["results"] and got["results"][0]["path"] == "runbooks/rollback.md"
+        assert not mark.exists()
+    finally:
+        stop_daemon(installed, ws / ".ocb")
+        clean_tmp_openclaw()

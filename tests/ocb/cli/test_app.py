@@ -128,7 +128,7 @@ def test_init_query_learn_inject_doctor_outputs(cli_brain: Path, workspace: Path
     code, out, _ = ocb(*correction)
     assert out == "correction::1 already holds this content; nothing recorded\n"
     code, out, _ = ocb("doctor", "--brain", cli_brain)
-    assert code == 0 and out.count("PASS") == 11
+    assert code == 0 and out.count("PASS") == 12
     check("cli/doctor.txt", out)
 
 

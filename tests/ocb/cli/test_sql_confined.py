@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import re
 import select
@@ -26,8 +27,12 @@ from ocb.brain import Brain
 from ocb.cli.app import app
 from ocb_events.clock import TickClock
 from ocb_events.errors import AnalyticsError, InputError
-from replay.analytics import AnalyticsStore, _open, check_query
+from replay.analytics import AnalyticsStore, _open
+from replay.confinement import CONFIG, MAX_CHARS
+from replay.history import ANALYTICS
+from replay.statements import check_query
 from replay.store_lock import StoreLock
+from replay.worker import NO_HOME, connect
 
 runner = CliRunner()
 QUESTIONS = ["how do I roll back a bad deploy", "who is on call", "postgres pool size"]
@@ -208,6 +213,9 @@ def test_reading_statements_run(history: Path, tmp_path: Path) -> None:
 
 
 def test_queries_run_on_a_confined_connection(history: Path, tmp_path: Path) -> None:
+    """The worker's connection (``replay.worker.connect``, what every query runs on):
+    confined, locked, in UTC, read-only, within its memory and threads, spilling
+    nothing, and given a home that is not the user's."""
     names = (
         "enable_external_access",
         "autoinstall_known_extensions",
@@ -215,12 +223,23 @@ def test_queries_run_on_a_confined_connection(history: Path, tmp_path: Path) -> 
         "python_enable_replacements",  # no scan of a Python variable named in SQL
         "lock_configuration",
         "TimeZone",
+        "access_mode",
+        "threads",
+        "temp_directory",
+        "home_directory",
     )
     sql = "SELECT " + ", ".join(f"current_setting('{n}')" for n in names)
-    with Brain(history, writer=False) as b, AnalyticsStore(tmp_path / "a.duckdb") as store:
+    path = tmp_path / "a.duckdb"
+    with Brain(history, writer=False) as b, AnalyticsStore(path) as store:
         store.catch_up(b.log)
-        assert store.query(sql).rows == [(False, False, False, False, True, "UTC")]
-        assert store.query("SELECT current_setting('access_mode')").rows == [("read_only",)]
+    con = connect(str(path), dict(CONFIG), memory_mb=100, threads=1)
+    try:
+        got = con.execute(sql).fetchall()
+        limit = con.execute("SELECT current_setting('memory_limit')").fetchall()
+    finally:
+        con.close()
+    assert got == [(False, False, False, False, True, "UTC", "read_only", 1, "", NO_HOME)]
+    assert limit == [("100.0 MiB",)]
 
 
 @pytest.mark.parametrize("read_only", [False, True])
@@ -278,6 +297,115 @@ def test_a_writing_statement_is_refused_whatever_surrounds_it(
         check_query(f"{lead}SELECT 1;{sql}{tail}")
     with pytest.raises(InputError):
         check_query(lead + tail.replace("-- done", "") + ";")
+
+
+# --------------------------------------------------------------------------- where it is
+
+
+def catalog(path: Path) -> list[str]:
+    """A statement for every zero-argument table and scalar function and every view of
+    DuckDB's catalogs (asked of the worker's own kind of connection), and the ways to
+    name the store's files and settings."""
+    con = connect(str(path), dict(CONFIG), memory_mb=256, threads=1)
+    try:
+        functions = con.execute(
+            "SELECT DISTINCT function_name, function_type FROM duckdb_functions() "
+            "WHERE function_type IN ('table', 'scalar') AND len(parameters) = 0 "
+            "ORDER BY ALL"
+        ).fetchall()
+        views = con.execute(
+            "SELECT database_name, schema_name, view_name FROM duckdb_views() ORDER BY ALL"
+        ).fetchall()
+    finally:
+        con.close()
+    out = [
+        f'SELECT * FROM "{f}"()' if kind == "table" else f'SELECT "{f}"()' for f, kind in functions
+    ]
+    out += [f'SELECT * FROM "{d}"."{s}"."{v}"' for d, s, v in views]
+    return out + [
+        "SHOW DATABASES",
+        "SHOW ALL TABLES",
+        "SELECT * FROM duckdb_databases",
+        "SELECT * FROM duckdb_settings(include_all := true)",
+        "SELECT current_setting('allowed_paths')",
+        "SELECT current_setting('secret_directory')",
+        "SELECT * FROM duckdb_extensions()",
+        "SELECT * FROM 'notes.csv'",
+        "SELECT * FROM query('SELECT * FROM duckdb_databases()')",
+    ]
+
+
+def test_nothing_shows_where_the_brain_is_stored(history: Path) -> None:
+    """Every function and view DuckDB has either leaves the brain's path and the home
+    directory out of its rows and errors, or is refused by name in one line."""
+    needles = (str(history.resolve()), str(history), str(Path.home()))
+    refused, shown = set(), []
+    with Brain(history, writer=False) as b, AnalyticsStore(history / ANALYTICS) as store:
+        store.catch_up(b.log)
+        statements = catalog(store.path)
+        assert len(statements) > 80
+        for sql in statements:
+            try:
+                text = repr(store.query(sql).rows)
+            except AnalyticsError as exc:
+                text = exc.message + exc.hint
+                if exc.message.startswith("ocb sql does not show where the brain is stored"):
+                    refused.add(exc.message.split(": ")[1].split()[0])
+                elif exc.message.startswith("ocb sql runs only the statement it is given"):
+                    refused.add("query")
+            if any(n in text for n in needles):
+                shown.append(sql)
+    assert shown == []
+    assert refused == {
+        "current_setting", "duckdb_databases", "duckdb_settings", "pg_settings",
+        "pragma_database_list", "query",
+    }  # fmt: skip
+    line = one_error(*ocb("sql", "--brain", str(history), "FROM pragma_database_list"))
+    assert line == (
+        "error: ocb sql does not show where the brain is stored: pragma_database_list is refused"
+    )
+
+
+REVEALING = ["duckdb_databases", "pragma_database_list", "duckdb_settings", "current_setting",
+             "pg_settings"]  # fmt: skip
+
+
+def spelled(name: str, upper: list[bool], quoted: bool, schema: str) -> str:
+    """``name`` in mixed case, maybe quoted, maybe qualified: DuckDB reads them all."""
+    cased = "".join(c.upper() if u else c for c, u in zip(name, itertools.cycle(upper)))
+    return schema + (f'"{cased}"' if quoted else cased)
+
+
+spellings = st.builds(
+    spelled,
+    st.sampled_from(REVEALING),
+    st.lists(st.booleans(), min_size=1),
+    st.booleans(),
+    st.sampled_from(["", "main.", "system.main.", "pg_catalog.", '"system"."main".']),
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(spellings, leads, st.sampled_from(["()", " ()", "/* x */()", "", " t"]))
+def test_a_revealing_name_is_refused_however_it_is_spelled(name: str, lead: str, call: str) -> None:
+    with pytest.raises(AnalyticsError) as err:
+        check_query(f"{lead}SELECT * FROM {name}{call}")
+    assert err.value.message.startswith("ocb sql does not show where the brain is stored: ")
+    for fine in (f"SELECT '{name}'", f"SELECT 1 -- {name}", "SELECT query FROM traces"):
+        check_query(fine)  # a string, a comment, a column named query
+    with pytest.raises(AnalyticsError, match=r"^ocb sql runs only the statement it is given"):
+        check_query(f"{lead}SELECT * FROM QUERY /* x */ ('SELECT 1')")
+
+
+def test_a_statement_over_the_size_limit_is_refused_before_it_is_parsed(history: Path) -> None:
+    arms = " UNION ALL ".join(f"SELECT {i} AS x" for i in range(20_000))
+    assert len(arms) > MAX_CHARS
+    line = one_error(*ocb("sql", "--brain", str(history), arms))
+    assert line == (
+        f"error: the statement is {len(arms):,} characters long; ocb sql parses at most "
+        f"{MAX_CHARS:,}"
+    )
+    assert not (history / "cache" / "analytics.duckdb").exists()
 
 
 # --------------------------------------------------------------------------- zoned times

@@ -63,7 +63,12 @@ def start(brain: Path, *args: str, workspace: Path | None = None) -> subprocess.
         h = hello(brain)
         return h is not None and h["pid"] == proc.pid
 
-    wait_for(up, "the daemon to answer")
+    try:
+        wait_for(up, "the daemon to answer")
+    except BaseException:  # a daemon that never answers is not left running
+        proc.kill()
+        proc.wait()
+        raise
     return proc
 
 

@@ -59,6 +59,6 @@ def test_a_second_daemon_is_refused_with_the_holders_pid(built: Path) -> None:
     with daemon(built) as proc:
         again = ocb("serve", "--brain", str(built))
         assert again.returncode == 1
-        assert f"locked by pid {proc.pid}" in again.stderr
+        assert f"served by its daemon (pid {proc.pid})" in again.stderr
         assert "Traceback" not in again.stderr
         assert stop(proc) == 0

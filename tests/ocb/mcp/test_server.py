@@ -4,67 +4,23 @@ example brain, lists the tools and calls every one, attached to a daemon and wit
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.types import CallToolResult, TextContent
 
 from ocb.brain import Brain
 from ocb.daemon.protocol import connect
 from ocb.mcp.tools import TOOL_NAMES
 from tests.ocb.daemon.support import DEADLINE, ROOT, daemon, env, hello, rpc, wait_for
+from tests.ocb.mcp.support import ok, refused, run_mcp, text_of
 
 QUESTION = "how do I roll back a bad deploy"
-
-
-def run_mcp(
-    brain: Path, errlog: Path, *args: str, check: Any, before: tuple[str, ...] = ()
-) -> None:
-    """Spawn ``ocb *before mcp --brain brain *args`` and run ``check(session)`` against it."""
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "ocb.entry", *before, "mcp", "--brain", str(brain), *args],
-        env=env(),
-        cwd=str(ROOT),
-    )
-
-    async def go() -> None:
-        with errlog.open("w") as err:
-            async with stdio_client(params, errlog=err) as (r, w), ClientSession(r, w) as s:
-                await asyncio.wait_for(s.initialize(), DEADLINE)
-                await check(s)
-
-    try:
-        asyncio.run(go())
-    except BaseException:
-        print(errlog.read_text(), file=sys.stderr)  # the server's stderr, on failure
-        raise
-
-
-async def ok(s: ClientSession, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-    got = await asyncio.wait_for(s.call_tool(tool, args), DEADLINE)
-    assert not got.is_error, text_of(got)
-    assert got.structured_content is not None
-    return got.structured_content
-
-
-async def refused(s: ClientSession, tool: str, args: dict[str, Any]) -> str:
-    got = await asyncio.wait_for(s.call_tool(tool, args), DEADLINE)
-    assert got.is_error, got.structured_content
-    return text_of(got)
-
-
-def text_of(got: CallToolResult) -> str:
-    return "\n".join(c.text for c in got.content if isinstance(c, TextContent))
 
 
 def served(brain: Path) -> bool:

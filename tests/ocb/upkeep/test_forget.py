@@ -3,8 +3,7 @@ still verifies (seqs, checksums, hash chain), and what was erased is itself reco
 
 from __future__ import annotations
 
-import inspect
-import typing
+import shutil
 from pathlib import Path
 
 import msgspec
@@ -13,12 +12,12 @@ from typer.testing import CliRunner
 
 from ocb.brain import Brain
 from ocb.cli.app import app
-from ocb.upkeep.forget import CONTENT, MARKER
-from ocb_events import parts, schema
+from ocb.upkeep.forget import MARKER
 from ocb_events.clock import TickClock
 from ocb_events.errors import InputError
-from ocb_events.schema import ContentForgotten, FactsRecorded
+from ocb_events.schema import ContentForgotten, FactsRecorded, OutcomeRecorded, QueryTraced
 from replay import PROJECTIONS, rebuild
+from tests.ocb.daemon.support import daemon, ocb as cli, stop, wait_for
 
 TOKEN = "zq7Kp2Vx9Lm4Rt8Wy3Nb"  # a word no rule of the secret scanner would flag here
 NOTE = f"# Access\n\nThe staging password is {TOKEN} until Friday.\n\nRotate it after the demo.\n"
@@ -91,21 +90,32 @@ def test_forgetting_a_text_erases_it_from_every_byte_and_keeps_the_history_verif
         assert code == 0, out
 
 
-def test_forgetting_a_file_erases_every_version_and_a_dry_run_changes_nothing(
+def test_forgetting_a_file_erases_every_version_and_its_path_and_a_dry_run_changes_nothing(
     leaky: tuple[Path, Path],
 ) -> None:
-    _, path = leaky
+    workspace, path = leaky
     before = every_byte(path)
     code, out, _ = ocb("forget", "--brain", path, "--file", "notes/access.md", "--dry-run")
-    assert code == 0 and out.startswith("would forget file notes/access.md in 2 record(s)")
+    assert code == 0 and out.startswith("would forget file notes/access.md in ")
     assert every_byte(path) == before
-    code, out, _ = ocb("forget", "--brain", path, "--file", "notes/access.md")
-    assert code == 0 and "recorded as content_forgotten" in out
+    code, out, _ = ocb("forget", "--brain", path, "--file", "notes/access.md", "--json")
+    assert code == 0
+    report = msgspec.json.decode(out)
+    name = f"[forgotten-{report['recorded']}]"
+    assert "file_indexed.path" in report["field_names"], report["field_names"]
+    assert "nodes_embedded.node_ids" in report["field_names"]
+    assert b"notes/access.md" not in every_byte(path), "no record names the file any more"
     with Brain(path) as b:
-        texts = [n.text for n in b.graph.nodes.values() if n.path == "notes/access.md"]
+        assert "notes/access.md" not in b.graph.files and name in b.graph.files
+        texts = [b.graph.nodes[i].text for i in b.graph.files[name].chunks]
         assert texts and all(t == MARKER for t in texts)
+        assert all(i.startswith(name + "::") for i in b.graph.files[name].chunks)
         deploy = [n.text for n in b.graph.nodes.values() if n.path == "runbooks/deploy.md"]
         assert deploy and MARKER not in "".join(deploy), "other files stay as they were"
+        # the file is still on disk, unchanged: taken back as a move, its text forgotten
+        assert b.sync(workspace).files_moved == 1 and name not in b.graph.files
+        texts = [b.graph.nodes[i].text for i in b.graph.files["notes/access.md"].chunks]
+        assert texts and all(t == MARKER for t in texts)
 
 
 def test_forgetting_a_moved_file_erases_its_versions_under_every_path_it_had(
@@ -117,10 +127,15 @@ def test_forgetting_a_moved_file_erases_its_versions_under_every_path_it_had(
         assert b.sync(workspace).files_moved == 1
     code, out, err = ocb("forget", "--brain", path, "--file", "notes/secret.md", "--json")
     assert code == 0, err
-    assert msgspec.json.decode(out)["still_in_workspace"] == ["notes/secret.md"]
+    report = msgspec.json.decode(out)
+    assert report["still_in_workspace"] == ["notes/secret.md"]
+    data = every_byte(path)
+    assert b"notes/access.md" not in data and b"notes/secret.md" not in data
+    seq = report["recorded"]
     with Brain(path) as b:
-        texts = [n.text for n in b.graph.nodes.values() if n.path == "notes/secret.md"]
-        assert texts and all(t == MARKER for t in texts), "recorded under notes/access.md"
+        entry = b.graph.files[f"[forgotten-{seq}-2]"]  # notes/secret.md, the second path
+        assert all(i.startswith(f"[forgotten-{seq}-1]::") for i in entry.chunks), "its old ids"
+        assert all(b.graph.nodes[i].text == MARKER for i in entry.chunks)
 
 
 def test_forgetting_a_fact_erases_it_in_every_version_and_nothing_else(
@@ -165,8 +180,11 @@ def test_forgetting_a_record_and_the_refusals(leaky: tuple[Path, Path]) -> None:
     _, path = leaky
     with Brain(path) as b:
         seq = next(r.seq for r in b.log.read() if getattr(r.event, "query", "").startswith("what"))
-        b.forget(seq=seq)
-        assert list(b.log.read(seq, seq))[0].event.query == MARKER  # type: ignore[union-attr]
+        report = b.forget(seq=seq)
+        assert report.field_names == ["query_traced.chat_id", "query_traced.query"]
+        ev = list(b.log.read(seq, seq))[0].event
+        assert isinstance(ev, QueryTraced) and ev.query == MARKER
+        assert ev.chat_id == f"[forgotten-{report.recorded}]" and ev.fired, "its nodes stay"
         before = b.log.last_seq
         for kw, message in [
             ({}, "say what to forget"),
@@ -181,26 +199,176 @@ def test_forgetting_a_record_and_the_refusals(leaky: tuple[Path, Path]) -> None:
         assert b.log.last_seq == before
 
 
-STRUCTURAL = {
-    "id", "node_id", "node_ids", "path", "content_hash", "text_hash", "removed", "trace_id",
-    "chat_id", "fired", "vetoed", "fired_ids", "request_id", "source", "target", "targets",
-    "kind", "tier", "key", "cause", "rule", "embedder_id", "blob", "features", "kept",
-    "absorbed", "node", "chosen", "followed", "mode", "stop_reason", "fact_id",
-    "change", "supporting", "contradicting", "priority", "teacher",
-    "op", "root", "what", "segment", "actor", "evidence", "day", "used", "route", "route_mode",
-    "route_id", "old_path", "spec",
-}  # fmt: skip
-"""String fields that name things (ids, paths, hashes, kinds), not free text."""
+# --------------------------------------------------------------------------- names and keys
+
+AWS = "AKIA" + "Q3VZ7XKD2NR5TW8Y"
+SLACK = "xoxb-" + "2837461950-Kd83nVb2LqZ7wX1p"
+GITHUB = "ghp_" + "x9Kq2LmZ7vB4nR8tW1yC6pD3sF5gH0jA2eUo"
+OPENAI = "sk-proj-" + "7Hq2Zx9LmW4vB8nR1tY6cK3p"
+PLACES = {"folder": AWS, "file": GITHUB, "chat_id": SLACK, "request_id": OPENAI, "reason": AWS}
+"""Each place a secret went to the history in clear before names and keys were
+scanned, with the secret tried there."""
+ROTATION = "# Rotation\n\nRotate the staging keys every quarter, on a Monday.\n"
+PATHS = {"folder": "keys/{secret}/rotation.md", "file": "notes/rotation-{secret}.md"}
 
 
-def test_every_free_text_field_of_every_event_is_known_to_forget() -> None:
-    for _, cls in inspect.getmembers(schema, inspect.isclass):
-        ours = (schema.__name__, parts.__name__)  # the events and the parts nested in them
-        if not (issubclass(cls, msgspec.Struct) and cls.__module__ in ours):
-            continue
-        hints = typing.get_type_hints(cls)
-        strs = {f for f in cls.__struct_fields__ if "str" in repr(hints[f])}
-        content = set(CONTENT.get(cls, ()))
-        assert content <= strs, cls
-        unknown = strs - content - STRUCTURAL
-        assert not unknown, f"{cls.__name__}: classify {sorted(unknown)} in ocb.upkeep.forget"
+def scenario(b: Brain, workspace: Path, place: str, secret: str) -> None:
+    """Index a file, ask in a chat, score the answer with a request id and retract it
+    with a reason: the secret in ``place``."""
+    rel = PATHS.get(place, "notes/rotation.md").format(secret=secret)
+    note = workspace / rel
+    note.parent.mkdir(parents=True, exist_ok=True)
+    note.write_text(ROTATION)
+    chat = f"chat-{secret}" if place == "chat_id" else "c1"
+    b.sync(workspace)
+    b.query("rotate the staging keys every quarter", chat_id=chat)
+    b.learn(1.0, chat_id=chat, request_id=f"req-{secret}" if place == "request_id" else "r1")
+    b.retract(chat_id=chat, reason=f"scored by mistake {secret}" if place == "reason" else "")
+    b.set_config("storage.snapshot_tail", 1)
+
+
+def old_daemon_log(path: Path, rel: str) -> None:
+    """The log a daemon of an older version left, naming a file in a warning."""
+    run = path / "run"
+    run.mkdir(mode=0o700, exist_ok=True)
+    log = run / "daemon.log"
+    log.write_text(f"2026-11-22T09:00:00Z warning: {rel}:3: password redacted before recording\n")
+    log.chmod(0o600)
+
+
+def analytics(path: Path) -> None:
+    """Build the analytics cache (``cache/analytics.duckdb``) of the brain at ``path``
+    (``ocb sql`` in its own process, as a user runs it)."""
+    res = cli("sql", "--brain", str(path), "SELECT count(*) FROM events")
+    assert res.returncode == 0, res.stderr
+    assert (path / "cache" / "analytics.duckdb").is_file()
+
+
+def old_brain(path: Path, workspace: Path, place: str) -> str:
+    """A brain that recorded the secret of ``place`` in clear, as before this was
+    checked (scanning off), then turned scanning on and served one more query."""
+    secret = PLACES[place]
+    with Brain.create(path, clock=TickClock()) as b:
+        b.set_config("secrets.enabled", False)
+        scenario(b, workspace, place, secret)
+        b.set_config("secrets.enabled", True)
+        b.query("rotate the staging keys every quarter")  # its trace passes the net
+    analytics(path)
+    if place in PATHS:
+        old_daemon_log(path, PATHS[place].format(secret=secret))
+    assert secret.encode() in every_byte(path)
+    return secret
+
+
+@pytest.mark.parametrize("place", sorted(PLACES))
+def test_a_new_brain_records_no_byte_of_a_secret_in_a_name_or_a_key(
+    tmp_path: Path, workspace: Path, place: str
+) -> None:
+    secret = PLACES[place]
+    warnings: list[str] = []
+    with Brain.create(tmp_path / "brain", clock=TickClock(), warn=warnings.append) as b:
+        scenario(b, workspace, place, secret)
+    analytics(tmp_path / "brain")
+    assert secret.encode() not in every_byte(tmp_path / "brain")
+    assert warnings and not [w for w in warnings if secret in w]
+
+
+@pytest.mark.parametrize("place", sorted(PLACES))
+def test_forgetting_a_secret_erases_it_from_every_field_of_an_old_brain(
+    tmp_path: Path, workspace: Path, place: str
+) -> None:
+    """Paths, node ids, chat ids, request ids and reasons included: afterwards no byte
+    under the brain directory holds it, the history verifies, replay folds the same
+    state, and a sync records it nowhere again."""
+    path = tmp_path / "brain"
+    secret = old_brain(path, workspace, place)
+    code, out, err = ocb("forget", "--brain", path, "--text", secret, "--json")
+    assert code == 0, err
+    assert secret.encode() not in every_byte(path)
+    report = msgspec.json.decode(out)
+    wanted = {
+        "folder": "file_indexed.path",
+        "file": "nodes_embedded.node_ids",
+        "chat_id": "query_traced.chat_id",
+        "request_id": "outcome_recorded.request_id",
+        "reason": "retracted.reason",
+    }
+    assert wanted[place] in report["field_names"]
+    for command in ("verify", "doctor"):
+        code, out, _ = ocb(command, "--brain", path)
+        assert code == 0, out
+    with Brain(path) as b:
+        full = rebuild(b.log)
+        b.load(*PROJECTIONS)
+        for name in PROJECTIONS:
+            assert PROJECTIONS[name].snapshot(b.state(name)) == PROJECTIONS[name].snapshot(
+                full[name]
+            )
+        b.sync(workspace)
+        b.query("rotate the staging keys every quarter", chat_id=f"chat-{secret}")
+    analytics(path)
+    assert secret.encode() not in every_byte(path)
+
+
+@pytest.mark.parametrize("place", ["folder", "file"])
+def test_forgetting_a_file_named_with_a_secret_leaves_its_path_in_no_record(
+    tmp_path: Path, workspace: Path, place: str
+) -> None:
+    path = tmp_path / "brain"
+    secret = old_brain(path, workspace, place)
+    rel = PATHS[place].format(secret=secret)
+    with Brain(path) as b:
+        report = b.sync(workspace)  # held as it is until forgotten
+        assert report.events == 0 and rel in b.graph.files
+    code, out, err = ocb("forget", "--brain", path, "--file", rel)
+    assert code == 0, err
+    assert secret not in out + err and "[REDACTED:" in out
+    assert secret.encode() not in every_byte(path)
+    with Brain(path) as b:
+        assert b.sync(workspace).files_removed == 1, "the placeholder is on no disk"
+        assert rel not in b.graph.files
+    assert secret.encode() not in every_byte(path)
+
+
+def _daemon_log(path: Path) -> str:
+    log = path / "run" / "daemon.log"
+    return log.read_text() if log.exists() else ""
+
+
+def test_through_a_daemon_no_name_or_key_reaches_the_brain_and_forget_erases_old_ones(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """A served brain: a file named with a secret appears while the watcher runs, the
+    ``ocb`` client queries, scores (twice, one request id) and retracts with secrets in
+    its chat id, request id and reason; then an old brain's secret is forgotten through
+    the daemon. Every byte under the brain directories, the daemon's log included."""
+    new, old = tmp_path / "new", tmp_path / "old"
+    assert cli("init", "--workspace", str(workspace), "--brain", str(new)).returncode == 0
+    secrets = (AWS, SLACK, OPENAI, GITHUB)
+    with daemon(new) as proc:
+        (workspace / "keys" / AWS).mkdir(parents=True)
+        (workspace / "keys" / AWS / "rotation.md").write_text(ROTATION)
+        wait_for(lambda: "skipped keys/[REDACTED:aws-access-key-id:" in _daemon_log(new), "a sync")
+        brain = ("--brain", str(new), "--chat-id", f"chat-{SLACK}")
+        for argv in [
+            ("query", *brain, "rotate the staging keys every quarter"),
+            ("learn", *brain, "--outcome", "1", "--request-id", OPENAI),
+            ("learn", *brain, "--outcome", "1", "--request-id", OPENAI),
+            ("retract", *brain, "--reason", f"scored by mistake {GITHUB}"),
+        ]:
+            res = cli(*argv)
+            assert res.returncode == 0, res.stderr
+            assert not [s for s in secrets if s in res.stdout + res.stderr]
+        assert stop(proc) == 0
+    assert not [s for s in secrets if s.encode() in every_byte(new)]
+    with Brain(new) as b:
+        assert sum(isinstance(r.event, OutcomeRecorded) for r in b.log.read()) == 1
+    shutil.rmtree(workspace / "keys")
+    secret = old_brain(old, workspace, "folder")
+    with daemon(old) as proc:
+        res = cli("forget", "--brain", str(old), "--text", secret)
+        assert res.returncode == 0 and secret not in res.stdout + res.stderr, res.stderr
+        res = cli("query", "--brain", str(old), "rotate the staging keys every quarter")
+        assert res.returncode == 0, res.stderr
+        assert stop(proc) == 0
+    assert secret.encode() not in every_byte(old)
