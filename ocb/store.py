@@ -147,6 +147,7 @@ class Store:
         self._states: dict[str, Any] = {}
         self._resnapshot: set[str] = set()
         self._derived: dict[str, tuple[str, object]] = {}
+        self._scanner: tuple[tuple[tuple[str, object], ...], Scanner] | None = None
         self.as_of: int | None = None
         try:
             if self.writer:
@@ -324,8 +325,14 @@ class Store:
         return resolve(section, self.state("config").values, **overrides)
 
     def secrets(self) -> Scanner:
-        """The secret scanner of the settings in force (``secrets.*``)."""
-        return scanner_of(self.state("config").values)
+        """The secret scanner of the settings in force (``secrets.*``), made again only
+        when they change (every record and every query asks for it)."""
+        values = self.state("config").values
+        key = tuple(sorted((k, v) for k, v in values.items() if k.startswith("secrets.")))
+        held = self._scanner
+        if held is None or held[0] != key:
+            held = self._scanner = (key, scanner_of(values))
+        return held[1]
 
     def settings(self) -> tuple[Traversal, Learning, Indexing]:
         """The traversal, learning and indexing settings in force (see ``setting``)."""

@@ -148,13 +148,17 @@ def _load(path: Path, rel: str, max_bytes: int) -> bytes | Skipped:
             return Skipped(rel, "not a regular file (symlink)")
         return Skipped(rel, f"unreadable ({exc.strerror or exc})")
     try:
-        refused = _refused(rel, os.fstat(fd), max_bytes)
+        st = os.fstat(fd)
+        refused = _refused(rel, st, max_bytes)
         if refused is not None:
             return refused
         parts: list[bytes] = []
         got = 0
+        step = st.st_size + 1  # the whole file in one read (a bigger buffer than the file
+        # would be shrunk after the read, and such holes add up over many files)
         while got <= max_bytes:  # it may grow while it is read: never past the limit
-            part = os.read(fd, min(_CHUNK, max_bytes + 1 - got))
+            part = os.read(fd, min(step, max_bytes + 1 - got))
+            step = _CHUNK
             if not part:
                 break
             parts.append(part)

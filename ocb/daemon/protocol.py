@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -124,19 +125,27 @@ def socket_address(path: Path) -> Iterator[str]:
 
 
 def connect(brain: str | Path, *, timeout: float | None = None) -> socket.socket | None:
-    """A connection to the daemon serving ``brain`` (None: no daemon listens)."""
+    """A connection to the daemon serving ``brain`` (None: no daemon listens). A full
+    backlog (many clients connecting at once) is waited out, up to ``timeout``."""
     path = socket_path(brain)
     if not path.is_socket():
         return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
+    deadline = None if timeout is None else time.monotonic() + timeout
     try:
         with socket_address(path) as address:
-            sock.connect(address)
+            while True:
+                try:
+                    sock.connect(address)
+                    return sock
+                except BlockingIOError:  # a Unix socket with a timeout refuses at once
+                    if deadline is not None and time.monotonic() >= deadline:
+                        raise
+                    time.sleep(0.01)
     except OSError:
         sock.close()
         return None
-    return sock
 
 
 def read_frame(stream: Any, limit: int = MAX_FRAME) -> bytes | None:

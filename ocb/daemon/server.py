@@ -83,42 +83,54 @@ class Method:
 class _Pool:
     """Daemonic threads that run submitted calls: unlike a ``ThreadPoolExecutor``,
     whose threads the interpreter joins at exit, a call that never returns here cannot
-    keep the process from exiting."""
+    keep the process from exiting. As there, a thread is started only when none is
+    idle (up to ``size``), so a lone client's calls keep to one thread (and one of the
+    allocator's arenas)."""
 
     def __init__(self, size: int, name: str) -> None:
         self._jobs: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]] | None]
         self._jobs = queue.SimpleQueue()
-        self._threads = [
-            threading.Thread(target=self._work, name=f"{name}-{i}", daemon=True)
-            for i in range(size)
-        ]
-        for t in self._threads:
-            t.start()
+        self._size = size
+        self._name = name
+        self._idle = threading.Semaphore(0)
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
 
     def submit(self, fn: Callable[[], Any]) -> Future[Any]:
         fut: Future[Any] = Future()
         self._jobs.put((fut, fn))
+        if not self._idle.acquire(blocking=False):
+            with self._lock:
+                if len(self._threads) < self._size:
+                    t = threading.Thread(
+                        target=self._work, name=f"{self._name}-{len(self._threads)}", daemon=True
+                    )
+                    self._threads.append(t)
+                    t.start()
         return fut
 
     def _work(self) -> None:
         while (job := self._jobs.get()) is not None:
             fut, fn = job
-            if not fut.set_running_or_notify_cancel():
-                continue
-            try:
-                fut.set_result(fn())
-            except BaseException as exc:
-                fut.set_exception(exc)
+            if fut.set_running_or_notify_cancel():
+                try:
+                    fut.set_result(fn())
+                except BaseException as exc:
+                    fut.set_exception(exc)
+            self._idle.release()
 
     def shutdown(self, wait_s: float) -> int:
         """Let the threads finish what was submitted, waiting at most ``wait_s``; how
         many are still busy (left behind, they die with the process)."""
-        for _ in self._threads:
+        with self._lock:
+            threads = list(self._threads)
+            self._size = 0  # no thread starts from now on
+        for _ in threads:
             self._jobs.put(None)
         deadline = time.monotonic() + wait_s
-        for t in self._threads:
+        for t in threads:
             t.join(max(0.0, deadline - time.monotonic()))
-        return sum(t.is_alive() for t in self._threads)
+        return sum(t.is_alive() for t in threads)
 
 
 class _Client:

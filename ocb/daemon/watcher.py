@@ -11,6 +11,7 @@ embeds whatever was not embedded ahead."""
 
 from __future__ import annotations
 
+import stat
 import threading
 import time
 from collections.abc import Callable, Collection
@@ -44,7 +45,11 @@ def embed_ahead(brain: LiveBrain, root: Path, paths: Collection[str]) -> Vectors
     """The vectors of the new chunks of the big files among ``paths`` (by
     ``chunk_input``), embedded on the calling thread. The brain's settings and the
     file's chunks are read under the gate, briefly; a file that changes meanwhile
-    only costs vectors the sync does not take."""
+    only costs vectors the sync does not take. Small files are not even read here (a
+    UTF-8 file of fewer bytes than ``AHEAD_MIN_CHARS`` has fewer characters)."""
+    paths = [p for p in sorted(paths) if _size(root / p) >= AHEAD_MIN_CHARS]
+    if not paths:
+        return {}
     with brain.gate.read():
         ix, scanner, emb = brain.setting(Indexing), brain.secrets(), brain.embedder()
         g = brain.graph
@@ -74,6 +79,15 @@ def embed_ahead(brain: LiveBrain, root: Path, paths: Collection[str]) -> Vectors
         batch = todo[start : start + EMBED_BATCH]
         out.update(zip(batch, emb.embed(batch), strict=True))
     return out
+
+
+def _size(path: Path) -> int:
+    """The size of the regular file at ``path`` (0 for anything else, or none)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return 0
+    return st.st_size if stat.S_ISREG(st.st_mode) else 0
 
 
 def describe(report: SyncReport, seq: int) -> str:
