@@ -2,7 +2,7 @@
 shape and a served brain of the example workspace to try it on.
 
 A trial module (``benchmarks/abuse_<area>.py``) exports ``TRIALS``, a list of ``Trial``:
-a name, the issue it tries (one line), and a function that gets a fresh scratch
+a name, the attack it tries (one line), and a function that gets a fresh scratch
 directory, runs the attack against a real ``ocb`` daemon process (or the ``ocb``
 command), and returns ``(held, detail)``: whether the brain held, and one line saying
 what was seen.
