@@ -3,7 +3,8 @@ host sees it (the registered handler awaited in Node 24: plugin -> daemon over i
 -> ``prependContext``), the characters injected per turn against the size of an
 OpenClaw-style ``memory_search`` answer for the same question (its default: 6 results of
 up to 700-character snippets), and how the injected context changes over the same
-subagent task run 20 times, each a success (``agent_end`` scores its trace, source self).
+subagent task run 20 times, each a success whose answer cites the first chunk of its
+context (``agent_end`` credits the cited chunk, source self).
 
     .venv/bin/python benchmarks/bench_openclaw.py                # ~10k chunks
     .venv/bin/python benchmarks/bench_openclaw.py --files 100    # quick

@@ -52,7 +52,8 @@ for (let i = 0; i < (spec.repeat?.runs ?? 0); i++) {
   result.repeat.push({ run: i + 1, ms, chars: context.length, sources });
   const messages = [
     { role: "user", content: spec.repeat.task },
-    { role: "assistant", content: [{ type: "text", text: spec.reply }] },
+    // a good answer cites what it used: here the first chunk of its context
+    { role: "assistant", content: [{ type: "text", text: sources.length ? `${spec.reply} (${sources[0]})` : spec.reply }] },
   ];
   await end({ messages, success: true, runId: ctx.runId }, ctx);
 }

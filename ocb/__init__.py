@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ocb.graph.retract import RetractReport
     from ocb.graph.route import TrainReport
     from ocb.graph.teach import TeachReport
+    from ocb.graph.warm import WarmReport
     from ocb.memory.kg import KgHistory, KgSetReport, KgView
     from ocb.memory.recall import RecallItem
     from ocb.memory.reflect import ReflectReport
@@ -59,6 +60,7 @@ _HOME = {
     "SyncReport": "ocb.reports",
     "TeachReport": "ocb.graph.teach",
     "TrainReport": "ocb.graph.route",
+    "WarmReport": "ocb.graph.warm",
 }
 """Where each exported name is defined (imported on first use)."""
 
@@ -87,6 +89,7 @@ __all__ = [
     "SyncReport",
     "TeachReport",
     "TrainReport",
+    "WarmReport",
     "__version__",
 ]
 

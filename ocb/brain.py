@@ -37,9 +37,11 @@ if TYPE_CHECKING:
     from ocb.graph.retract import RetractReport
     from ocb.graph.route import TrainReport
     from ocb.graph.teach import TeachReport
+    from ocb.graph.warm import WarmReport
     from ocb.memory.kg import KgHistory, KgSetReport, KgView
     from ocb.memory.reflect import Judge, ReflectReport, Summarize
     from ocb.memory.retain import RecallAnswer, RetainReport
+    from ocb.memory.unretain import FactRetraction
     from ocb.scratch import Progress as Replaying
     from ocb.upkeep.blobs import BlobReport
     from ocb.upkeep.forget import ForgetReport
@@ -105,6 +107,7 @@ class Brain(Store):
         scanned: Scanned | None = None,
         cause: str = "sync",
         paths: Collection[str] | None = None,
+        actor: str = "",
     ) -> SyncReport:
         """Index a workspace (first run) or bring the brain up to date with it: chunks,
         vectors, edges and the typed facts of its Markdown (with ``paths``, only the
@@ -116,7 +119,10 @@ class Brain(Store):
                 file kept changing while it was read.
             BrainExists: the brain belongs to another workspace.
         """
-        return sync(self, workspace, progress=progress, scanned=scanned, cause=cause, paths=paths)
+        return sync(
+            self, workspace, progress=progress, scanned=scanned, cause=cause, paths=paths,
+            actor=actor,
+        )  # fmt: skip
 
     # ------------------------------------------------------------------ the graph
 
@@ -128,6 +134,7 @@ class Brain(Store):
         chat_id: str = "",
         record: bool = True,
         mode: str | None = None,
+        actor: str = "cli",
         **traversal: float | str | None,
     ) -> Answer:
         """Answer a query and record its trace.
@@ -138,13 +145,17 @@ class Brain(Store):
             chat_id: groups traces so ``learn``/``inject`` can name the last one.
             record: False answers without recording (nothing is written).
             mode: the route mode for this query (``edge``, ``edge+sim``, ``learned``).
+            actor: who asks (``cli``, ``mcp``, ``plugin``): the actor of its record.
             traversal: other ``traversal.*`` settings for this query only
                 (``max_hops=2`` ...).
 
         Raises:
             InputError: an empty query or a bad setting.
         """
-        return query(self, text, top=top, chat_id=chat_id, record=record, mode=mode, **traversal)
+        return query(
+            self, text, top=top, chat_id=chat_id, record=record, mode=mode, actor=actor,
+            **traversal,
+        )  # fmt: skip
 
     def trace(self, trace_id: str = "", chat_id: str = "") -> QueryTraced:
         """A recorded trace, by id or as the last trace of a chat (InputError: none)."""
@@ -162,6 +173,8 @@ class Brain(Store):
         request_id: str = "",
         again: bool = False,
         used: Sequence[str] = (),
+        cited: Sequence[str] = (),
+        actor: str = "cli",
         **learning: float | str | None,
     ) -> LearnReport:
         """Score a trace (by id, the last of a chat, or an explicit node path) and
@@ -174,6 +187,11 @@ class Brain(Store):
             rule: ``route`` (the default), ``pg`` or ``heuristic``.
             used: the fired nodes the answer used or cited (a positive outcome of a
                 trace): the route keeps exactly those.
+            cited: the answer's citations (``path#L12-L20``, ``path#L12``, ``path``):
+                the fired chunks they name are used too (``ocb.engine.citations``); when
+                none is named (and no ``used``), the outcome is recorded as 0 and the
+                report lists them as ``unmatched``.
+            actor: who asks (``cli``, ``mcp``, ``plugin``): the actor of the records.
             source: the reward source: human, self, harvester or teacher.
             request_id: an idempotency key: when an outcome was already recorded under
                 it, nothing is recorded and that outcome's report comes back
@@ -198,6 +216,8 @@ class Brain(Store):
             request_id=request_id,
             again=again,
             used=used,
+            cited=cited,
+            actor=actor,
             **learning,
         )
 
@@ -210,6 +230,7 @@ class Brain(Store):
         trace_id: str = "",
         targets: Sequence[str] = (),
         all_fired: bool = False,
+        actor: str = "cli",
     ) -> InjectReport:
         """Add a CORRECTION, TEACHING or DIRECTIVE node (see ``decide_inject``): a
         correction vetoes ``targets``, or what fired in the trace of ``trace_id`` or
@@ -227,6 +248,7 @@ class Brain(Store):
             trace_id=trace_id,
             targets=targets,
             all_fired=all_fired,
+            actor=actor,
         )
 
     def retract(
@@ -254,6 +276,19 @@ class Brain(Store):
             dry_run=dry_run,
         )
 
+    def retract_fact(
+        self, fact_id: str, *, dry_run: bool = False, actor: str = "cli"
+    ) -> FactRetraction:
+        """Take a fact (a claim an assistant made, or any other) out of the workspace:
+        its bullet is removed and the fact retired (``ocb.memory.unretain``).
+
+        Raises:
+            InputError: an unknown fact; WorkspaceError: the file changed meanwhile.
+        """
+        from ocb.memory.unretain import retract_fact
+
+        return retract_fact(self, fact_id, dry_run=dry_run, actor=actor)
+
     def teach(
         self, labels: Sequence[str] | Path, *, apply: bool = False, relevance: bool = False
     ) -> TeachReport:
@@ -268,6 +303,30 @@ class Brain(Store):
 
         lines = read_labels(labels) if isinstance(labels, Path) else labels
         return teach(self, lines, apply=apply, relevance=relevance)
+
+    def warm_sessions(
+        self,
+        paths: Sequence[str | Path],
+        *,
+        corrections: bool = False,
+        dry_run: bool = False,
+        progress: Progress | None = None,
+    ) -> WarmReport:
+        """Warm the brain from an agent's past transcripts (session JSONL files, or
+        directories of them): each answered turn is recorded as its query and, when the
+        transcript says what the answer used or that it was wrong, an outcome of the
+        ``harvester`` source; with ``corrections`` a correcting message becomes a
+        CORRECTION. Turns already warmed are skipped (``ocb.graph.warm``); ``dry_run``
+        decides and counts without recording.
+
+        Raises:
+            InputError: a missing path, a directory without ``*.jsonl``, or a file that
+                is not JSONL (nothing is recorded).
+        """
+        from ocb.graph.warm import warm
+
+        files = [Path(p) for p in paths]
+        return warm(self, files, corrections=corrections, dry_run=dry_run, progress=progress)
 
     def train_route(self, *, min_examples: int = 20) -> TrainReport:
         """Train the route model of the ``learned`` route mode and record it.
@@ -294,11 +353,18 @@ class Brain(Store):
         salience: float | None = None,
         confidence: float | None = None,
         estimate: Estimate | None = None,
+        speaker: str = "user",
+        session: str = "",
+        turn: int = 0,
+        actor: str = "cli",
     ) -> RetainReport:
-        """Write a fact into today's daily log and record it (see ``ocb.memory.retain``).
+        """Write a fact into today's daily log and record it (see ``ocb.memory.retain``);
+        ``speaker`` (user, assistant or tool), ``session`` and ``turn`` say who said it:
+        what an assistant said is a claim (``ocb.engine.claims``).
 
         Raises:
-            InputError: an unknown kind, a salience or confidence outside [0, 1].
+            InputError: an unknown kind or speaker, a salience or confidence outside
+                [0, 1].
             WorkspaceError: the brain has no workspace.
         """
         from ocb.memory.retain import retain
@@ -311,6 +377,10 @@ class Brain(Store):
             salience=salience,
             confidence=confidence,
             estimate=estimate,
+            speaker=speaker,
+            session=session,
+            turn=turn,
+            actor=actor,
         )
 
     def recall(
@@ -326,6 +396,7 @@ class Brain(Store):
         depth: int = 0,
         max_chars: int | None = None,
         record: bool = True,
+        actor: str = "cli",
     ) -> RecallAnswer:
         """Recall facts and record the trace (see ``ocb.memory.retain.recall``).
 
@@ -346,6 +417,7 @@ class Brain(Store):
             depth=depth,
             max_chars=max_chars,
             record=record,
+            actor=actor,
         )
 
     def reflect(
@@ -354,6 +426,7 @@ class Brain(Store):
         *,
         summarize: Summarize | None = None,
         judge: Judge | None = None,
+        actor: str = "cli",
     ) -> ReflectReport:
         """Rewrite entity summaries and move opinion confidence under ``bank/`` (see
         ``ocb.memory.reflect``).
@@ -364,13 +437,15 @@ class Brain(Store):
         """
         from ocb.memory.reflect import reflect
 
-        return reflect(self, since, summarize=summarize, judge=judge)
+        return reflect(self, since, summarize=summarize, judge=judge, actor=actor)
 
-    def kg_set(self, subject: str, predicate: str, value: str, source: str = "") -> KgSetReport:
+    def kg_set(
+        self, subject: str, predicate: str, value: str, source: str = "", *, actor: str = "cli"
+    ) -> KgSetReport:
         """State a current fact (see ``ocb.memory.kg.kg_set``)."""
         from ocb.memory.kg import kg_set
 
-        return kg_set(self, subject, predicate, value, source)
+        return kg_set(self, subject, predicate, value, source, actor=actor)
 
     def kg_get(self, subject: str, predicate: str | None = None) -> KgView:
         """The current facts of a subject, with staleness and conflicts (``kg_get``)."""
@@ -386,7 +461,7 @@ class Brain(Store):
 
     # ------------------------------------------------------------------ upkeep
 
-    def set_config(self, key: str, value: object) -> Record | None:
+    def set_config(self, key: str, value: object, *, actor: str = "cli") -> Record | None:
         """Record a setting, validated completely first (nothing is recorded for an
         unknown key or a bad value); None when it already has that value.
 
@@ -395,7 +470,7 @@ class Brain(Store):
         """
         from ocb.upkeep.config import set_config
 
-        return set_config(self, key, value)
+        return set_config(self, key, value, actor=actor)
 
     def maintain(
         self,
@@ -403,6 +478,7 @@ class Brain(Store):
         *,
         dry_run: bool = False,
         top: int = 10,
+        actor: str = "cli",
         **maintenance: float | None,
     ) -> MaintenanceReport:
         """Run maintenance operations (all by default), each recorded as one atomic
@@ -414,7 +490,9 @@ class Brain(Store):
         """
         from ocb.upkeep.maintain import maintain
 
-        return maintain(self, ops, dry_run=dry_run, clock=self.clock, top=top, **maintenance)
+        return maintain(
+            self, ops, dry_run=dry_run, clock=self.clock, top=top, actor=actor, **maintenance
+        )
 
     def anchor(
         self, authority: str, *, node_ids: Sequence[str] = (), path: str = ""
@@ -428,7 +506,9 @@ class Brain(Store):
 
         return anchor(self, authority, node_ids=node_ids, path=path)
 
-    def health(self, *, window: int = 100, apply: bool = False) -> tuple[Health, list[Record]]:
+    def health(
+        self, *, window: int = 100, apply: bool = False, actor: str = "cli"
+    ) -> tuple[Health, list[Record]]:
         """Tier shares and query costs over the last ``window`` traces, with proposed
         setting fixes (recorded with ``apply``; see ``ocb.upkeep.health``).
 
@@ -437,7 +517,7 @@ class Brain(Store):
         """
         from ocb.upkeep.health import check
 
-        return check(self, window=window, apply=apply)
+        return check(self, window=window, apply=apply, actor=actor)
 
     def regenerate_blobs(self) -> BlobReport:
         """Write back the lost vector blobs the log names, embedding their texts again."""
@@ -500,6 +580,14 @@ class Brain(Store):
         from ocb.checks.repair import repair_brain
 
         return repair_brain(Path(path), warn=warn)
+
+    @staticmethod
+    def install_command(extra: str) -> str:
+        """The shell command that installs the optional ``extra`` for the ocb running
+        here (``ocb.engine.extras``), for the hint of an error that needs it."""
+        from ocb.engine.extras import install_command
+
+        return install_command(extra)
 
     @staticmethod
     def parse_heads(texts: list[str], *, repair: bool = False) -> list[Head]:

@@ -76,6 +76,7 @@ from ocb_events.schema import (
     Setting,
     Step,
     TeacherLabeled,
+    TurnWarmed,
     WorkspaceAttached,
     tag_of,
 )
@@ -119,7 +120,7 @@ FIELDS: dict[type[msgspec.Struct], dict[str, Role]] = {
     QueryTracedHead: {"trace_id": _M, "chat_id": _K},
     OutcomeRecorded: {
         "source": _M, "trace_id": _M, "chat_id": _K, "fired_ids": _N, "request_id": _K,
-        "used": _N, "rule": _M,
+        "used": _N, "rule": _M, "cited": _T, "confirmed": _M,
     },
     FactsRecorded: {"path": _P, "content_hash": _M, "cause": _M},
     RecallTraced: {"trace_id": _M, "query": _T},
@@ -129,6 +130,7 @@ FIELDS: dict[type[msgspec.Struct], dict[str, Role]] = {
     LogRepaired: {"reason": _T},
     ContentForgotten: {"what": _T, "reason": _T},
     Retracted: {"kind": _M, "node_id": _N, "reason": _T},
+    TurnWarmed: {"path": _P, "chain": _M, "trace_id": _M, "session_id": _K},
     Record: {"actor": _M},
     FoldRecord: {"actor": _M},
     # the parts nested in events
@@ -148,7 +150,7 @@ FIELDS: dict[type[msgspec.Struct], dict[str, Role]] = {
     QueryParams: {"mode": _M, "embedder_id": _M},
     FactSpec: {
         "id": _M, "kind": _M, "content": _T, "entities": _T, "text_hash": _M, "day": _M,
-        "evidence": _T,
+        "evidence": _T, "speaker": _M, "session": _K,
     },
     RecallHit: {"fact_id": _M, "via": _T},
     ReflectChange: {

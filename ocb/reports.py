@@ -18,6 +18,8 @@ class Hit(msgspec.Struct, frozen=True):
     kind: str
     also: tuple[str, ...] = ()
     cut: bool = False  # the budget cut it short at a line boundary
+    claim: bool = False
+    """The lines of what an assistant said and nothing confirmed (ranked last)."""
 
 
 class Answer(msgspec.Struct):
@@ -77,6 +79,12 @@ class LearnReport(msgspec.Struct):
     """The route the outcome changed (``route`` rule), "" when none."""
     credits: dict[str, float] = msgspec.field(default_factory=dict)
     """The change of each node's credit on that route."""
+    used: list[str] = msgspec.field(default_factory=list)
+    """The fired nodes credited as used: those given and those the citations named."""
+    unmatched: list[str] = msgspec.field(default_factory=list)
+    """The citations that named no chunk the trace fired (ignored)."""
+    confirmed: list[str] = msgspec.field(default_factory=list)
+    """The claims (facts an assistant said) this outcome confirmed."""
 
 
 class Cited(msgspec.Struct, frozen=True):

@@ -51,7 +51,9 @@ class Traversal(msgspec.Struct, frozen=True):
     activation times the policy's probability of moving there and fires when that
     reaches ``fire_threshold`` (at most ``branch`` habitual targets per node). A target
     that already fired has ``visit_penalty`` taken off its logit. Seeds are the best
-    ``max_seeds`` hybrid matches scoring at least ``seed_ratio`` of the best.
+    ``max_seeds`` hybrid matches scoring at least ``seed_ratio`` of the best. A
+    correction takes part only in a query it is about: its content and the question it
+    corrected hold at least ``correction_min_about`` of the query's terms.
     """
 
     mode: Annotated[
@@ -107,6 +109,10 @@ class Traversal(msgspec.Struct, frozen=True):
     passages: Annotated[
         bool, _m("show a chunk's lines without its headings, a speaker the query names first")
     ] = True
+    correction_min_about: Annotated[
+        float,
+        _m("share of a query's terms a correction and its question hold to fire", ge=0, le=1),
+    ] = 0.5
 
 
 class Learning(msgspec.Struct, frozen=True):
@@ -163,7 +169,7 @@ class Indexing(msgspec.Struct, frozen=True):
     ] = 2000
     correction_min_similarity: Annotated[
         float,
-        _m("share of a correction's terms a chunk's sentence covers to be vetoed", gt=0, le=1),
+        _m("share of a correction clause's terms a chunk's clause covers to be vetoed", gt=0, le=1),
     ] = 0.85
     max_file_bytes: Annotated[
         int, _m("largest file sync reads and memory_get returns; a larger one is skipped", ge=1)

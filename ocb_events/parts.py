@@ -15,6 +15,8 @@ from typing import Literal
 import msgspec
 
 FactKind = Literal["W", "B", "O", "S"]
+Speaker = Literal["user", "assistant", "tool"]
+"""Who said a fact: what an assistant says is a claim until an outcome confirms it."""
 
 
 class _Part(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, array_like=True):
@@ -183,8 +185,9 @@ class QueryParams(_Part):
 class FactSpec(_Part):
     """One fact of a workspace file as parsed from its bullet: kind, content, the
     @entities it mentions (sorted, in their first spelling), its line range, salience
-    and (opinions) confidence in [0, 1], the day of its daily log (ISO date, "" for a
-    page without a date) and the ``path#L`` evidence links it carries."""
+    and (opinions, claims) confidence in [0, 1], the day of its daily log (ISO date, ""
+    for a page without a date), the ``path#L`` evidence links it carries, and who said
+    it (``speaker``; with the ``session`` and ``turn`` of a conversation, when known)."""
 
     id: str
     kind: FactKind
@@ -197,6 +200,9 @@ class FactSpec(_Part):
     confidence: float = 0.0
     day: str = ""
     evidence: tuple[str, ...] = ()
+    speaker: Speaker = "user"
+    session: str = ""
+    turn: int = 0
 
 
 class RecallHit(_Part):

@@ -43,6 +43,7 @@ from ocb_events.parts import (
     SeedHit as SeedHit,
     SeqRange as SeqRange,
     Setting as Setting,
+    Speaker as Speaker,
     Step as Step,
 )
 
@@ -99,9 +100,11 @@ class FileRemoved(Event, tag="file_removed"):
 
 
 class FileMoved(Event, tag="file_moved"):
-    """A file renamed or moved (``old_path`` gone, ``path`` new, the same content):
-    its chunks keep their ids (``old_path::n`` stays an opaque id), edges, weights and
-    vectors, and now cite ``path``. Folded by graph."""
+    """A file renamed or moved (``old_path`` gone, ``path`` new; ``content_hash`` is the
+    content it had at ``old_path``): its chunks keep their ids (``old_path::n`` stays an
+    opaque id), edges, weights and vectors, and now cite ``path``. A file moved and
+    edited at once is this event followed by a ``FileChanged`` at ``path``. Folded by
+    graph."""
 
     old_path: str
     path: str
@@ -316,8 +319,8 @@ class QueryTraced(Event, tag="query_traced"):
 
 
 class OutcomeRecorded(Event, tag="outcome_recorded"):
-    """A scored trace (or an explicit list of fired ids). Folded by traces; its
-    EdgesUpdated follows with cause_seq = this record's seq."""
+    """A scored trace (or an explicit list of fired ids). Folded by traces, and by
+    memory (``confirmed``); its EdgesUpdated follows with cause_seq = this record's seq."""
 
     reward: float
     source: RewardSource
@@ -331,6 +334,32 @@ class OutcomeRecorded(Event, tag="outcome_recorded"):
     rule: str = ""
     """The learning rule that decided the outcome's changes ("" in logs from before it
     was recorded: the rule of its ``edges_updated``, or the config's)."""
+    cited: tuple[str, ...] = ()
+    """The citations the answer wrote (``path#L12-L20``, ``path``), as given; those that
+    named fired chunks put them in ``used``."""
+    confirmed: tuple[str, ...] = ()
+    """The ids of the claims (facts an assistant said) this outcome confirms. Folded by
+    memory: a confirmed claim ranks as evidence; retracting the outcome takes it back."""
+
+
+class TurnWarmed(Event, tag="turn_warmed"):
+    """A turn of an agent's transcript (a user message and the answer that followed)
+    warmed into the brain by ``ocb warm``, recorded in the same append as its query's
+    trace (``trace_id``) and the outcome and correction its evidence gave it. ``chain``
+    is the digest of the turn's texts and of every turn before it in its transcript (how
+    a transcript read again is known); ``path`` the file it was read from, ``session_id``
+    the OpenClaw session's id ("" for flat lines), ``turn`` its index among the
+    transcript's answered turns (from 0). ``replied``: the user's next message was known
+    when its outcome was decided (a correction in a message read later is recorded then,
+    with a new ``turn_warmed`` for the same chain). Folded by nothing: ``ocb warm`` reads
+    them to know what it has read."""
+
+    path: str
+    chain: str
+    turn: int
+    trace_id: str = ""
+    session_id: str = ""
+    replied: bool = False
 
 
 # --------------------------------------------------------------------------- typed memory
@@ -434,7 +463,8 @@ class Retracted(Event, tag="retracted"):
     outcome or a label an ``EdgesUpdated`` (rule ``retract``) with the opposite of the
     changes it made and the restored baselines, and an ``EdgeRelevanceSet`` restoring
     the relevance a label set; for an injection nothing follows: the graph fold removes
-    the node ``node_id`` and every edge into or out of it. Folded by graph."""
+    the node ``node_id`` and every edge into or out of it. Folded by graph, and by
+    memory (a claim the outcome confirmed is a claim again)."""
 
     target_seq: int
     kind: RetractKind
@@ -473,6 +503,7 @@ AnyEvent = (
     | ContentForgotten
     | Retracted
     | FileMoved
+    | TurnWarmed
 )
 
 EVENT_TYPES: tuple[type[Event], ...] = get_args(AnyEvent)
@@ -518,6 +549,7 @@ FoldEvent = (
     | ContentForgotten
     | Retracted
     | FileMoved
+    | TurnWarmed
 )
 
 

@@ -61,7 +61,9 @@ ROUTES: dict[str, frozenset[str]] = {
         }
     ),
     "kg": frozenset({"kg_fact_set"}),
-    "memory": frozenset({"facts_recorded", "recall_traced", "reflect_ran"}),
+    "memory": frozenset(
+        {"facts_recorded", "outcome_recorded", "recall_traced", "reflect_ran", "retracted"}
+    ),
     "routes": frozenset({"route_updated"}),
     "traces": frozenset({"outcome_recorded", "query_traced"}),
     "vectors": frozenset({"embedder_configured", "file_changed", "file_removed", "nodes_embedded"}),

@@ -1,6 +1,10 @@
 """The typed-memory projection: facts (current and retired), the entity index, entity
-co-occurrence counts, per-fact access state from recall traces, and the evidence
-reflect already used for each opinion.
+co-occurrence counts, per-fact access state from recall traces, the evidence reflect
+already used for each opinion, and the claims that outcomes confirmed.
+
+A fact an assistant said is a *claim* (``Fact.speaker``); it stays one until an outcome
+confirms it (``OutcomeRecorded.confirmed``; retracting that outcome takes it back) or a
+current fact that a user or a tool stated says the same (``State.claims``).
 
 NOTE: ``State`` is mutable; ``evolve`` consumes its input. Entity keys are lowercase;
 an entity keeps the spelling it was first mentioned with.
@@ -18,9 +22,12 @@ from ocb_events.schema import (
     FactSpec,
     FactsRecorded,
     FoldRecord,
+    OutcomeRecorded,
     RecallTraced,
     Record,
     ReflectRan,
+    Retracted,
+    Speaker,
 )
 from projections._codec import struct_codec
 
@@ -49,6 +56,9 @@ class Fact(msgspec.Struct, frozen=True, kw_only=True):
     revised_seq: int
     revisions: int = 0
     retired_seq: int = 0
+    speaker: Speaker = "user"
+    session: str = ""
+    turn: int = 0
 
     @property
     def source(self) -> str:
@@ -95,6 +105,10 @@ class State(msgspec.Struct, kw_only=True):
     recalls: int = 0
     recalls_over_budget: int = 0
     last_reflect_ns: int = 0
+    confirmed: dict[str, int] = msgspec.field(default_factory=dict)
+    """Claim id -> the seq of the outcome that confirmed it."""
+    claims_seq: int = 0
+    """The seq of the last record that changed which claims stand (facts or outcomes)."""
 
     @property
     def size(self) -> int:
@@ -105,6 +119,22 @@ class State(msgspec.Struct, kw_only=True):
         """The fact if it is current (not retired)."""
         f = self.facts.get(fact_id)
         return f if f is not None and not f.retired_seq else None
+
+    def claims(self) -> list[Fact]:
+        """The current facts an assistant said that nothing confirmed yet (no outcome,
+        and no current fact of a user or a tool saying the same), by id."""
+        current = sorted({i for ff in self.files.values() for i in ff.ids})
+        facts = [self.facts[i] for i in current]
+        said = [f for f in facts if f.speaker == "assistant" and f.id not in self.confirmed]
+        if not said:
+            return []
+        stated = {norm(f.content) for f in facts if f.speaker != "assistant"}
+        return [f for f in said if norm(f.content) not in stated]
+
+
+def norm(text: str) -> str:
+    """A fact's content compared without case or spacing."""
+    return " ".join(text.lower().split())
 
 
 def spec_of(f: Fact) -> FactSpec:
@@ -121,6 +151,9 @@ def spec_of(f: Fact) -> FactSpec:
         confidence=f.confidence,
         day=f.day,
         evidence=f.evidence,
+        speaker=f.speaker,
+        session=f.session,
+        turn=f.turn,
     )
 
 
@@ -197,7 +230,12 @@ def _record(state: State, spec: FactSpec, path: str, rec: Record | FoldRecord) -
         created_seq=old.created_seq if old is not None else rec.seq,
         revised_seq=rec.seq if changed else old.revised_seq,  # type: ignore[union-attr]
         revisions=(old.revisions + (1 if changed else 0)) if old is not None else 0,
+        speaker=spec.speaker,
+        session=spec.session,
+        turn=spec.turn,
     )
+    if spec.id in state.confirmed and (old is None or norm(old.content) != norm(spec.content)):
+        del state.confirmed[spec.id]  # what was confirmed is not what it says now
     if old is not None and not old.retired_seq:
         _unlink(state, old)
     state.facts[spec.id] = fact
@@ -220,7 +258,7 @@ def _file(state: State, ev: FactsRecorded, rec: Record | FoldRecord) -> None:
         state.files[ev.path] = FileFacts(ev.content_hash, tuple(s.id for s in ev.facts))
     else:
         state.files.pop(ev.path, None)
-    state.facts_seq = rec.seq
+    state.facts_seq = state.claims_seq = rec.seq
 
 
 def evolve(state: State, rec: Record | FoldRecord) -> State:
@@ -241,6 +279,15 @@ def evolve(state: State, rec: Record | FoldRecord) -> State:
                     used.update(c.supporting, c.contradicting)
                     state.applied[c.subject] = tuple(sorted(used))
             state.last_reflect_ns = rec.ts
+        case OutcomeRecorded(confirmed=confirmed) if confirmed:
+            for fid in confirmed:
+                state.confirmed.setdefault(fid, rec.seq)
+            state.claims_seq = rec.seq
+        case Retracted(target_seq=target):
+            gone = sorted(f for f, s in state.confirmed.items() if s == target)
+            for fid in gone:
+                del state.confirmed[fid]
+            state.claims_seq = rec.seq if gone else state.claims_seq
         case _:
             pass
     state.seq = rec.seq

@@ -48,8 +48,9 @@ ANALYSES: dict[str, tuple[str, str]] = {
         "Edges per tier at the end of each day (default tier thresholds)",
         """
         WITH last AS (
+            -- arg_max_null: a removal's NULL is the edge's last state, not skipped
             SELECT source, target, CAST(date_trunc('day', ts) AS DATE) AS day,
-                   tier(arg_max(after, seq * 1000000 + ord)) AS now
+                   tier(arg_max_null(after, seq * 1000000 + ord)) AS now
             FROM deltas WHERE target <> '<STOP>' GROUP BY ALL
         ), moves AS (
             SELECT day, now, lag(now) OVER (PARTITION BY source, target ORDER BY day) AS was

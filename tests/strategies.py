@@ -70,6 +70,7 @@ from ocb_events.schema import (
     Setting,
     Step,
     TeacherLabeled,
+    TurnWarmed,
     WorkspaceAttached,
 )
 
@@ -410,6 +411,8 @@ def outcome_recorded() -> st.SearchStrategy[OutcomeRecorded]:
         request_id=texts,
         used=id_tuples,
         rule=st.sampled_from(["", "route", "pg", "heuristic"]),
+        cited=id_tuples,
+        confirmed=id_tuples,
     )
 
 
@@ -431,6 +434,9 @@ def fact_specs() -> st.SearchStrategy[FactSpec]:
         confidence=fractions,
         day=st.sampled_from(["", "2026-11-20", "1999-01-31"]),
         evidence=id_tuples,
+        speaker=st.sampled_from(["user", "assistant", "tool"]),
+        session=texts,
+        turn=st.integers(0, 1_000),
     )
 
 
@@ -513,6 +519,18 @@ def retracted() -> st.SearchStrategy[Retracted]:
     )
 
 
+def turn_warmed() -> st.SearchStrategy[TurnWarmed]:
+    return st.builds(
+        TurnWarmed,
+        path=paths,
+        chain=hashes,
+        turn=counts,
+        trace_id=texts,
+        session_id=texts,
+        replied=st.booleans(),
+    )
+
+
 EVENT_BUILDERS: dict[type[Event], Callable[[], st.SearchStrategy[Any]]] = {
     WorkspaceAttached: workspace_attached,
     FileIndexed: file_indexed,
@@ -544,6 +562,7 @@ EVENT_BUILDERS: dict[type[Event], Callable[[], st.SearchStrategy[Any]]] = {
     ContentForgotten: content_forgotten,
     Retracted: retracted,
     FileMoved: file_moved,
+    TurnWarmed: turn_warmed,
 }
 """Every event type of ``ocb_events.schema.EVENT_TYPES`` with its builder."""
 

@@ -111,6 +111,7 @@ PEER_IMPORTS: set[tuple[str, str]] = {
     # retain and reflect write Markdown, then record it as the workspace sync does
     ("ocb.memory.retain", "ocb.graph.sync"),
     ("ocb.memory.reflect", "ocb.graph.sync"),
+    ("ocb.memory.unretain", "ocb.graph.sync"),
 }
 # Upward imports allowed for now (module -> module): none. The set only shrinks: an
 # entry that no longer happens fails too.

@@ -23,10 +23,27 @@ Everything else is *added* under a fresh id, and previous chunks left unused are
 or an edit under a renamed heading gets a new one, and an edit never changes the id of
 another chunk whose text stayed the same.
 
-``diff_workspace`` also detects moves: a previously known path that is gone and a new
-path with the same content hash are one file moved (``FileMoved``, every id kept),
-paired in sorted order of both paths when several match. It works on whatever subset of
-files and previous files it is given (a watcher passes only the paths that changed).
+``diff_workspace`` also detects moves, among the previously known paths that are gone
+and the new paths (a path the brain already holds is a change of that file, never the
+end of a move):
+
+1. **Same content.** A gone path and a new path with the same content hash are one
+   file moved (``FileMoved``, every id kept), paired in sorted order of both paths when
+   several match.
+2. **Moved and edited.** A gone file and a new file are one file moved and edited when
+   at least ``MOVE_MIN`` (half) of their chunks keep an id by the two passes above
+   (``move_score``: the chunks matched over the larger of the two chunk counts). It is
+   recorded as the move (``FileMoved`` with the old content hash) followed by the edit
+   (``FileChanged`` at the new path): unchanged chunks keep their ids, edited ones are
+   revised, new ones get new ids. When several pairs compete (a copy plus a delete, two
+   renames at once, a file split in two), the pairs are taken greedily: the highest
+   share first, then the old path, then the new path in sorted order; each path is in
+   one pair at most. So the larger part of a split file keeps its ids, and of two equal
+   copies the first by path does.
+
+Detection works on whatever subset of files and previous files it is given (a watcher
+passes only the paths that changed, so a rename and an edit within one batch are seen
+as one).
 """
 
 from __future__ import annotations
@@ -52,6 +69,10 @@ from workspace_sync.text import words
 
 REVISION_MIN = 0.5
 """The token Jaccard from which an edited chunk keeps its id (see the module docstring)."""
+
+MOVE_MIN = 0.5
+"""The share of a file's chunks keeping their ids from which a gone file and a new one
+are one file moved and edited (see the module docstring)."""
 
 
 def text_hash(text: str) -> str:
@@ -239,20 +260,97 @@ def diff_file(
     )
 
 
-def _moves(
-    files: Sequence[FileText], previous: Mapping[str, PreviousFile], gone: Sequence[str]
+def move_score(pieces: Sequence[Piece], previous: PreviousFile) -> float:
+    """The share of chunks that keep an id when ``pieces`` replace ``previous``: the
+    pieces ``match_pieces`` matches, over the larger of the two counts (0 for two
+    empty files)."""
+    n = max(len(pieces), len(previous.chunks))
+    if not n:
+        return 0.0
+    return sum(m is not None for m in match_pieces(pieces, previous.chunks)) / n
+
+
+def _candidates(
+    pieces: Mapping[str, Sequence[Piece]], previous: Mapping[str, PreviousFile], gone: Sequence[str]
+) -> list[tuple[str, str]]:
+    """The (old path, new path) pairs of which some piece can keep a chunk's id (the
+    same text hash, or the same heading and a token Jaccard reaching REVISION_MIN), in
+    sorted order: no other pair has a ``move_score`` above 0."""
+    by_hash: dict[str, set[str]] = {}
+    olds: dict[str, list[Keyed]] = {}
+    owners: list[str] = []
+    for old in gone:
+        for c in previous[old].chunks:
+            by_hash.setdefault(c.text_hash, set()).add(old)
+            if c.text:
+                olds.setdefault(c.heading, []).append((len(owners), tokens(c.text)))
+                owners.append(old)
+    news: dict[str, list[Keyed]] = {}
+    holders: list[str] = []
+    out: set[tuple[str, str]] = set()
+    for new in sorted(pieces):
+        for p in pieces[new]:
+            out.update((old, new) for old in by_hash.get(text_hash(p.text), ()))
+            news.setdefault(p.heading, []).append((len(holders), tokens(p.text)))
+            holders.append(new)
+    for h in sorted(news.keys() & olds.keys()):
+        out.update((owners[j], holders[i]) for _, j, i in _similar_pairs(news[h], olds[h]))
+    return sorted(out)
+
+
+def _edited_moves(
+    files: Sequence[FileText],
+    previous: Mapping[str, PreviousFile],
+    gone: Sequence[str],
+    *,
+    target_chars: int,
+    max_chars: int,
 ) -> dict[str, str]:
-    """New path -> old path for each gone file whose content a new path holds: gone
-    paths in sorted order, each paired with the first unpaired new path (sorted)."""
+    """New path -> old path for each gone file that a new file holds moved and edited
+    (``move_score`` reaching MOVE_MIN), taken greedily: the highest share first, then
+    the old path, then the new path in sorted order."""
+    pieces = {
+        f.path: chunk_text(
+            f.text, markdown=f.markdown, target_chars=target_chars, max_chars=max_chars
+        )
+        for f in files
+    }
+    scored = []
+    for old, new in _candidates(pieces, previous, gone):
+        score = move_score(pieces[new], previous[old])
+        if score >= MOVE_MIN:
+            scored.append((-score, old, new))
+    moves: dict[str, str] = {}
+    for _, old, new in sorted(scored):
+        if new not in moves and old not in moves.values():
+            moves[new] = old
+    return moves
+
+
+def _moves(
+    files: Sequence[FileText],
+    previous: Mapping[str, PreviousFile],
+    gone: Sequence[str],
+    *,
+    target_chars: int = TARGET_CHARS,
+    max_chars: int = MAX_CHARS,
+) -> dict[str, str]:
+    """New path -> old path for each gone file that a new path holds: first the same
+    content (gone paths in sorted order, each paired with the first unpaired new path,
+    sorted), then moved and edited (``_edited_moves``) among the rest."""
+    new_files = sorted((f for f in files if f.path not in previous), key=lambda f: f.path)
     by_hash: dict[str, list[str]] = {}
-    for f in sorted(files, key=lambda f: f.path):
-        if f.path not in previous:
-            by_hash.setdefault(f.content_hash, []).append(f.path)
+    for f in new_files:
+        by_hash.setdefault(f.content_hash, []).append(f.path)
     moves: dict[str, str] = {}
     for old in gone:
         paths = by_hash.get(previous[old].content_hash)
         if paths:
             moves[paths.pop(0)] = old
+    rest = [old for old in gone if old not in moves.values()]
+    left = [f for f in new_files if f.path not in moves]
+    if rest and left:
+        moves |= _edited_moves(left, previous, rest, target_chars=target_chars, max_chars=max_chars)
     return moves
 
 
@@ -276,24 +374,23 @@ def diff_workspace(
     taken: Container[str] = frozenset(),
 ) -> list[Event]:
     """Events for every file moved, added, changed or gone, in that order: moves first
-    (by old path), then the files in the order given, then removals (by path). Paths in
+    (by old path), then the files in the order given (a moved and edited file's
+    ``FileChanged`` among them), then removals (by path). Paths in
     ``keep`` (present but unreadable now) are left as they are; new ids skip the ids of
     ``previous`` and those in ``taken`` (the ids of the brain's nodes: a file that moved
     away keeps ids of its old path)."""
     seen = {f.path for f in files}
     taken = _Either({c.id for p in previous.values() for c in p.chunks}, taken)
     gone = [p for p in sorted(previous) if p not in seen and p not in keep]
-    moves = _moves(files, previous, gone)
+    moves = _moves(files, previous, gone, target_chars=target_chars, max_chars=max_chars)
     events: list[Event] = [
         FileMoved(old_path=old, path=new, content_hash=previous[old].content_hash)
         for new, old in sorted(moves.items(), key=lambda m: m[1])
     ]
     for f in files:
-        if f.path in moves:
-            continue
         ev = diff_file(
             f,
-            previous.get(f.path),
+            previous[moves[f.path]] if f.path in moves else previous.get(f.path),
             target_chars=target_chars,
             max_chars=max_chars,
             taken=taken,

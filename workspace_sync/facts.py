@@ -3,6 +3,11 @@
 A fact bullet is ``- KIND[(c=0.9)][(s=0.8)] [@entity ...]: content`` where KIND is W
 (world), B (experience), O (opinion, ``c`` its confidence) or S (summary) and ``s`` an
 optional salience, both in [0, 1]; the values may also end the bullet (``... (s=0.9)``).
+Who said it goes in the head too: ``by=assistant`` (or ``tool``; ``user`` when left
+out) with the conversation's ``session`` (percent-encoded: ``,``, ``)``, ``@`` and
+spaces never stand in it) and ``turn``, as in ``- B(by=assistant, session=s1, turn=3):
+...``. What an assistant said is a claim: its confidence is ``CLAIM_CONFIDENCE`` unless
+``c`` says otherwise.
 ``@name`` (or ``@[Two Words]``) anywhere in the bullet names an entity. Indented lines
 under a bullet continue it; an indented ``evidence:`` (or ``sources:``) line lists
 ``path#L`` links instead. A daily log's file name (``memory/2026-11-20.md``) dates its
@@ -21,15 +26,20 @@ import datetime as dt
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
+from urllib.parse import unquote
 
 import msgspec
 
-from ocb_events.schema import FactKind, FactSpec, FactsRecorded
+from ocb_events.schema import FactKind, FactSpec, FactsRecorded, Speaker
 from workspace_sync.markdown import FENCE, HEADING, split_lines
 from workspace_sync.scan import FileText
 from workspace_sync.text import terms
 
 KINDS: tuple[FactKind, ...] = ("W", "B", "O", "S")
+SPEAKERS: tuple[Speaker, ...] = ("user", "assistant", "tool")
+CLAIM_CONFIDENCE = 0.3
+"""The confidence of a fact an assistant said (a claim) whose bullet gives none: below
+what a user said or a tool returned, which stand as stated."""
 RETAIN = re.compile(r"retain\b", re.IGNORECASE)
 """The text of a heading that opens a Retain section."""
 _HISTORY = re.compile(r"history\b", re.IGNORECASE)
@@ -112,20 +122,47 @@ def page_default(path: str) -> tuple[FactKind, str] | None:
     return PAGE_KINDS.get(path, "W"), ""
 
 
-def _params(raw: str) -> dict[str, float] | str:
-    out: dict[str, float] = {}
+def _param(key: str, raw: str) -> str | float | int | None:
+    """The value of one head parameter, or None when it is not one."""
+    if key == "by":
+        return raw if raw in SPEAKERS else None
+    if key == "session":
+        return unquote(raw)
+    if key == "turn":
+        return int(raw) if raw.isdigit() else None
+    try:
+        value = float(raw)
+    except ValueError:
+        return None
+    return value if 0.0 <= value <= 1.0 else None
+
+
+def _bad(key: str, raw: str) -> str:
+    if key == "by":
+        return f"by={raw} is not user, assistant or tool"
+    if key == "turn":
+        return f"turn={raw} is not a whole number"
+    name = "confidence" if key == "c" else "salience"
+    try:
+        float(raw)
+    except ValueError:
+        return f"{key}={raw} is not a number"
+    return f"{name} {key}={raw} is outside [0, 1]"
+
+
+def _params(raw: str) -> dict[str, str | float | int] | str:
+    out: dict[str, str | float | int] = {}
     for group in re.findall(r"\(([^)]*)\)", raw):
         for part in group.split(","):
             m = _PARAM.match(part)
-            if not m or m[1] not in ("c", "s"):
-                return f"unknown parameter '({group})' (use c=0.9 or s=0.8)"
-            try:
-                value = float(m[2])
-            except ValueError:
-                return f"{m[1]}={m[2]} is not a number"
-            if not 0.0 <= value <= 1.0:
-                name = "confidence" if m[1] == "c" else "salience"
-                return f"{name} {m[1]}={m[2]} is outside [0, 1]"
+            if not m or m[1] not in ("c", "s", "by", "session", "turn"):
+                return (
+                    f"unknown parameter '({group})' "
+                    "(use c=0.9, s=0.8, by=assistant, session=ID or turn=3)"
+                )
+            value = _param(m[1], m[2])
+            if value is None:
+                return _bad(m[1], m[2])
             out[m[1]] = value
     return out
 
@@ -188,8 +225,10 @@ def parse_bullet(
         names.append(default[1])
     entities = tuple(sorted(names, key=lambda n: (n.lower(), n)))
     raw = "\n".join(lines[start : end + 1])
-    sal = params["s"] if "s" in params else estimate_salience(kind, content, entities)
-    conf = params.get("c", 0.5) if kind == "O" else params.get("c", 0.0)
+    sal = float(params["s"]) if "s" in params else estimate_salience(kind, content, entities)
+    speaker = str(params.get("by", "user"))
+    unset = CLAIM_CONFIDENCE if speaker == "assistant" else 0.5 if kind == "O" else 0.0
+    conf = float(params.get("c", unset))
     return FactSpec(
         id="",
         kind=kind,  # type: ignore[arg-type]
@@ -202,6 +241,9 @@ def parse_bullet(
         confidence=round(conf, 6),
         day=day,
         evidence=tuple(dict.fromkeys(evidence)),
+        speaker=speaker,  # type: ignore[arg-type]
+        session=str(params.get("session", "")),
+        turn=int(params.get("turn", 0)),
     )
 
 

@@ -31,8 +31,8 @@ MAX_LINES = 2000
 @dataclass(frozen=True)
 class Excerpt:
     """Lines ``start_line`` .. ``end_line`` (1-based, inclusive) of the workspace file
-    ``path`` (posix, relative); ``total_lines`` the file's count. An empty excerpt (a
-    start past the end) has ``end_line == start_line - 1``."""
+    ``path`` (posix, relative); ``total_lines`` the file's count. An empty excerpt (an
+    empty file) has ``end_line == start_line - 1``."""
 
     path: str
     start_line: int
@@ -105,13 +105,20 @@ def read_lines(
 
     Raises:
         WorkspaceError: the path is refused (see the module's note), in one line.
-        InputError: ``start`` or ``lines`` is below 1.
+        InputError: ``start`` or ``lines`` is below 1, or ``start`` is past the end of
+            the file (an empty file reads from 1).
     """
     if start < 1:
         raise InputError(f"from must be 1 or more, not {start}", "lines are numbered from 1")
     if lines is not None and lines < 1:
         raise InputError(f"lines must be 1 or more, not {lines}", "omit lines to read to the end")
     all_lines = redact(_text(Path(root), rel, indexed, max_bytes)).splitlines()
+    if start > max(1, len(all_lines)):
+        n = len(all_lines)
+        raise InputError(
+            f"the file has {n} line{'' if n == 1 else 's'}; from must be at most {n}",
+            f"read from a line of the file, e.g. from 1 (total_lines: {n})",
+        )
     count = min(lines if lines is not None else MAX_LINES, MAX_LINES)
     chosen = all_lines[start - 1 : start - 1 + count]
     return Excerpt(

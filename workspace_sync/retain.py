@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from urllib.parse import quote
 
 from workspace_sync.facts import RETAIN, mentions
 from workspace_sync.markdown import HEADING, split_lines
@@ -29,10 +30,21 @@ def format_bullet(
     *,
     salience: float | None = None,
     confidence: float | None = None,
+    speaker: str = "user",
+    session: str = "",
+    turn: int = 0,
 ) -> str:
-    """The Markdown bullet of a fact, e.g. ``- O(c=0.8) @Peter: prefers tea``. Entities
-    the content already mentions are not repeated in the head."""
+    """The Markdown bullet of a fact, e.g. ``- O(c=0.8) @Peter: prefers tea``, with who
+    said it when it was not the user (``- B(by=assistant, session=s1, turn=3): ...``;
+    the session percent-encoded so that it reads back as given). Entities the content
+    already mentions are not repeated in the head."""
     params = []
+    if speaker != "user":
+        params.append(f"by={speaker}")
+    if session:
+        params.append(f"session={quote(session, safe=':/._-')}")
+    if turn:
+        params.append(f"turn={turn}")
     if confidence is not None:
         params.append(f"c={confidence:g}")
     if salience is not None:

@@ -23,9 +23,10 @@ from ocb.cli.reflect import group as reflect
 from ocb.cli.retract import group as retract
 from ocb.cli.serve import group as live, serve
 from ocb.cli.upkeep import group as upkeep
+from ocb.cli.warm import group as warming
 from ocb.cli.whatif import group as whatif
 
-GROUPS = (core, upkeep, checks, history, memory, reflect, retract, whatif, live, mcp)
+GROUPS = (core, upkeep, checks, history, memory, reflect, retract, whatif, live, mcp, warming)
 """Every group of top-level commands; their commands are listed flat."""
 
 ORDER = (
@@ -40,6 +41,7 @@ ORDER = (
     "maintain",
     "anchor",
     "teach",
+    "warm",
     "train-route",
     "health",
     "reembed",

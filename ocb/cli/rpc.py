@@ -41,7 +41,22 @@ class _Params(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     pass
 
 
-class Query(_Params):
+ACTORS = ("cli", "mcp", "plugin")
+"""Who may ask a method that records: the ``actor`` of what it records."""
+
+
+class _Asked(_Params, kw_only=True):
+    """The params of a method that records: who asks (refused in one line when it is
+    none of ``ACTORS``)."""
+
+    actor: str = "cli"
+
+    def __post_init__(self) -> None:
+        if self.actor not in ACTORS:
+            raise InputError(f"unknown actor {self.actor!r}", f"use one of: {', '.join(ACTORS)}")
+
+
+class Query(_Asked):
     text: str
     top: int = 5
     chat_id: str = ""
@@ -49,7 +64,7 @@ class Query(_Params):
     record: bool = True
 
 
-class Learn(_Params):
+class Learn(_Asked):
     outcome: float
     trace_id: str = ""
     chat_id: str = ""
@@ -59,9 +74,10 @@ class Learn(_Params):
     request_id: str = ""
     again: bool = False
     used: list[str] = []
+    cited: list[str] = []
 
 
-class Inject(_Params):
+class Inject(_Asked):
     node_type: str
     content: str
     chat_id: str = ""
@@ -70,7 +86,7 @@ class Inject(_Params):
     all_fired: bool = False
 
 
-class Recall(_Params):
+class Recall(_Asked):
     query: str = ""
     k: int = 10
     since: str | None = None
@@ -82,19 +98,22 @@ class Recall(_Params):
     record: bool = True
 
 
-class Retain(_Params):
+class Retain(_Asked):
     content: str
     kind: str = "W"
     entities: list[str] | None = None
     salience: float | None = None
     confidence: float | None = None
+    speaker: str = "user"
+    session: str = ""
+    turn: int = 0
 
 
-class Reflect(_Params):
+class Reflect(_Asked):
     since: str = "7d"
 
 
-class Kg(_Params):
+class Kg(_Asked):
     subject: str
     action: Literal["get", "set", "history"] = "get"
     predicate: str | None = None
@@ -125,18 +144,18 @@ class Sql(_Params):
     statement: str
 
 
-class Health(_Params):
+class Health(_Asked):
     window: int = 100
     apply: bool = False
 
 
-class Maintain(_Params):
+class Maintain(_Asked):
     ops: list[str] = []
     dry_run: bool = False
     top: int = 10
 
 
-class Config(_Params):
+class Config(_Asked):
     key: str | None = None
     value: str | None = None
 
@@ -183,7 +202,7 @@ def command_kind(argv: list[str]) -> str:
         return "exclusive"
     if name in HISTORY_COMMANDS and "--help" not in argv:
         return "history"
-    dry = "--dry-run" in argv and name in ("maintain", "retract")
+    dry = "--dry-run" in argv and name in ("maintain", "retract", "warm")
     if sub in READ_COMMANDS or name in READ_COMMANDS or "--help" in argv or dry:
         return "read"
     if "--as-of" in argv or any(a.startswith("--as-of=") for a in argv):
@@ -263,7 +282,7 @@ def _kg(b: LiveBrain, p: Kg) -> Any:
     if p.action == "set":
         if p.predicate is None or p.value is None:
             raise TypeError("kg set needs predicate and value")
-        return set_json(b.kg_set(p.subject, p.predicate, p.value, p.source))
+        return set_json(b.kg_set(p.subject, p.predicate, p.value, p.source, actor=p.actor))
     if p.action == "history":
         return history_json(b.kg_history(p.subject, p.predicate))
     return get_json(b.kg_get(p.subject, p.predicate))
@@ -277,7 +296,7 @@ def _audit(b: LiveBrain, p: Audit) -> Any:
 
 def _config(b: LiveBrain, p: Config) -> Any:
     if p.key is not None and p.value is not None:
-        b.set_config(p.key, p.value)
+        b.set_config(p.key, p.value, actor=p.actor)
     return settings_json(b.state("config").values, p.key)
 
 
@@ -309,22 +328,24 @@ def methods(brain: LiveBrain, root: Command | None) -> dict[str, Method]:
 
     table = {
         "query": m(when("record", "write", "read", True), Query, lambda p: answer_json(
-            b.query(p.text, top=p.top, chat_id=p.chat_id, mode=p.mode, record=p.record))),
+            b.query(p.text, top=p.top, chat_id=p.chat_id, mode=p.mode, record=p.record,
+                    actor=p.actor))),
         "learn": m("write", Learn, lambda p: learn_json(b.learn(
             p.outcome, trace_id=p.trace_id, chat_id=p.chat_id, fired_ids=p.fired_ids,
             rule=p.rule, source=p.source, request_id=p.request_id, again=p.again,
-            used=p.used))),
+            used=p.used, cited=p.cited, actor=p.actor))),
         "inject": m("write", Inject, lambda p: inject_json(b.inject(
             p.node_type, p.content, chat_id=p.chat_id, trace_id=p.trace_id,
-            targets=p.targets, all_fired=p.all_fired))),
+            targets=p.targets, all_fired=p.all_fired, actor=p.actor))),
         "recall": m(when("record", "write", "read", True), Recall, lambda p: recall_json(b.recall(
             p.query, k=p.k, since=p.since, kinds=p.kinds, entities=p.entities,
             min_salience=p.min_salience, depth=p.depth, max_chars=p.max_chars,
-            record=p.record))),
+            record=p.record, actor=p.actor))),
         "retain": m("write", Retain, lambda p: retain_json(b.retain(
             p.content, kind=p.kind, entities=p.entities, salience=p.salience,
-            confidence=p.confidence))),
-        "reflect": m("write", Reflect, lambda p: reflect_json(b.reflect(p.since))),
+            confidence=p.confidence, speaker=p.speaker, session=p.session, turn=p.turn,
+            actor=p.actor))),
+        "reflect": m("write", Reflect, lambda p: reflect_json(b.reflect(p.since, actor=p.actor))),
         "kg": m(lambda q: "write" if q.get("action") == "set" else "read", Kg,
                 lambda p: _kg(b, p)),
         "events": m("read", Events, lambda p: _events(b, p)),
@@ -333,9 +354,9 @@ def methods(brain: LiveBrain, root: Command | None) -> dict[str, Method]:
         "sql": m("history", Sql, lambda p: result_json(b.sql(p.statement))),
         "doctor": m("read", _Params, lambda p: doctor_json(b.doctor_at(b.path))),
         "health": m(when("apply", "write", "read"), Health, lambda p: health_json(
-            b.health(window=p.window, apply=p.apply))),
+            b.health(window=p.window, apply=p.apply, actor=p.actor))),
         "maintain": m(when("dry_run", "read", "write"), Maintain, lambda p: maintenance_json(
-            b.maintain(p.ops, dry_run=p.dry_run, top=p.top))),
+            b.maintain(p.ops, dry_run=p.dry_run, top=p.top, actor=p.actor))),
         "config": m(lambda q: "write" if q.get("value") is not None else "read", Config,
                     lambda p: _config(b, p)),
         "sync": m("write", Sync, lambda p: sync_json(b.sync(Path(p.workspace)))),

@@ -23,7 +23,7 @@ __all__ = ["LOCAL_COMMANDS", "PATH_OPTIONS", "brain_of", "forward", "split_no_da
 
 LOCAL_COMMANDS = frozenset({"serve", "watch", "demo", "repair", "mcp"})
 """Commands that never go to a daemon (they start one, or need the brain to themselves)."""
-PATH_OPTIONS = frozenset({"--batch", "--brain", "--labels", "--plot", "--workspace"})
+PATH_OPTIONS = frozenset({"--batch", "--brain", "--labels", "--plot", "--sessions", "--workspace"})
 """The options whose value is a path (checked against the app by a test)."""
 
 

@@ -39,6 +39,8 @@ Vectors = dict[str, npt.NDArray[np.float32]]
 
 AHEAD_MIN_CHARS = 20_000
 """A changed file at least this long has its new chunks embedded off the writer."""
+ACTOR = "watcher"
+"""The actor of what the watcher's syncs record."""
 
 
 def embed_ahead(brain: LiveBrain, root: Path, paths: Collection[str]) -> Vectors:
@@ -177,7 +179,7 @@ class Follower:
         ws = self.workspace
 
         def reconcile() -> None:
-            self._done(submit(partial(self.brain.sync, ws)).result(), files=-1)
+            self._done(submit(partial(self.brain.sync, ws, actor=ACTOR)).result(), files=-1)
             if ready is not None:
                 ready()
 
@@ -191,7 +193,7 @@ class Follower:
             paths = frozenset(self._pending | batch)
             try:
                 ahead = self._ahead(ws, paths)
-                job = partial(sync, self.brain, ws, paths=paths, embedded=ahead)
+                job = partial(sync, self.brain, ws, paths=paths, embedded=ahead, actor=ACTOR)
                 report = submit(job).result()
             except OcbError as exc:
                 self._pending = set(paths)

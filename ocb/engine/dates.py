@@ -178,6 +178,23 @@ class DatePhrase(msgspec.Struct, frozen=True):
         words and words like "happened" or "anything" (``_FILLER``)."""
         return self.window is not None and all(t in _FILLER for t in terms(self.rest))
 
+    @property
+    def exact_day(self) -> bool:
+        """The phrase names one whole day: "on Oct 7", "2026-10-07", "October 7th",
+        "yesterday", "the Sunday before Oct 25"."""
+        w = self.window
+        return w is not None and w.end_ns is not None and w.end_ns - w.start_ns == DAY_NS
+
+    def lexical(self, query: str) -> str:
+        """What the words of ``query`` (the question this phrase was read from) are
+        matched by: for an exact day, the question without its date phrase (that day is
+        boosted by date, and a month's name or a number would match other days' chunks
+        that mention them), or nothing when it asks only about that day; else the
+        whole question."""
+        if not self.exact_day:
+            return query
+        return "" if self.only_date else self.rest
+
 
 def date_in_query(query: str, now_ns: int | Callable[[], int], around_days: int) -> DatePhrase:
     """A date phrase of a question as a window, and the question without it.

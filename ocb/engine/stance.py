@@ -4,33 +4,42 @@ A correction given only a chat or a trace ("Never skip CI for hotfixes") vetoes 
 chunks that say the opposite, not every chunk that fired: the chunks most *similar* to
 a correction are usually the right guidance, restating it ("CI is never skipped,
 including for hotfixes"), and the withdrawn advice differs from them mainly by a
-negation. So similarity alone picks the wrong set, and a chunk's stance is judged unit
-by unit:
+negation. So similarity alone picks the wrong set, and a chunk's stance is judged
+clause by clause:
 
-* **Units.** Text is cut into sentences (and lines), and sentences at ``;``. A unit is
-  *negated* when it holds a negation cue (``not``, ``never``, ``no``, ``without``,
-  ``n't``, ``instead``, ``rather`` ...), or when its sentence holds a withdrawal cue
-  (``wrong``, ``withdrawn``, ``superseded``, ``rejected``, ``reversed`` ...), which
-  usually follows the statement it takes back ("... may skip CI; that guidance is
-  withdrawn"). The correction's units are its clauses, each with its polarity.
-* **Coverage.** How much of a clause a unit says: the share of the clause's terms
-  (stemmed, stopwords and cues dropped) found in the unit, each weighted by its inverse
+* **Clauses.** The correction and each chunk are read into clauses, each with its
+  terms, its polarity, its condition and exception, and the terms it only reports
+  (``ocb.engine.clauses``): "Never resize images in the API pods, even when thumbd
+  falls behind; scale thumbd instead" withdraws resizing in the API pods (when thumbd
+  falls behind) and advises scaling thumbd.
+* **Coverage.** How much of a correction clause a chunk clause says: the share of the
+  clause's terms found in it (with its condition), each weighted by its inverse
   document frequency in the brain's search index (the BM25 weights), in [0, 1].
-* **Opposition.** A unit of the opposite polarity to a clause opposes it by its
-  coverage; a past-tense mention ("the hotfix that skipped CI") reports what happened
-  rather than advising it, so a clause term the unit only has in a past form does not
-  count there. A chunk's opposition is its best opposing unit.
-* **Agreement** is judged per *file*: a file with a unit of the clause's polarity
-  covering it (the runbook that says "Never skip CI, including for hotfixes") is on
-  the correction's side, and its other mentions of the opposite are reports of what went
+  Fillers carry no weight at all, so a rare "even" or "honestly" cannot drown the
+  claim. A clause of fewer than ``MIN_TERMS`` terms says too little to contradict
+  anything and is not judged, and one of two terms is said only where they stand side
+  by side ("deploy directly", not "deploy ... a direct message").
+* **Opposition.** A chunk clause of the opposite polarity opposes a correction clause
+  by its coverage; a term the chunk only reports (a past form, a past clause, a ``B``
+  fact) does not count where the correction advises it, and a chunk that states the
+  correction's exception (``unless`` ...) does not oppose that clause.
+* **Agreement** is judged per *file*: a file that advises what some clause of the
+  correction says, with its polarity (the runbook that says "Never skip CI, including
+  for hotfixes", the thumbnails runbook that says to scale thumbd), is on the
+  correction's side, and its other mentions of the opposite are reports of what went
   wrong, not advice.
 
-A chunk is vetoed when its opposition reaches ``indexing.correction_min_similarity``
-and its file does not restate the correction to that degree. The threshold was chosen
-on cases written from the example workspace (``benchmarks/bench_corrections.py``).
-Known limits: paraphrase and antonyms ("go through CI" against "skip CI") are not
-seen, nor double negation; ``ocb inject --all`` or ``--target`` name the chunks
-instead.
+A chunk is vetoed when its opposition to some clause of the correction reaches
+``indexing.correction_min_similarity`` and its file does not restate the correction to
+that degree. The threshold was chosen on cases written from the example workspace
+(``benchmarks/bench_corrections.py``). Known limits: paraphrase and antonyms ("go through
+CI" against "skip CI", "a flag would add nothing"), synonyms ("ships" against
+"releases") and what a pronoun stands for ("making that the first move") are not seen;
+``ocb inject --all`` or ``--target`` name the chunks instead.
+
+``about`` says how much a correction (its content and the question it corrected) is
+about a later question; a query leaves out the corrections it is not about
+(``ocb.graph.query``, ``traversal.correction_min_about``).
 """
 
 from __future__ import annotations
@@ -38,36 +47,21 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
 
 import msgspec
 
+from ocb.engine.clauses import Unit, units
 from ocb.engine.search import SearchIndex
 from projections.graph import Node
-from workspace_sync.text import STOPWORDS, light_stem, words
+from workspace_sync.text import terms
 
-NEGATIONS = frozenset(
-    "no not never nor neither cannot without nobody none nothing avoid instead rather".split()
-)
-"""Cues that negate the unit they are in."""
-WITHDRAWALS = frozenset(
-    """wrong incorrect withdrawn withdraw withdraws superseded supersede supersedes
-    reversed rejected forbidden prohibited obsolete outdated deprecated""".split()
-)
-"""Cues that take back what their whole sentence states."""
-_CUES = NEGATIONS | WITHDRAWALS
-_NOT = re.compile(r"\w+n['’]t\b")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+MIN_TERMS = 2
+"""A correction clause of fewer terms says too little to contradict anything."""
 
 Idf = Callable[[str], float]
-
-
-class Unit(msgspec.Struct, frozen=True):
-    """A clause or sentence part: its terms, the terms not only in a past form, and
-    whether it is negated."""
-
-    terms: frozenset[str]
-    advised: frozenset[str]
-    negated: bool
 
 
 class Stance(msgspec.Struct, frozen=True):
@@ -80,62 +74,60 @@ class Stance(msgspec.Struct, frozen=True):
     vetoed: bool
 
 
-def _key(term: str) -> str:
-    # the shared stemmer leaves "hotfixes" as "hotfixe": fold the trailing e
-    return term[:-1] if len(term) > 4 and term.endswith("e") else term
-
-
-def _past(word: str) -> bool:
-    return word.endswith("ed") and light_stem(word) != word
-
-
-def units(text: str) -> list[Unit]:
-    """The units of ``text`` (see the module docstring), empty ones dropped."""
-    out: list[Unit] = []
-    for sentence in _SENTENCE.split(text):
-        withdrawn = any(w in WITHDRAWALS for w in words(sentence))
-        for part in sentence.split(";"):
-            found = words(part)
-            ws = [w for w in found if w not in STOPWORDS and w not in _CUES]
-            if not ws:
-                continue
-            negated = withdrawn or bool(_NOT.search(part.lower()))
-            negated = negated or any(w in NEGATIONS for w in found)
-            terms = frozenset(_key(light_stem(w)) for w in ws)
-            advised = frozenset(_key(light_stem(w)) for w in ws if not _past(w))
-            out.append(Unit(terms, advised, negated))
-    return out
-
-
 def idf_of(index: SearchIndex) -> Idf:
-    """Term weights from the index's document frequencies (the BM25 idf); a folded
-    term (``hotfix``) counts the documents of its unfolded spelling too."""
+    """Term weights from the index's document frequencies (the BM25 idf)."""
     n = max(1, len(index.ids))
 
-    def df(term: str) -> int:
-        i = index.vocab.get(term)
-        return 0 if i is None else int(index.ptr[i + 1] - index.ptr[i])
-
     def idf(term: str) -> float:
-        d = max(df(term), df(term + "e"))
+        i = index.vocab.get(term)
+        d = 0 if i is None else int(index.ptr[i + 1] - index.ptr[i])
         return math.log1p((n - d + 0.5) / (d + 0.5))
 
     return idf
 
 
-def _coverage(clause: Unit, terms: Iterable[str], idf: Idf) -> float:
-    total = sum(idf(t) for t in clause.terms)
-    return sum(idf(t) for t in clause.terms.intersection(terms)) / total if total else 0.0
+def about(question: str, text: str, idf: Idf) -> float:
+    """How much ``text`` is about ``question``: the idf-weighted share of the question's
+    search terms (CamelCase split) found in the text, in [0, 1]."""
+    return _coverage(_terms(question), _terms(text), idf)
 
 
-def _opposed(clauses: Sequence[Unit], text: str, idf: Idf) -> float:
+@lru_cache(maxsize=4096)
+def _terms(text: str) -> frozenset[str]:
+    return frozenset(terms(_CAMEL.sub(" ", text)))
+
+
+def _coverage(these: Iterable[str], of: Iterable[str], idf: Idf) -> float:
+    """The idf-weighted share of ``these`` terms found in ``of``."""
+    want = sorted(set(these))  # one order of float sums in every process
+    total = sum(idf(t) for t in want)
+    found = set(of)
+    return sum(idf(t) for t in want if t in found) / total if total else 0.0
+
+
+def _opposed(clause: Unit, text: str, idf: Idf, threshold: float) -> float:
+    said = units(text)
+    if clause.excused:  # a text that states the exception does not oppose
+        stated = set().union(*(u.terms | u.condition for u in said))
+        if _coverage(clause.excused, stated, idf) >= threshold:
+            return 0.0
     best = 0.0
-    for u in units(text):
-        for c in clauses:
-            if u.negated != c.negated:
-                told = u.terms - (c.advised - u.advised)  # past-only mentions report
-                best = max(best, _coverage(c, told, idf))
+    for u in said:
+        if u.negated == clause.negated:
+            continue
+        if len(clause.terms) == 2 and not _near(clause.terms, u.order):
+            continue  # two words say something only side by side
+        told = (u.terms | u.condition) - (clause.advised - u.advised)  # past-only: reports
+        best = max(best, _coverage(clause.terms, told, idf))
     return best
+
+
+def _near(terms: frozenset[str], order: Sequence[str], window: int = 2) -> bool:
+    """Whether ``order`` holds every one of ``terms`` within ``window`` places of another."""
+    at = [i for i, t in enumerate(order) if t in terms]
+    return any(
+        {order[k] for k in at if i <= k <= i + window * (len(terms) - 1)} >= terms for i in at
+    )
 
 
 def _agreed(clauses: Sequence[Unit], texts: Iterable[str], idf: Idf) -> float:
@@ -143,8 +135,8 @@ def _agreed(clauses: Sequence[Unit], texts: Iterable[str], idf: Idf) -> float:
     for text in texts:
         for u in units(text):
             for c in clauses:
-                if u.negated == c.negated:
-                    best = max(best, _coverage(c, u.terms, idf))
+                if u.negated == c.negated:  # what it advises, not what it reports
+                    best = max(best, _coverage(c.terms, u.advised | u.condition, idf))
     return best
 
 
@@ -164,11 +156,11 @@ def judge(
         idf: term weights (``idf_of``).
         threshold: the coverage at which opposition vetoes and agreement spares.
     """
-    clauses = [u for u in units(correction) if u.terms]
+    clauses = [u for u in units(correction) if len(u.terms) >= MIN_TERMS]
     agreed: dict[str, float] = {}
     out: list[Stance] = []
     for node in chunks:
-        opposed = _opposed(clauses, node.text, idf) if clauses else 0.0
+        opposed = max((_opposed(c, node.text, idf, threshold) for c in clauses), default=0.0)
         if node.path not in agreed:
             agreed[node.path] = _agreed(clauses, (n.text for n in file_of(node.path)), idf)
         agree = agreed[node.path]

@@ -92,9 +92,15 @@ class Walk(msgspec.Struct):
 
 class _Walker:
     def __init__(
-        self, graph: State, s: Traversal, similarity: Similarity | None, scorer: Scorer | None
+        self,
+        graph: State,
+        s: Traversal,
+        similarity: Similarity | None,
+        scorer: Scorer | None,
+        barred: frozenset[str] = frozenset(),
     ) -> None:
         self.g = graph
+        self.barred = barred
         self.s = s
         self.sim = similarity or (lambda _node: 0.0)
         self.scorer = scorer if s.mode == "learned" else None
@@ -153,7 +159,7 @@ class _Walker:
     def candidates(self, u: str) -> list[Candidate]:
         s, out = self.s, []
         for v, e in self.g.out.get(u, {}).items():
-            if v in self.walk.vetoed or e.weight <= s.inhibitory:
+            if v in self.walk.vetoed or e.weight <= s.inhibitory or v in self.barred:
                 continue
             k = self.uses.get((u, v), 0)
             eff = e.weight * s.damping**k
@@ -225,13 +231,15 @@ def traverse(
     settings: Traversal,
     similarity: Similarity | None = None,
     scorer: Scorer | None = None,
+    barred: frozenset[str] = frozenset(),
 ) -> Walk:
     """Walk the graph from ``seeds`` (node id, activation in (0, 1]) in rank order.
 
     Inhibitory edges out of every seed candidate veto their targets before anything
     fires, so a correction that ranks among the seeds suppresses what it corrects.
+    The walk never moves to a ``barred`` node (a correction the query is not about).
     """
-    w = _Walker(graph, settings, similarity, scorer)
+    w = _Walker(graph, settings, similarity, scorer, barred)
     for sid, _ in seeds:
         w.veto_from(sid)
     frontier: list[str] = []

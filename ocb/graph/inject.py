@@ -271,8 +271,10 @@ def inject(
     trace_id: str = "",
     targets: Sequence[str] = (),
     all_fired: bool = False,
+    actor: str = "cli",
 ) -> InjectReport:
-    """Add a CORRECTION, TEACHING or DIRECTIVE node and record it (see ``Brain.inject``).
+    """Add a CORRECTION, TEACHING or DIRECTIVE node and record it as ``actor`` (see
+    ``Brain.inject``).
 
     Raises:
         InputError: bad type, empty content, unknown chat, trace or target ids, a
@@ -305,7 +307,7 @@ def inject(
     g = store.graph
     vetoed = [Cited(n, g.nodes[n].source) for n in got.vetoed]
     spared = [Cited(n, g.nodes[n].source) for n in got.spared]
-    store.record(got.events, "human", expected_seq=seq, blobs=got.blobs)
+    store.record(got.events, actor, expected_seq=seq, blobs=got.blobs)
     store.search_index()
     conns = got.node.connections
     inhibits = sorted(c.target for c in conns if c.weight < 0)

@@ -1,5 +1,11 @@
 """Outcomes: deciding one (the trajectory of a trace and the edge deltas it causes) and
-recording it on a store, once per trace and reward source."""
+recording it on a store, once per trace and reward source.
+
+What the answer cited (``cited``: ``path#L12-L20``, ``path#L12``, ``path``) is mapped to
+the chunks the trace fired (``ocb.engine.citations``) and credited as ``used``. An answer
+that cited something, none of it fired, used nothing the brain gave it: its positive
+outcome is recorded as 0 (neutral), so that no chunk it did not use is credited, and
+the citations that named nothing are reported."""
 
 from __future__ import annotations
 
@@ -8,6 +14,8 @@ from collections.abc import Mapping, Sequence
 
 import msgspec
 
+from ocb.engine.citations import Citation, match_citations
+from ocb.engine.claims import confirmed_by
 from ocb.engine.learning import decide_deltas, group_by_source
 from ocb.engine.policy import tier_of
 from ocb.engine.routes import decide_route
@@ -154,6 +162,8 @@ def decide_learn(
     request_id: str = "",
     used: Sequence[str] = (),
     route: RouteInputs | None = None,
+    cited: Sequence[str] = (),
+    confirmed: Sequence[str] = (),
 ) -> Learned:
     """The outcome and the changes it causes (cause_seq = the outcome's seq): under
     the ``route`` rule the change of the trace's route (``route``; nothing without
@@ -177,6 +187,8 @@ def decide_learn(
         request_id=request_id,
         used=tuple(sorted(set(used))),
         rule=s.rule,
+        cited=tuple(cited),
+        confirmed=tuple(confirmed),
     )
     if s.rule == "route":
         if route is None:
@@ -204,6 +216,53 @@ def decide_learn(
 # --------------------------------------------------------------------------- on a store
 
 
+class _Target(msgspec.Struct):
+    """What an outcome scores: the trajectory and its traversal's settings, the trace
+    (with the route inputs, none for an explicit path), the reward to record, the ids
+    the answer used (given, and with what its citations named), the citations that
+    named fired chunks and those that named none."""
+
+    steps: list[Step]
+    damping: float
+    tau: float
+    trace_id: str = ""
+    route: RouteInputs | None = None
+    reward: float = 0.0
+    given: tuple[str, ...] = ()
+    used: tuple[str, ...] = ()
+    cites: list[Citation] = msgspec.field(default_factory=list)
+    unmatched: list[str] = msgspec.field(default_factory=list)
+
+
+def _of_trace(
+    store: Store, trace_id: str, chat_id: str, outcome: float, used: Sequence[str],
+    cited: Sequence[str], source: str, again: bool,
+) -> _Target:  # fmt: skip
+    """The target of an outcome of a trace, its ``used`` and ``cited`` checked and mapped.
+
+    Raises:
+        InputError: see ``Brain.learn``.
+    """
+    scored = trace_of(store, trace_id, chat_id)
+    reward = check_outcome(outcome)
+    if cited and reward <= 0:
+        raise InputError(
+            "--cited names what a good answer cited, but the outcome is not positive",
+            "give a positive --outcome, or leave out --cited",
+        )
+    check_used(store.graph, scored, used, reward)
+    _check_not_scored(store, scored.trace_id, source, again)
+    matched, cites, unmatched = match_citations(store.graph, scored.fired, cited)
+    if cited and not matched and not used:
+        reward = 0.0  # it used nothing this trace gave it: credit nothing
+    route = RouteInputs(store.state("routes"), store.graph, scored, store.setting(Routes))
+    p = scored.params
+    return _Target(
+        list(scored.steps), p.damping, p.tau, scored.trace_id, route, reward,
+        tuple(used), tuple(sorted({*used, *matched})), cites, unmatched,
+    )  # fmt: skip
+
+
 def learn(
     store: Store,
     outcome: float,
@@ -216,10 +275,12 @@ def learn(
     request_id: str = "",
     again: bool = False,
     used: Sequence[str] = (),
+    cited: Sequence[str] = (),
+    actor: str = "cli",
     **learning: object,
 ) -> LearnReport:
-    """Score a trace and record the changes the learning rule decides (see
-    ``Brain.learn`` for the arguments and the errors)."""
+    """Score a trace and record, as ``actor``, the changes the learning rule decides
+    (see ``Brain.learn`` for the arguments and the errors)."""
     store.load("config", "graph", "traces", "routes")
     secrets = store.secrets()  # keys are recorded, and found again, redacted
     chat_id = redact_key(store.warn, secrets, "chat id", chat_id)
@@ -229,45 +290,41 @@ def learn(
         return _learn_report(store, done)
     trav = store.setting(Traversal)
     settings = store.setting(Learning, rule=rule, **learning)
-    route: RouteInputs | None = None
     if fired_ids:
-        if used:
-            raise InputError("--used goes with a trace", "pass --trace ID or --chat-id ID")
-        steps: list[Step] = steps_from_ids(store.graph, list(fired_ids), trav)
-        damping, tau, trace_id = trav.damping, trav.tau, ""
+        if used or cited:
+            flag = "--used" if used else "--cited"
+            raise InputError(f"{flag} goes with a trace", "pass --trace ID or --chat-id ID")
+        steps = steps_from_ids(store.graph, list(fired_ids), trav)
+        target = _Target(steps, trav.damping, trav.tau, reward=check_outcome(outcome))
         settings = path_rule(settings)
     elif trace_id or chat_id:
-        scored = trace_of(store, trace_id, chat_id)
-        steps, trace_id = list(scored.steps), scored.trace_id
-        damping, tau = scored.params.damping, scored.params.tau
-        check_outcome(outcome)
-        check_used(store.graph, scored, used, outcome)
-        _check_not_scored(store, trace_id, source, again)
-        rs = store.setting(Routes)
-        route = RouteInputs(store.state("routes"), store.graph, scored, rs)
+        target = _of_trace(store, trace_id, chat_id, outcome, used, cited, source, again)
     else:
         raise InputError(
             "nothing to learn from", "pass --trace ID, --chat-id ID or --fired-ids A,B,C"
         )
+    confirmed = _confirmed(store, target, source)
     seq = store.log.last_seq
     got = decide_learn(
-        steps,
-        outcome,
-        settings,
-        source=source,
-        damping=damping,
-        tau=tau,
-        outcome_seq=seq + 1,
-        baselines=store.graph.baseline,
-        trace_id=trace_id,
-        chat_id=chat_id,
-        fired_ids=fired_ids,
-        request_id=request_id,
-        used=used,
-        route=route,
-    )
-    store.record(got.events, source, expected_seq=seq)
-    return _report(seq + 1, trace_id, settings.rule, got)
+        target.steps, target.reward, settings, source=source, damping=target.damping,
+        tau=target.tau, outcome_seq=seq + 1, baselines=store.graph.baseline,
+        trace_id=target.trace_id, chat_id=chat_id, fired_ids=fired_ids,
+        request_id=request_id, used=target.used, route=target.route, cited=cited,
+        confirmed=confirmed,
+    )  # fmt: skip
+    store.record(got.events, actor, expected_seq=seq)
+    return _report(seq + 1, target.trace_id, settings.rule, got, target.unmatched)
+
+
+def _confirmed(store: Store, target: _Target, source: str) -> list[str]:
+    """The claims this outcome confirms (``ocb.engine.claims.confirmed_by``)."""
+    if target.route is None or target.reward <= 0 or not (target.given or target.cites):
+        return []
+    store.load("memory")
+    return confirmed_by(
+        store.state("memory"), store.graph, target.given, target.cites,
+        reward=target.reward, source=source,
+    )  # fmt: skip
 
 
 def path_rule(s: Learning) -> Learning:
@@ -277,13 +334,16 @@ def path_rule(s: Learning) -> Learning:
     return msgspec.structs.replace(s, rule="pg") if s.rule == "route" else s
 
 
-def _report(seq: int, trace_id: str, rule: str, got: Learned) -> LearnReport:
+def _report(
+    seq: int, trace_id: str, rule: str, got: Learned, unmatched: Sequence[str]
+) -> LearnReport:
     out = got.outcome
     r = got.route
     return LearnReport(
         seq, trace_id, rule, out.source, out.reward, got.deltas,
         route=r.route_id if r is not None else "",
         credits={c.node: round(c.delta, 6) for c in r.credits} if r is not None else {},
+        used=list(out.used), unmatched=list(unmatched), confirmed=list(out.confirmed),
     )  # fmt: skip
 
 
@@ -309,5 +369,11 @@ def _learn_report(store: Store, outcome_seq: int) -> LearnReport:
     route = next((e for e in caused if isinstance(e, RouteUpdated)), None)
     rule = upd.rule if upd is not None else "route" if route is not None else ""
     got = Learned(out, upd, route)
-    report = _report(outcome_seq, out.trace_id, rule or store.setting(Learning).rule, got)
+    unmatched: list[str] = []
+    if out.cited and out.trace_id:
+        fired = trace_of(store, out.trace_id).fired
+        unmatched = match_citations(store.graph, fired, out.cited)[2]
+    report = _report(
+        outcome_seq, out.trace_id, rule or store.setting(Learning).rule, got, unmatched
+    )
     return msgspec.structs.replace(report, recorded=False)

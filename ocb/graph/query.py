@@ -3,16 +3,18 @@ answering one on a store and recording its trace, and reading recorded traces ba
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import msgspec
 
+from ocb.engine.claims import claim_lines
 from ocb.engine.dates import DAY_NS, date_in_query
 from ocb.engine.embed import Embedder
 from ocb.engine.embedders import FusedEmbedder
-from ocb.engine.passages import Passage, cut_to, named_in, split, whole
+from ocb.engine.passages import Passage, apart, cut_to, named_in, split, whole
 from ocb.engine.routes import Plan, plan_route
 from ocb.engine.search import SearchIndex, Seeding, best_rows, choose_seeds
+from ocb.engine.stance import about, idf_of
 from ocb.engine.traverse import (
     SEPARATOR,
     Scorer,
@@ -69,9 +71,11 @@ def decide_query(
     scorer: Scorer | None = None,
     plan: Plan | None = None,
     now: Callable[[], int] = lambda: 0,
+    claims: Mapping[str, frozenset[int]] | None = None,
 ) -> tuple[QueryTraced, list[Hit]]:
     """Seed, traverse (or follow the question's route, ``plan``) and rank: the trace to
-    record and the results to return.
+    record and the results to return. ``claims`` holds, by file, the lines of what an
+    assistant said and nothing confirmed: they are shown after every other result.
 
     Raises:
         InputError: the query is empty or ``top`` is not positive.
@@ -93,18 +97,24 @@ def decide_query(
     sd = choose_seeds(
         index, query, qvec, lw, max_seeds=s.max_seeds, seed_ratio=s.seed_ratio,
         top=top, expand=(s.expand_docs, s.expand_terms, s.expand_weight), dated=dated,
+        lexical=when.lexical(query),
     )  # fmt: skip
+    barred = unrelated_corrections(graph, index, query, s.correction_min_about)
+    sd = _without(sd, index, barred)
     hyb, lex, cos, best = sd.hybrid, sd.lexical, sd.cosine, sd.best
     seeds = [(index.ids[i], float(hyb[i]) / best) for i in sd.chosen]
     pos = index.pos
     if plan is None:
         walk = traverse(
-            graph, seeds, s, lambda v: float(cos[pos[v]]) if v in pos else 0.0, scorer=scorer
-        )
+            graph, seeds, s, lambda v: float(cos[pos[v]]) if v in pos else 0.0,
+            scorer=scorer, barred=barred,
+        )  # fmt: skip
     else:
-        walk = fire_nodes(graph, seeds, _route_nodes(index, sd, plan), s)
+        walk = fire_nodes(graph, seeds, _route_nodes(index, sd, plan, barred), s)
     hidden = plan.vetoed if plan is not None else frozenset()
-    hits = _results(graph, index, sd, walk, s.max_context_chars, top, hidden, query, s.passages)
+    hits = _results(
+        graph, index, sd, walk, s.max_context_chars, top, hidden, query, s.passages, claims or {}
+    )
     trace = QueryTraced(
         trace_id=trace_id,
         query=query,
@@ -130,27 +140,57 @@ def decide_query(
     return trace, hits[:top]
 
 
-def _route_nodes(index: SearchIndex, sd: Seeding, plan: Plan) -> list[str]:
+def unrelated_corrections(
+    graph: State, index: SearchIndex, query: str, least: float
+) -> frozenset[str]:
+    """The corrections ``query`` is not about: the question they corrected and their
+    content together hold less than ``least`` of its terms (``ocb.engine.stance.about``).
+    They neither seed nor fire, so neither do their vetoes."""
+    idf = idf_of(index)
+    k, count, out = 1, graph.injected.get("CORRECTION", 0), set()
+    while k <= count or f"correction::{k}" in graph.nodes:
+        node = graph.nodes.get(f"correction::{k}")
+        if node is not None and about(query, f"{node.text}\n{node.anchor}", idf) < least:
+            out.add(node.id)
+        k += 1
+    return frozenset(out)
+
+
+def _without(sd: Seeding, index: SearchIndex, barred: frozenset[str]) -> Seeding:
+    """The seeding with the ``barred`` rows left out."""
+    if not barred:
+        return sd
+    keep = [i for i in sd.ranked if index.ids[i] not in barred]
+    chosen = [i for i in sd.chosen if index.ids[i] not in barred]
+    return msgspec.structs.replace(sd, ranked=keep, chosen=chosen)
+
+
+def _route_nodes(
+    index: SearchIndex, sd: Seeding, plan: Plan, barred: frozenset[str] = frozenset()
+) -> list[str]:
     """What a route fires: its compiled nodes, best match first; or when exploring,
-    the best matches it has not tried; or nothing."""
+    the best matches it has not tried; or nothing (never a ``barred`` node)."""
     if plan.mode == "compiled":
         pos, hyb = index.pos, sd.hybrid
-        return sorted(plan.fire, key=lambda n: (-float(hyb[pos[n]]) if n in pos else 0.0, n))
+        fire = [n for n in plan.fire if n not in barred]
+        return sorted(fire, key=lambda n: (-float(hyb[pos[n]]) if n in pos else 0.0, n))
     if plan.mode == "explore":
-        return best_rows(index, sd.hybrid, plan.explore, plan.avoid | plan.vetoed)
+        return best_rows(index, sd.hybrid, plan.explore, plan.avoid | plan.vetoed | barred)
     return []
 
 
 def _results(
     graph: State, index: SearchIndex, sd: Seeding, walk: Walk, budget: int, top: int,
     hidden: frozenset[str] = frozenset(), query: str = "", passages: bool = True,
+    claims: Mapping[str, frozenset[int]] = {},  # noqa: B006 (read only)
 ) -> list[Hit]:  # fmt: skip
     """What fired, by activation, then the next-best matches (but ``hidden`` ones)
     only as far as the context budget would hold them too, so the results never carry
     more text than a context may; the best match that does not fit whole comes last,
     cut at a line boundary, when its first lines fit. Each as its passages
     (``ocb.engine.passages``): the lines of a speaker the question names first, the
-    other speakers' lines after every focused passage."""
+    other speakers' lines after every focused passage, and the lines of ``claims``
+    after all of them."""
     chosen = [(n, walk.activation[n], True) for n in walk.ranked()]
     room, cut = budget - walk.context_len, None
     for i in sd.ranked:
@@ -168,20 +208,27 @@ def _results(
     names = named_in(query)
     focused: list[Hit] = []
     rest: list[Hit] = []
+    said: list[Hit] = []
     for nid, score, fired in chosen:
         if len(focused) >= top:  # the rest would come after them: never shown
             break
         node = graph.nodes[nid]
         mine, others = split(node, names) if passages else ([whole(node)], [])
-        focused += [_hit(graph, p, score, fired) for p in mine]
-        rest += [_hit(graph, p, score, fired) for p in others]
+        lines = claims.get(node.path, frozenset())
+        for group, into in ((mine, focused), (others, rest)):
+            for p in group:
+                kept, claimed = apart(p, lines, passages)
+                into += [_hit(graph, q, score, fired) for q in kept]
+                said += [_hit(graph, q, score, fired, claim=True) for q in claimed]
     if cut is not None and len(chosen) < top:
         node = graph.nodes[cut[0]]
         first = split(node, frozenset())[0][0] if passages else whole(node)
         part = cut_to(first, room - block_chars(node, "") - len(SEPARATOR))
         if part is not None:
-            rest.append(_hit(graph, part, cut[1], False))
-    return focused + rest
+            kept, claimed = apart(part, claims.get(node.path, frozenset()), passages)
+            rest += [_hit(graph, q, cut[1], False) for q in kept]
+            said += [_hit(graph, q, cut[1], False, claim=True) for q in claimed]
+    return focused + rest + said
 
 
 def assemble_context(graph: State, fired: Sequence[str], hits: Sequence[Hit]) -> str:
@@ -195,7 +242,7 @@ def assemble_context(graph: State, fired: Sequence[str], hits: Sequence[Hit]) ->
     return SEPARATOR.join(shown + rest)
 
 
-def _hit(graph: State, p: Passage, score: float, fired: bool) -> Hit:
+def _hit(graph: State, p: Passage, score: float, fired: bool, *, claim: bool = False) -> Hit:
     n = graph.nodes[p.node]
     return Hit(
         id=n.id,
@@ -206,6 +253,7 @@ def _hit(graph: State, p: Passage, score: float, fired: bool) -> Hit:
         kind=n.kind,
         also=n.also,
         cut=p.cut,
+        claim=claim,
     )
 
 
@@ -219,14 +267,17 @@ def query(
     top: int = 5,
     chat_id: str = "",
     record: bool = True,
+    actor: str = "cli",
     **traversal: object,
 ) -> Answer:
-    """Answer a query and record its trace (see ``Brain.query``).
+    """Answer a query and record its trace as ``actor`` (see ``Brain.query``).
 
     Raises:
         InputError: an empty query or a bad setting.
     """
-    return query_at(store, text, store.now, top=top, chat_id=chat_id, record=record, **traversal)
+    return query_at(
+        store, text, store.now, top=top, chat_id=chat_id, record=record, actor=actor, **traversal
+    )
 
 
 def query_at(
@@ -237,6 +288,7 @@ def query_at(
     top: int = 5,
     chat_id: str = "",
     record: bool = True,
+    actor: str = "cli",
     **traversal: object,
 ) -> Answer:
     """``query`` with the dates of the question read at ``now()``.
@@ -244,7 +296,42 @@ def query_at(
     Raises:
         InputError: an empty query or a bad setting.
     """
-    store.load("config", "graph", "routes")
+    seq = store.log.last_seq
+    trace, hits = decide_at(store, text, now, top=top, chat_id=chat_id, **traversal)
+    record = record and store.as_of is None  # the past is read-only
+    if record:
+        store.record([trace], actor, expected_seq=seq)
+    return Answer(
+        trace_id=trace.trace_id if record else "",
+        query=trace.query,
+        results=hits,
+        fired=list(trace.fired),
+        stop_reason=trace.stop_reason,
+        context_chars=trace.context_chars,
+        context=assemble_context(store.graph, trace.fired, hits),
+        chat_id=trace.chat_id,
+        route=trace.route,
+        route_mode=trace.route_mode,
+    )
+
+
+def decide_at(
+    store: Store,
+    text: str,
+    now: Callable[[], int],
+    *,
+    top: int = 5,
+    chat_id: str = "",
+    **traversal: object,
+) -> tuple[QueryTraced, list[Hit]]:
+    """The trace a query on ``store`` would record now (trace ``t<last seq + 1>``: the
+    query, its seeds, its walk or route and what fired, with the question's dates read
+    at ``now()``) and its results; nothing is recorded.
+
+    Raises:
+        InputError: an empty query or a bad setting.
+    """
+    store.load("config", "graph", "routes", "memory")
     trav = store.setting(Traversal, **traversal)
     secrets = store.secrets()
     text = redact_input(store.warn, secrets, "query", text)
@@ -254,34 +341,19 @@ def query_at(
         store.warn("no route model trained (ocb train-route); routing with edge+sim")
         trav = msgspec.structs.replace(trav, mode="edge+sim")
     index = store.search_index()
-    seq = store.log.last_seq
-    trace, hits = decide_query(
+    return decide_query(
         store.graph,
         index,
         store.embedder(),
         text,
         trav,
         top=top,
-        trace_id=f"t{seq + 1}",
+        trace_id=f"t{store.log.last_seq + 1}",
         chat_id=chat_id,
         scorer=scorer,
         plan=plan_route(store.state("routes"), store.graph, text, store.setting(Routes)),
         now=now,
-    )
-    record = record and store.as_of is None  # the past is read-only
-    if record:
-        store.record([trace], "cli", expected_seq=seq)
-    return Answer(
-        trace_id=trace.trace_id if record else "",
-        query=trace.query,
-        results=hits,
-        fired=list(trace.fired),
-        stop_reason=trace.stop_reason,
-        context_chars=trace.context_chars,
-        context=assemble_context(store.graph, trace.fired, hits),
-        chat_id=chat_id,
-        route=trace.route,
-        route_mode=trace.route_mode,
+        claims=_claims(store),
     )
 
 
@@ -326,3 +398,9 @@ def route_scorer(store: Store) -> Scorer | None:
     except (ValueError, BlobMissing) as exc:
         store.warn(f"route model {model.blob[:12]} unusable ({exc}); routing with edge+sim")
         return None
+
+
+def _claims(store: Store) -> dict[str, frozenset[int]]:
+    """The lines of the standing claims (``ocb.engine.claims``), kept while they stand."""
+    mem = store.state("memory")
+    return store.derived("claims", str(mem.claims_seq), lambda: claim_lines(mem))

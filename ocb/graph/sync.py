@@ -334,17 +334,18 @@ def _similar(
 def changed_on_disk(
     root: Path, events: Sequence[Event], *, max_bytes: int = MAX_FILE_BYTES
 ) -> list[str]:
-    """Files whose events were decided from content that is no longer on disk."""
-    moved = []
-    seen = set()
+    """Files whose events were decided from content that is no longer on disk (the
+    last content hash a path's events name: a moved and edited file's ``FileMoved``
+    names the content it had before the edit)."""
+    last: dict[str, str] = {}
     for ev in events:
         if isinstance(ev, (FileIndexed, FileChanged, FileMoved, FactsRecorded)) and ev.content_hash:
-            if ev.path in seen:
-                continue
-            seen.add(ev.path)
-            now = read_text(root, ev.path, max_bytes=max_bytes)
-            if not isinstance(now, FileText) or now.content_hash != ev.content_hash:
-                moved.append(ev.path)
+            last[ev.path] = ev.content_hash
+    moved = []
+    for path, content_hash in last.items():
+        now = read_text(root, path, max_bytes=max_bytes)
+        if not isinstance(now, FileText) or now.content_hash != content_hash:
+            moved.append(path)
     return moved
 
 
@@ -466,12 +467,13 @@ def sync(
     cause: str = "sync",
     paths: Collection[str] | None = None,
     embedded: MutableMapping[str, npt.NDArray[np.float32]] | None = None,
+    actor: str = "",
 ) -> SyncReport:
     """Index a workspace or bring the brain up to date with it, and record the sync
-    (see ``Brain.sync``); with ``paths``, only the files at those workspace-relative
-    paths (a directory among them: the files under it). ``embedded`` holds vectors of
-    chunk texts (``chunk_input``) embedded ahead, taken (and dropped from it) instead
-    of embedding them.
+    (see ``Brain.sync``) as ``actor`` (default: the cause); with ``paths``, only the
+    files at those workspace-relative paths (a directory among them: the files under
+    it). ``embedded`` holds vectors of chunk texts (``chunk_input``) embedded ahead,
+    taken (and dropped from it) instead of embedding them.
 
     Raises:
         WorkspaceError: missing, not a directory, without any indexable file, or a
@@ -506,7 +508,7 @@ def sync(
     for path, found in plan.secrets:
         warn_file(store.warn, path, [found], "before recording (the file is unchanged)")
     if plan.events:
-        store.record(plan.events, cause, expected_seq=seq, blobs=plan.blobs)
+        store.record(plan.events, actor or cause, expected_seq=seq, blobs=plan.blobs)
     store.search_index()
     store.save_snapshots(force=bool(plan.events) and paths is None)
     return _report(store, plan, problems)

@@ -6,12 +6,17 @@ NOTE: stdout carries the protocol only; anything else goes to stderr.
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
-from mcp.server.mcpserver import MCPServer
-from mcp.types import ToolAnnotations
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
+from pydantic import ValidationError
 
 from ocb import __version__
 from ocb.mcp.backend import Backend
+from ocb.mcp.errors import invalid_arguments
 from ocb.mcp.tools import Tools
 
 __all__ = ["INSTRUCTIONS", "READ_ONLY", "build", "serve"]
@@ -27,9 +32,25 @@ READ_ONLY = frozenset({"memory_get", "memory_why", "kg_get"})
 """Tools that record nothing (``memory_search`` and ``memory_recall`` record a trace)."""
 
 
+class _Server(MCPServer):
+    """The SDK's server, saying arguments it refuses against a tool's schema in the
+    tool's terms (``ocb.mcp.errors.invalid_arguments``)."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
+                raise
+            raise ToolError(invalid_arguments(name, cause)) from cause
+
+
 def build(backend: Backend) -> MCPServer:
     """The MCP server over ``backend``, with every tool registered."""
-    server: MCPServer = MCPServer(
+    server: MCPServer = _Server(
         "ocb", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING"
     )
     for name, fn in Tools(backend).each():

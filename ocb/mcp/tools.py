@@ -1,7 +1,8 @@
 """The MCP tools: each is one call of the daemon's protocol (``ocb.cli.rpc``), its
 arguments typed (the SDK derives each tool's JSON Schema from them) and its answer
-shaped for a model. A failed call becomes a tool error (``isError``) carrying the
-message and the hint that names the fix; the server keeps serving.
+shaped for a model. What a tool records is recorded with actor ``mcp``. A failed call
+becomes a tool error (``isError``) carrying the message and the hint that names the
+fix, both in the tool's terms (``ocb.mcp.errors``); the server keeps serving.
 
 NOTE: a tool's docstring is the description a model reads to choose it: say when to
 use it and what it returns, not how it works.
@@ -19,6 +20,7 @@ from pydantic import Field
 
 from ocb.daemon.protocol import RpcError
 from ocb.mcp.backend import Backend
+from ocb.mcp.errors import in_tool_terms
 
 __all__ = ["SNIPPET_CHARS", "TOOL_NAMES", "Tools", "search_hit"]
 
@@ -57,8 +59,10 @@ def search_hit(hit: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _failed(exc: RpcError) -> ToolError:
-    return ToolError(exc.message + (f"\nhint: {exc.hint}" if exc.hint else ""))
+ACTOR = "mcp"
+"""The actor of what the tools record."""
+_ASKED = frozenset({"query", "learn", "inject", "recall", "retain", "kg"})
+"""The methods that take the ``actor`` param (``kg``: set)."""
 
 
 class Tools:
@@ -68,15 +72,18 @@ class Tools:
     def __init__(self, backend: Backend) -> None:
         self._backend = backend
 
-    def _call(self, method: str, **params: Any) -> dict[str, Any]:
-        """The method's answer (a JSON object), or a ToolError with the hint."""
+    def _call(self, tool: str, method: str, **params: Any) -> dict[str, Any]:
+        """The method's answer (a JSON object), or a ToolError with the hint, both said
+        in ``tool``'s terms."""
+        if method in _ASKED:
+            params["actor"] = ACTOR
         try:
             got: dict[str, Any] = self._backend.call(
                 method, {k: v for k, v in params.items() if v is not None}
             )
             return got
         except RpcError as exc:
-            raise _failed(exc) from None
+            raise ToolError(in_tool_terms(tool, exc.message, exc.hint)) from None
 
     def memory_search(
         self,
@@ -90,7 +97,7 @@ class Tools:
         score, a snippet and a citation (path#Lx-Ly) to quote, and the trace_id of this
         search: pass it to memory_feedback once you know whether the results helped,
         or to memory_correct when they misled."""
-        got = self._call("query", text=query, top=limit, chat_id=chat_id)
+        got = self._call("memory_search", "query", text=query, top=limit, chat_id=chat_id)
         return {"trace_id": got["trace_id"], "results": [search_hit(h) for h in got["results"]]}
 
     def memory_get(
@@ -107,7 +114,7 @@ class Tools:
         result (its path, from its startLine) when the snippet is not enough. Returns
         path, from, to (the last line read), total_lines and text. Only files the
         memory has indexed can be read: take the path from a memory_search result."""
-        return self._call("read", path=path, lines=lines, **{"from": from_})
+        return self._call("memory_get", "read", path=path, lines=lines, **{"from": from_})
 
     def memory_recall(
         self,
@@ -131,8 +138,8 @@ class Tools:
         follows entities the facts share, and each result says via which ones. Each
         result has its text, kind, entities, day, score and source (path#Lx-Ly)."""
         return self._call(
-            "recall", query=query, k=limit, since=since, kinds=kinds, entities=entities,
-            depth=depth,
+            "memory_recall", "recall", query=query, k=limit, since=since, kinds=kinds,
+            entities=entities, depth=depth,
         )  # fmt: skip
 
     def memory_retain(
@@ -156,8 +163,8 @@ class Tools:
         daily note (## Retain) and indexed. Returns the fact's id and where it was
         written."""
         return self._call(
-            "retain", content=content, kind=type, entities=entities, salience=salience,
-            confidence=confidence,
+            "memory_retain", "retain", content=content, kind=type, entities=entities,
+            salience=salience, confidence=confidence,
         )  # fmt: skip
 
     def memory_feedback(
@@ -171,15 +178,25 @@ class Tools:
         used: Annotated[
             list[str] | None, Field(description="The ids of the results your answer used.")
         ] = None,
+        cited: Annotated[
+            list[str] | None,
+            Field(description="What your answer cited: path#Lx-Ly, path#Lx, or a path read."),
+        ] = None,
+        request_id: Annotated[
+            str, Field(description="Your id for this report: a retry with it counts once.")
+        ] = "",
     ) -> dict[str, Any]:
         """Report how a memory_search turned out, so the memory learns which paths
         lead to what is needed: +1 when its results helped, -1 when they misled or
         missed, a value between for partial help. Name the search by trace_id (or
-        chat_id). source: human when a person judged it, self for your own judgement.
-        Returns what was learned (the edges updated)."""
+        chat_id). With a good outcome, pass what your answer cited (cited) or the ids
+        it used (used): only those are credited, and citing nothing the search gave
+        credits nothing. source: human when a person judged it, self for your own
+        judgement. Give a request_id to make a retry safe: the same request_id returns
+        the outcome already recorded. Returns what was learned."""
         return self._call(
-            "learn", outcome=reward, trace_id=trace_id, chat_id=chat_id, source=source,
-            used=used,
+            "memory_feedback", "learn", outcome=reward, trace_id=trace_id, chat_id=chat_id,
+            source=source, used=used, cited=cited, request_id=request_id,
         )  # fmt: skip
 
     def memory_correct(
@@ -197,7 +214,7 @@ class Tools:
         later searches. Name the search by trace_id (or chat_id). Returns the
         correction's node id and the edges it added."""
         return self._call(
-            "inject", node_type="CORRECTION", content=content, trace_id=trace_id,
+            "memory_correct", "inject", node_type="CORRECTION", content=content, trace_id=trace_id,
             chat_id=chat_id, targets=targets,
         )  # fmt: skip
 
@@ -212,7 +229,9 @@ class Tools:
         node: the events that created, changed and retrieved it) or of an edge (give
         source and target: each weight change with the outcome, search and query text
         that caused it)."""
-        return self._call("audit", node=node, source=source, target=target, limit=limit)
+        return self._call(
+            "memory_why", "audit", node=node, source=source, target=target, limit=limit
+        )
 
     def kg_get(
         self,
@@ -222,7 +241,7 @@ class Tools:
         """Look up current facts (key-value) about a subject: settings, environment,
         owners, versions that must be exact. Returns each predicate's current value
         and when and from where it was set."""
-        return self._call("kg", action="get", subject=subject, predicate=predicate)
+        return self._call("kg_get", "kg", action="get", subject=subject, predicate=predicate)
 
     def kg_set(
         self,
@@ -235,8 +254,9 @@ class Tools:
         (which stays in the history): use it for exact values that must not be
         paraphrased, such as a setting, a path or an owner."""
         return self._call(
-            "kg", action="set", subject=subject, predicate=predicate, value=value, source=source
-        )
+            "kg_set", "kg", action="set", subject=subject, predicate=predicate, value=value,
+            source=source,
+        )  # fmt: skip
 
     def each(self) -> list[tuple[str, Callable[..., dict[str, Any]]]]:
         """(name, callable) of every tool, in ``TOOL_NAMES`` order."""

@@ -141,8 +141,10 @@ def check_source(source: str) -> str:
     return out
 
 
-def kg_set(store: Store, subject: str, predicate: str, value: str, source: str = "") -> KgSetReport:
-    """State the current value of a subject's predicate and record it (actor "cli").
+def kg_set(
+    store: Store, subject: str, predicate: str, value: str, source: str = "", *, actor: str = "cli"
+) -> KgSetReport:
+    """State the current value of a subject's predicate and record it as ``actor``.
 
     The same value again is recorded too: it refreshes "last verified". A secret in
     any field is recorded redacted (``[REDACTED:kind]``), with a warning.
@@ -176,7 +178,7 @@ def kg_set(store: Store, subject: str, predicate: str, value: str, source: str =
     entry = store.state("kg").entries.get(key(subject, predicate))
     previous = entry.history[-1].value if entry is not None else None
     event = KgFactSet(subject=subject, predicate=predicate, value=value, source=source)
-    rec = store.record([event], "cli", expected_seq=seq)[0]
+    rec = store.record([event], actor, expected_seq=seq)[0]
     return KgSetReport(
         subject, predicate, value, source, rec.seq, iso(rec.ts), previous != value, previous
     )

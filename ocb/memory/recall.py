@@ -70,6 +70,11 @@ class RecallItem(msgspec.Struct, frozen=True, kw_only=True):
     via: tuple[str, ...] = ()
     confidence: float | None = None
     evidence: tuple[str, ...] = ()
+    speaker: str = "user"
+    session: str = ""
+    turn: int = 0
+    claim: bool = False
+    """What an assistant said and nothing confirmed yet: ranked after the other facts."""
 
 
 class FactIndex:
@@ -320,9 +325,12 @@ def rank(
     req: RecallRequest,
     now_ns: int,
     s: Memory,
+    claims: frozenset[str] = frozenset(),
 ) -> list[RecallItem]:
-    """The best ``req.k`` facts, best first (before the character budget): facts
-    matching at least ``match_ratio`` of the best match first, each group by score."""
+    """The best ``req.k`` facts, best first (before the character budget): ``claims``
+    (what an assistant said and nothing confirmed) after every other fact, and in each
+    group, facts matching at least ``match_ratio`` of the best match first, each group
+    by score."""
     mask = _mask(index, mem, req)
     match = _direct(index, qvec, req, mask, s)
     how = np.full(len(match), -1, dtype=np.int32)
@@ -340,12 +348,14 @@ def rank(
     access = _access(mem, index, rows, now_ns, s)
     score = composite(m, index.salience[rows], access, s)
     first = m >= s.match_ratio * float(m.max())
-    order = np.lexsort((rows, -index.time_ns[rows], -score, ~first))[: req.k]
+    claim = np.array([index.ids[r] in claims for r in rows.tolist()], dtype=bool)
+    order = np.lexsort((rows, -index.time_ns[rows], -score, ~first, claim))[: req.k]
     out = []
     for i in order.tolist():
         r = int(rows[i])
         via = paths[how[r]] if how[r] >= 0 else ()
-        out.append(_item(index, r, float(m[i]), float(access[i]), float(score[i]), via))
+        item = _item(index, r, float(m[i]), float(access[i]), float(score[i]), via)
+        out.append(msgspec.structs.replace(item, claim=bool(claim[i])))
     return out
 
 
@@ -365,8 +375,11 @@ def _item(
         match=round(match, 6),
         access=round(access, 6),
         via=via,
-        confidence=f.confidence if f.kind == "O" else None,
+        confidence=f.confidence if f.kind == "O" or f.speaker == "assistant" else None,
         evidence=f.evidence,
+        speaker=f.speaker,
+        session=f.session,
+        turn=f.turn,
     )
 
 
@@ -403,7 +416,8 @@ def decide_recall(
 ) -> tuple[RecallTraced, list[RecallItem], int]:
     """The recall's trace, its results within the budget and how many it left out."""
     qvec = embedder.embed([req.query])[0] if terms(req.query) else None
-    items = rank(mem, index, qvec, req, now_ns, s)
+    claims = frozenset(c.id for c in mem.claims())
+    items = rank(mem, index, qvec, req, now_ns, s, claims)
     kept, dropped = budget(items, req.max_chars if req.max_chars is not None else s.max_chars)
     options = [
         Setting(key="k", value=req.k),

@@ -541,11 +541,12 @@ def reflect(
     *,
     summarize: Summarize | None = None,
     judge: Judge | None = None,
+    actor: str = "cli",
 ) -> ReflectReport:
     """Rewrite the summaries of the priority facts' entities and move the confidence
     of their opinions with new evidence (see the module docstring). The brain first
     catches up with the workspace. The files are written, then one ``reflect_ran``
-    is recorded (actor ``reflect``), then the workspace is synced with cause reflect.
+    is recorded as ``actor``, then the workspace is synced with cause reflect.
     When nothing changes, nothing is written or recorded.
 
     Example:
@@ -570,7 +571,7 @@ def reflect(
             "index one first: ocb init --workspace DIR --brain B",
         )
     root = Path(store.graph.workspace)
-    sync(store, root)  # decide on the facts as the files are now
+    sync(store, root, actor=actor)  # decide on the facts as the files are now
     seq = store.log.last_seq
     mem, texts = store.state("memory"), bank_texts(root)
     same = aliases(root, sorted({*mem.files, *texts}))
@@ -581,9 +582,9 @@ def reflect(
     if plan.event is not None:
         write_pages(root, plan.writes)
         event = _redacted(store, plan.event)
-        recorded = store.record([event], "reflect", expected_seq=seq)[0].seq
+        recorded = store.record([event], actor, expected_seq=seq)[0].seq
         try:
-            sync(store, root, cause="reflect")
+            sync(store, root, cause="reflect", actor=actor)
         except OcbError as exc:  # the run is recorded: the pages' facts come next time
             store.warn(
                 f"the bank pages are written but their facts are not recorded yet "

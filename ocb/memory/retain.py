@@ -21,11 +21,11 @@ from ocb.engine.embed import Embedder
 from ocb.engine.search import SearchIndex
 from ocb.graph.sync import sync
 from ocb.memory.recall import FactIndex, RecallItem, RecallRequest, decide_recall
-from ocb.redaction import redact_input, warn_file
+from ocb.redaction import redact_input, redact_key, warn_file
 from ocb.settings import Indexing, Memory, resolve
 from ocb.store import Store
 from ocb_events.errors import InputError, OcbError, WorkspaceError, unknown
-from projections.memory import Fact, State as MemoryState
+from projections.memory import Fact, State as MemoryState, norm
 from workspace_sync import (
     Skipped,
     format_bullet,
@@ -34,6 +34,7 @@ from workspace_sync import (
     writable_target,
     write_workspace_file,
 )
+from workspace_sync.facts import SPEAKERS
 from workspace_sync.secrets import Finding
 
 KIND_NAMES = {"W": "world", "B": "experience", "O": "opinion", "S": "summary"}
@@ -73,27 +74,50 @@ def entity_names(names: list[str] | None) -> list[str]:
 
 
 class RetainReport(msgspec.Struct):
-    """What retain did: the fact (new, or the duplicate it matched) and where it is."""
+    """What retain did: the fact (new, or the duplicate it matched) and where it is;
+    ``confirmed``: the claims (facts an assistant said) this fact of a user or a tool
+    says the same as, which now stand as evidence."""
 
     fact_id: str
     source: str
     created: bool
     path: str
     bullet: str
+    confirmed: list[str] = msgspec.field(default_factory=list)
 
 
-def _duplicate(mem: MemoryState, kind: str, content: str, entities: list[str]) -> Fact | None:
-    norm = " ".join(content.lower().split())
+def _duplicate(
+    mem: MemoryState, kind: str, content: str, entities: list[str], speaker: str
+) -> Fact | None:
+    """The current fact that already says this: of the same kind, content and entities;
+    a claim is never one for a user or a tool (their fact confirms it instead), and
+    a claim finds any fact saying the same, whatever its kind."""
+    said = norm(content)
     keys = sorted(e.lower() for e in entities)
     for fid in sorted(i for ff in mem.files.values() for i in ff.ids):
         f = mem.facts[fid]
+        if f.speaker == "assistant" and speaker != "assistant":
+            continue
         if (
-            f.kind == kind
-            and " ".join(f.content.lower().split()) == norm
+            (f.kind == kind or speaker == "assistant")
+            and norm(f.content) == said
             and all(k in {e.lower() for e in f.entities} for k in keys)
         ):
             return f
     return None
+
+
+def check_speaker(speaker: str, turn: int) -> str:
+    """Who said a fact, checked.
+
+    Raises:
+        InputError: not user, assistant or tool, or a negative turn.
+    """
+    if speaker not in SPEAKERS:
+        raise InputError(f"unknown speaker {speaker!r}", f"use one of: {', '.join(SPEAKERS)}")
+    if turn < 0:
+        raise InputError(f"turn must be 0 or more, got {turn}", "give the turn's number, from 1")
+    return speaker
 
 
 def _redacted(store: Store, content: str, names: list[str]) -> tuple[str, list[str], list[Finding]]:
@@ -106,7 +130,7 @@ def _redacted(store: Store, content: str, names: list[str]) -> tuple[str, list[s
 
 
 def _write_and_record(
-    store: Store, path: Path, rel: str, day: str, bullet: str, found: list[Finding]
+    store: Store, path: Path, rel: str, day: str, bullet: str, found: list[Finding], actor: str
 ) -> int:
     """Insert the bullet under ``## Retain`` of the daily log at ``path`` (``rel`` in
     the workspace), warning about the secrets ``found`` at its line, write the file and
@@ -126,7 +150,7 @@ def _write_and_record(
     warn_file(store.warn, rel, at, "from the retained fact before writing and recording")
     write_workspace_file(Path(root), rel, text)
     try:
-        sync(store, root, cause="retain")
+        sync(store, root, cause="retain", actor=actor)
     except OcbError as exc:
         raise WorkspaceError(
             f"{rel} holds the fact, but it was not recorded: {exc.message}",
@@ -137,19 +161,22 @@ def _write_and_record(
 
 
 def _checked(
-    kind: str, content: str, salience: float | None, confidence: float | None
+    kind: str, content: str, salience: float | None, confidence: float | None, speaker: str
 ) -> tuple[str, str]:
     """The fact's kind and its content on one line.
 
     Raises:
         InputError: an unknown kind, a fraction out of [0, 1], a confidence on a fact
-            that is no opinion, or no content.
+            that is neither an opinion nor a claim, or no content.
     """
     kind = check_kind(kind)
     check_fraction("salience", salience)
     check_fraction("confidence", confidence)
-    if confidence is not None and kind != "O":
-        raise InputError("only opinions (--type O) carry a confidence", "drop --confidence")
+    if confidence is not None and kind != "O" and speaker != "assistant":
+        raise InputError(
+            "only opinions (--type O) and claims (--speaker assistant) carry a confidence",
+            "drop --confidence",
+        )
     content = " ".join(content.split())
     if not content:
         raise InputError("nothing to retain", 'give the fact, e.g. ocb retain "Alice owns billing"')
@@ -165,6 +192,10 @@ def retain(
     salience: float | None = None,
     confidence: float | None = None,
     estimate: Callable[[str, str, list[str]], float] | None = None,
+    speaker: str = "user",
+    session: str = "",
+    turn: int = 0,
+    actor: str = "cli",
 ) -> RetainReport:
     """Append a fact bullet to today's daily log (``memory/YYYY-MM-DD.md`` of the
     workspace, by the brain's clock) under ``## Retain`` and record it. An exact
@@ -177,13 +208,19 @@ def retain(
     written: the text comes from an agent, not from the user's own hand, and a token
     written into the daily log would live on in the workspace, its git history and its
     backups even though the log never records it. The fact keeps its meaning, the file
-    and the log agree, and a warning names the bullet's ``file:line``."""
-    kind, content = _checked(kind, content, salience, confidence)
+    and the log agree, and a warning names the bullet's ``file:line``.
+
+    ``speaker``, ``session`` and ``turn`` say who said it, written into the bullet's
+    head: what an assistant said is a claim (see ``projections.memory``); a fact of a
+    user or a tool that says the same as a claim confirms it. Recorded as ``actor``."""
+    check_speaker(speaker, turn)
+    kind, content = _checked(kind, content, salience, confidence, speaker)
     names = entity_names(entities)
     store.load("config", "graph", "vectors", "memory")
     content, names, found = _redacted(store, content, names)
+    session = redact_key(store.warn, store.secrets(), "session", session)
     mem = store.state("memory")
-    dup = _duplicate(mem, kind, content, names)
+    dup = _duplicate(mem, kind, content, names, speaker)
     if dup is not None:
         at = [msgspec.structs.replace(f, line=dup.start_line, end_line=dup.end_line) for f in found]
         warn_file(store.warn, dup.path, at, "from the retained fact (already recorded there)")
@@ -202,14 +239,20 @@ def retain(
     if salience is None and estimate is not None:
         salience = round(float(estimate(kind, content, names)), 3)
         check_fraction("estimated salience", salience)
-    bullet = format_bullet(kind, content, names, salience=salience, confidence=confidence)
-    line = _write_and_record(store, path, rel, day, bullet, found)
+    bullet = format_bullet(
+        kind, content, names, salience=salience, confidence=confidence,
+        speaker=speaker, session=session, turn=turn,
+    )  # fmt: skip
+    claims = {c.id for c in mem.claims() if norm(c.content) == norm(content)}
+    line = _write_and_record(store, path, rel, day, bullet, found, actor)
     mem = store.state("memory")
     ff = mem.files.get(rel)
     for fid in ff.ids if ff else ():
         f = mem.facts[fid]
         if f.start_line == line:
-            return RetainReport(f.id, f.source, True, rel, bullet)
+            standing = {c.id for c in mem.claims()}
+            confirmed = sorted(claims - standing) if speaker != "assistant" else []
+            return RetainReport(f.id, f.source, True, rel, bullet, confirmed)
     raise WorkspaceError(f"{rel} changed while the fact was written", "check the file, then retry")
 
 
@@ -306,9 +349,10 @@ def recall(
     depth: int = 0,
     max_chars: int | None = None,
     record: bool = True,
+    actor: str = "cli",
 ) -> RecallAnswer:
-    """Recall facts; records the trace (unless ``record`` is False or the brain is a
-    view of the past)."""
+    """Recall facts; records the trace as ``actor`` (unless ``record`` is False or the
+    brain is a view of the past)."""
     _check_recall(k, depth, min_salience, max_chars)
     store.load("config", "vectors", "memory")
     s = resolve(Memory, store.state("config").values)
@@ -337,7 +381,7 @@ def recall(
     trace = msgspec.structs.replace(trace, query=query)
     record = record and store.as_of is None
     if record:
-        store.record([trace], "cli", expected_seq=seq)
+        store.record([trace], actor, expected_seq=seq)
     return RecallAnswer(
         trace.trace_id if record else "",
         query,

@@ -8,9 +8,9 @@ from ocb.store import Store
 from ocb_events.schema import ConfigChanged, Record
 
 
-def set_config(store: Store, key: str, value: object) -> Record | None:
+def set_config(store: Store, key: str, value: object, *, actor: str = "cli") -> Record | None:
     """Record a setting, validated completely first (nothing is recorded for an
-    unknown key or a bad value); None when it already has that value.
+    unknown key or a bad value), as ``actor``; None when it already has that value.
 
     Raises:
         InputError: an unknown key (naming the close matches) or a bad value.
@@ -20,4 +20,4 @@ def set_config(store: Store, key: str, value: object) -> Record | None:
         return None
     seq = store.log.last_seq
     event = ConfigChanged(key=key, value=coerced)
-    return store.record([event], "cli", expected_seq=seq)[0]
+    return store.record([event], actor, expected_seq=seq)[0]

@@ -75,9 +75,11 @@ Select = Callable[[Record], Sequence[Pass]]
 
 
 class ForgetReport(msgspec.Struct):
-    """What ``forget`` erased (or, with ``dry_run``, would erase): the records, the
-    strings rewritten (``fields``) and the fields they were in (``field_names``,
-    ``event.field`` paths such as ``query_traced.chat_id``)."""
+    """What ``forget`` erased (or, with ``dry_run``, would erase): the records
+    rewritten (``seqs``: those holding it and, once it ran, the ``nodes_embedded``
+    records naming the vectors embedded again; the seqs its ``content_forgotten``
+    lists), the strings rewritten (``fields``) and the fields they were in
+    (``field_names``, ``event.field`` paths such as ``query_traced.chat_id``)."""
 
     what: str
     seqs: list[int]
@@ -458,6 +460,7 @@ def forget(
         reason=reason,
     )  # fmt: skip
     report.blobs = len(renamed)
+    report.seqs = sorted(plan)  # with the nodes_embedded records naming the new blobs
     # recorded first: a redacted record is trusted only when a content_forgotten names
     # it (ocb_events.links), so a failure in between leaves a record that names seqs
     # still whole (forget again erases them), never an erasure nothing vouches for

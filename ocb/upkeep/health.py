@@ -115,10 +115,10 @@ def decide_autotune(health: Health) -> list[ConfigChanged]:
 
 
 def check(
-    store: Store, *, window: int = WINDOW, apply: bool = False
+    store: Store, *, window: int = WINDOW, apply: bool = False, actor: str = "cli"
 ) -> tuple[Health, list[Record]]:
     """The brain's health over its last ``window`` traces; ``apply`` records the
-    proposals as config events.
+    proposals as config events, recorded as ``actor``.
 
     Returns:
         (the report, the config records written).
@@ -134,5 +134,5 @@ def check(
     report = assess(store.graph, [t for t in recent if isinstance(t, QueryTraced)], trav)
     events = decide_autotune(report) if apply else []
     seq = store.log.last_seq
-    recs = store.record(events, "maintenance", expected_seq=seq) if events else []
+    recs = store.record(events, actor, expected_seq=seq) if events else []
     return report, recs

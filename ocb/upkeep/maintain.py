@@ -192,9 +192,11 @@ def maintain(
     dry_run: bool = False,
     clock: Clock = system_clock,
     top: int = 10,
+    actor: str = "cli",
     **overrides: float | int | None,
 ) -> MaintenanceReport:
-    """Run maintenance operations on a brain, each recorded as one atomic batch.
+    """Run maintenance operations on a brain, each recorded as one atomic batch (as
+    ``actor``).
 
     Args:
         store: an open brain (a writer, unless ``dry_run``).
@@ -229,7 +231,7 @@ def maintain(
             view.graph = scratch.graph
             reports.append(_report(plan, 0, len(events), top))
         else:
-            store.record(events, ACTOR, expected_seq=view.seq, blobs=plan.blobs)
+            store.record(events, actor, expected_seq=view.seq, blobs=plan.blobs)
             view.graph = store.graph
             reports.append(_report(plan, view.cause, len(events), top))
         view.seq += len(events)

@@ -50,6 +50,7 @@ from ocb_events.schema import (
     Retracted,
     RouteModelTrained,
     SeqRange,
+    TurnWarmed,
     WorkspaceAttached,
 )
 
@@ -334,6 +335,14 @@ events: st.SearchStrategy[Event] = st.one_of(
     st.builds(RecordLost, reason=st.just("damaged record")),  # a tombstone of a repair
     st.builds(LogRepaired, lost=st.just((SeqRange(first=1, last=2),)), rebased_from=st.just(1)),
     st.builds(ContentForgotten, what=st.just("record 3"), seqs=st.just((3,))),
+    st.builds(  # a warmed turn beside its trace: no projection folds it
+        TurnWarmed,
+        path=st.sampled_from(["/s/a.jsonl", "/s/b.jsonl"]),
+        chain=st.sampled_from(["c1", "c2"]),
+        turn=st.integers(0, 3),
+        trace_id=st.sampled_from(["", "t1", "t2"]),
+        replied=st.booleans(),
+    ),
 )
 
 

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from hypothesis import event, given, strategies as st
 
 from ocb_events.schema import Event, FileChanged, FileIndexed, FileMoved
 from projections import graph
 from tests.workspace_sync.support import apply, ft, previous, view
-from workspace_sync import FileText, PreviousFile, diff_file, diff_workspace, text_hash
-from workspace_sync.diff import REVISION_MIN, _similar_pairs, jaccard, tokens
+from workspace_sync import FileText, PreviousFile, chunk_text, diff_file, diff_workspace, text_hash
+from workspace_sync.diff import (
+    MOVE_MIN,
+    REVISION_MIN,
+    _similar_pairs,
+    jaccard,
+    move_score,
+    tokens,
+)
 
 PARAS = [
     "alpha beta",
@@ -247,11 +256,80 @@ def test_moves_pair_in_sorted_order_and_the_rest_is_removed_or_indexed() -> None
     assert g.files["c.md"].chunks == ("a.md::0",) and g.files["z.md"].chunks == ("b.md::0",)
 
 
-def test_a_file_moved_and_edited_at_once_is_removed_and_indexed() -> None:
+def test_a_file_moved_and_edited_at_once_keeps_the_ids_of_its_chunks() -> None:
     g = indexed(RUNBOOK)
-    edited = RUNBOOK.replace("scirpt", "script")
+    ids = {n.text: n.id for n in g.nodes.values()}
+    edited = RUNBOOK.replace("scirpt", "script") + "\nOne appended line.\n"
     events = diff_workspace([ft("b.md", edited)], previous(g), target_chars=40, taken=g.nodes)
+    moved, changed = events
+    assert moved == FileMoved(old_path="a.md", path="b.md", content_hash=text_hash(RUNBOOK))
+    assert isinstance(changed, FileChanged) and changed.path == "b.md"
+    assert changed.content_hash == text_hash(edited) and not changed.removed
+    typo_id = ids["Run the deploy scirpt from the main branch after tests pass."]
+    assert [c.id for c in changed.revised] == [typo_id]
+    assert [(c.id, c.text) for c in changed.added] == [("b.md::5", "One appended line.")]
+    assert {k.id for k in changed.kept} == set(ids.values()) - {typo_id}
+    g = apply(g, events)
+    assert sorted(g.files) == ["b.md"] and set(ids.values()) < set(g.files["b.md"].chunks)
+    assert {n.path for n in g.nodes.values()} == {"b.md"}
+    assert g.nodes[typo_id].text.startswith("Run the deploy script")
+    fresh = apply(graph.initial(), diff_workspace([ft("b.md", edited)], {}, target_chars=40))
+    assert view(g) == view(fresh)
+
+
+def test_a_file_moved_and_mostly_rewritten_is_removed_and_indexed() -> None:
+    g = indexed(RUNBOOK)
+    rewritten = "# Deploy\n\nShip on Fridays only.\n\nNever on a holiday.\n\n## Notes\n"
+    assert move_score(chunk_text(rewritten, target_chars=40), previous(g)["a.md"]) < MOVE_MIN
+    events = diff_workspace([ft("b.md", rewritten)], previous(g), target_chars=40, taken=g.nodes)
     assert [type(e).__name__ for e in events] == ["FileIndexed", "FileRemoved"]
+
+
+def test_the_share_of_kept_chunks_is_over_the_larger_count() -> None:
+    old = previous(indexed(RUNBOOK))["a.md"]
+    pieces = chunk_text(RUNBOOK, target_chars=40)
+    assert move_score(pieces, old) == 1.0
+    assert move_score(pieces[:2], old) == 2 / len(pieces)
+    assert move_score(pieces + chunk_text("x y\n\nz w", target_chars=2), old) == 5 / 7
+    assert move_score([], PreviousFile("", [], 0)) == 0.0
+
+
+SPLIT = "# A\n\nalpha beta\n\ngamma delta\n\n# B\n\nepsilon zeta\n\neta theta\n"
+
+
+def test_competing_moves_take_the_highest_share_then_the_paths_in_sorted_order() -> None:
+    g = indexed(SPLIT, target=5)  # six chunks: two headings, two paragraphs under each
+    first, second = SPLIT.split("# B")
+    second = "# B" + second
+    # a file split in two: the larger part keeps its ids, the other part is new
+    bigger = first + "# B\n\nepsilon zeta\n"
+    files = [ft("z-big.md", bigger), ft("a-small.md", second.replace("epsilon zeta\n\n", ""))]
+    events = diff_workspace(files, previous(g), target_chars=5, taken=g.nodes)
+    assert [type(e).__name__ for e in events] == ["FileMoved", "FileChanged", "FileIndexed"]
+    assert events[0] == FileMoved(old_path="a.md", path="z-big.md", content_hash=text_hash(SPLIT))
+    # split in equal halves, or a copy plus a delete: the first new path by sorted order
+    for pair in ([first, second], [SPLIT + "more\n", SPLIT + "more\n"]):
+        files = [ft("y.md", pair[0]), ft("x.md", pair[1])]
+        events = diff_workspace(files, previous(g), target_chars=5, taken=g.nodes)
+        assert events[0] == FileMoved(old_path="a.md", path="x.md", content_hash=text_hash(SPLIT))
+        assert [type(e).__name__ for e in events[1:]] == ["FileIndexed", "FileChanged"]
+
+
+def test_two_renames_at_once_pair_each_file_with_its_own_edit() -> None:
+    other = SPLIT.replace("alpha", "omega").replace("epsilon", "kappa").replace("eta ", "iota ")
+    g = apply(
+        graph.initial(),
+        diff_workspace([ft("a.md", SPLIT), ft("b.md", other)], {}, target_chars=5),
+    )
+    ids = {p: set(e.chunks) for p, e in g.files.items()}
+    files = [ft("a2.md", other + "new line\n"), ft("b2.md", SPLIT + "new line\n")]
+    events = diff_workspace(files, previous(g), target_chars=5, taken=g.nodes)
+    assert [(e.old_path, e.path) for e in events if isinstance(e, FileMoved)] == [
+        ("a.md", "b2.md"),
+        ("b.md", "a2.md"),
+    ]
+    g = apply(g, events)
+    assert ids["a.md"] < set(g.files["b2.md"].chunks) and ids["b.md"] < set(g.files["a2.md"].chunks)
 
 
 def test_a_subset_diff_moves_what_it_sees_and_leaves_the_rest() -> None:
@@ -382,6 +460,81 @@ def test_random_edit_scripts_keep_ids_by_the_rule_and_end_as_a_sync_from_scratch
         assert set(g.nodes) == {i for e in g.files.values() for i in e.chunks}
     fresh = apply(graph.initial(), diff(graph.initial(), ws))
     assert file_view(g) == file_view(fresh)
+
+
+small_edits = st.lists(edits.filter(lambda e: e[0] != "rename"), max_size=3)
+
+
+class Sizes(TypedDict):
+    target_chars: int
+    max_chars: int
+
+
+KW = Sizes(target_chars=30, max_chars=60)
+
+
+def lines_text(lines: list[str]) -> str:
+    return "".join(line + "\n" for line in lines)
+
+
+@given(
+    st.lists(md_lines, min_size=1, max_size=12),
+    small_edits,
+    st.sampled_from(["b.md", "notes/c.md"]),
+)
+def test_a_rename_plus_edits_keeps_the_ids_an_edit_in_place_keeps(
+    lines: list[str], script: list[tuple[str, int, str | int]], new_path: str
+) -> None:
+    g = apply(graph.initial(), diff_workspace([ft("a.md", lines_text(lines))], {}, **KW))
+    for op, i, arg in script:
+        lines = edited(lines, op, i, arg)
+    text, old = lines_text(lines), previous(g)["a.md"]
+    pieces = chunk_text(text, **KW)
+    in_place = diff_workspace([ft("a.md", text)], previous(g), taken=g.nodes, **KW)
+    events = diff_workspace([ft(new_path, text)], previous(g), taken=g.nodes, **KW)
+    if text_hash(text) == old.content_hash:
+        assert events == [FileMoved(old_path="a.md", path=new_path, content_hash=text_hash(text))]
+        return
+    (edit_,) = in_place
+    assert isinstance(edit_, FileChanged)
+    share = (len(edit_.kept) + len(edit_.revised)) / max(len(pieces), len(old.chunks), 1)
+    assert share == move_score(pieces, old)
+    if share < MOVE_MIN:
+        event("removed and indexed")
+        assert [type(e).__name__ for e in events] == ["FileIndexed", "FileRemoved"]
+        return
+    event("moved and edited")
+    moved, changed = events
+    assert moved == FileMoved(old_path="a.md", path=new_path, content_hash=old.content_hash)
+    assert isinstance(changed, FileChanged) and changed.path == new_path
+    assert (changed.kept, changed.revised, changed.removed) == (
+        edit_.kept,
+        edit_.revised,
+        edit_.removed,
+    )
+    assert [c.text for c in changed.added] == [c.text for c in edit_.added]
+    g = apply(g, events)
+    ids = g.files[new_path].chunks
+    for h in {c.text_hash for c in old.chunks}:  # an unchanged text keeps its id
+        same = [c.id for c in old.chunks if c.text_hash == h]
+        now = sum(text_hash(p.text) == h for p in pieces)
+        assert len(set(same) & set(ids)) >= min(len(same), now)
+
+
+@given(st.lists(md_lines, min_size=1, max_size=12), word_lists.map(" ".join))
+def test_a_rename_plus_one_appended_paragraph_keeps_the_ids_of_the_chunks_before_it(
+    lines: list[str], line: str
+) -> None:
+    g = apply(graph.initial(), diff_workspace([ft("a.md", lines_text(lines))], {}, **KW))
+    ids = g.files["a.md"].chunks
+    events = diff_workspace(
+        [ft("b.md", lines_text([*lines, "", line]))], previous(g), taken=g.nodes, **KW
+    )
+    if len(ids) < 2:  # a lone chunk that the paragraph joins may change past the rule
+        return
+    assert [type(e).__name__ for e in events] == ["FileMoved", "FileChanged"]
+    g = apply(g, events)
+    assert set(ids[:-1]) <= set(g.files["b.md"].chunks) and "a.md" not in g.files
 
 
 token_sets = st.frozensets(st.sampled_from(WORDS), max_size=6)

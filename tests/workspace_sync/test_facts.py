@@ -15,6 +15,7 @@ from workspace_sync import (
     insert_retained,
     parse_facts,
 )
+from workspace_sync.facts import CLAIM_CONFIDENCE
 
 DAILY = """# 2026-11-20
 
@@ -76,7 +77,8 @@ def test_every_kind_is_parsed_with_lines_entities_day_and_values() -> None:
         "memory/2026-11-20.md:15: confidence c=1.5 is outside [0, 1]",
         "memory/2026-11-20.md:16: no kind (start the bullet with W, B, O or S, e.g. "
         "'- W @Alice: ...')",
-        "memory/2026-11-20.md:17: unknown parameter '(q=1)' (use c=0.9 or s=0.8)",
+        "memory/2026-11-20.md:17: unknown parameter '(q=1)' "
+        "(use c=0.9, s=0.8, by=assistant, session=ID or turn=3)",
     ]
 
 
@@ -205,3 +207,37 @@ def test_values_may_trail_the_bullet_and_bank_history_holds_no_facts() -> None:
     ]
     bad, problems = parse_facts("n.md", "## Retain\n- W: y (s=1.2)\n")
     assert bad == [] and str(problems[0]) == "n.md:2: salience s=1.2 is outside [0, 1]"
+
+
+@given(
+    speaker=st.sampled_from(["user", "assistant", "tool"]),
+    session=st.text(max_size=40),
+    turn=st.integers(0, 10_000),
+    kind=st.sampled_from(["W", "B", "O", "S"]),
+)
+def test_who_said_a_fact_reads_back_from_its_bullet(
+    speaker: str, session: str, turn: int, kind: str
+) -> None:
+    bullet = format_bullet(
+        kind, "the deploy failed on a rate limit", ["deploy"],
+        speaker=speaker, session=session, turn=turn,
+    )  # fmt: skip
+    facts, problems = parse_facts("memory/2026-11-20.md", f"## Retain\n{bullet}\n")
+    assert problems == [] and len(facts) == 1
+    f = facts[0]
+    assert (f.speaker, f.session, f.turn) == (speaker, session, turn)
+    assert (f.content, f.entities) == ("the deploy failed on a rate limit", ("deploy",))
+    claim = CLAIM_CONFIDENCE if speaker == "assistant" else 0.5 if kind == "O" else 0.0
+    assert f.confidence == claim
+    if speaker == "user":
+        assert "by=" not in bullet
+
+
+def test_a_bad_provenance_is_reported_and_skipped() -> None:
+    text = "## Retain\n- B(by=robot): x happened\n- B(turn=-1): y happened\n"
+    facts, problems = parse_facts("memory/2026-11-20.md", text)
+    assert facts == []
+    assert [p.message for p in problems] == [
+        "by=robot is not user, assistant or tool",
+        "turn=-1 is not a whole number",
+    ]

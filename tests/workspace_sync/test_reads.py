@@ -44,7 +44,17 @@ def test_a_range_of_lines(root: Path) -> None:
     assert read_lines(root, "notes/a.md", 2, 2) == Excerpt("notes/a.md", 2, 3, 4, "two\nthree")
     assert read_lines(root, "notes/a.md") == Excerpt("notes/a.md", 1, 4, 4, "one\ntwo\nthree\nfour")
     assert read_lines(root, "notes/./a.md", 4, 10).text == "four"
-    assert read_lines(root, "notes/a.md", 9) == Excerpt("notes/a.md", 9, 8, 4, "")
+    assert read_lines(root, "notes/a.md", 4) == Excerpt("notes/a.md", 4, 4, 4, "four")
+
+
+def test_a_start_past_the_end_is_refused_in_one_line(root: Path) -> None:
+    with pytest.raises(InputError) as got:
+        read_lines(root, "notes/a.md", 5)
+    assert got.value.message == "the file has 4 lines; from must be at most 4"
+    (root / "empty.md").write_text("")
+    assert read_lines(root, "empty.md") == Excerpt("empty.md", 1, 0, 0, "")
+    with pytest.raises(InputError, match="the file has 0 lines"):
+        read_lines(root, "empty.md", 2)
 
 
 def test_a_read_is_capped(root: Path) -> None:

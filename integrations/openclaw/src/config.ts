@@ -1,5 +1,6 @@
-// The plugin's settings (plugins.entries.ocb-memory.config), with their defaults.
-import { join, resolve } from "node:path";
+// The plugin's settings (plugins.entries.ocb-memory.config), with their defaults, and
+// where a turn's workspace and brain are.
+import { isAbsolute, join, resolve } from "node:path";
 
 export type InjectMode = "subagents" | "all" | "off";
 
@@ -16,6 +17,9 @@ export type Settings = {
   extractorCommand: string[];
   minCaptureChars: number;
   timeoutMs: number;
+  recallTool: boolean;
+  retainTool: boolean;
+  feedbackTool: boolean;
 };
 
 function str(v: unknown): string | undefined {
@@ -30,18 +34,28 @@ function bool(v: unknown, dflt: boolean): boolean {
   return typeof v === "boolean" ? v : dflt;
 }
 
-export function readSettings(raw: Record<string, unknown> | undefined): Settings {
+/**
+ * The settings of a raw config. `home` expands a leading `~` of the paths (`brain`,
+ * `workspace`, `ocb`); it is called here, while the plugin registers, and never later
+ * (the host's `api.resolvePath` answers nothing once registration is over).
+ */
+export function readSettings(raw: Record<string, unknown> | undefined, home: (p: string) => string = (p) => p): Settings {
   const c = raw ?? {};
   const inject = c.inject === "all" || c.inject === "off" ? c.inject : "subagents";
   const extractor = Array.isArray(c.extractorCommand)
     ? c.extractorCommand.filter((a): a is string => typeof a === "string")
     : [];
-  const brain = str(c.brain);
-  const workspace = str(c.workspace);
+  const tilde = (p: string | undefined): string | undefined => {
+    if (p === undefined || !p.startsWith("~")) return p;
+    const got: unknown = home(p);
+    return typeof got === "string" && got ? got : p;
+  };
+  const brain = tilde(str(c.brain));
+  const workspace = tilde(str(c.workspace));
   return {
     ...(brain ? { brain } : {}),
     ...(workspace ? { workspace } : {}),
-    ocb: str(c.ocb) ?? "ocb",
+    ocb: tilde(str(c.ocb)) ?? "ocb",
     budgetChars: Math.max(0, Math.floor(num(c.budgetChars, 2000))),
     inject,
     capture: bool(c.capture, true),
@@ -51,18 +65,23 @@ export function readSettings(raw: Record<string, unknown> | undefined): Settings
     extractorCommand: extractor,
     minCaptureChars: Math.max(0, Math.floor(num(c.minCaptureChars, 80))),
     timeoutMs: Math.max(100, Math.floor(num(c.timeoutMs, 5000))),
+    recallTool: bool(c.recallTool, true),
+    retainTool: bool(c.retainTool, false),
+    feedbackTool: bool(c.feedbackTool, false),
   };
 }
 
-/** The workspace and brain for a turn: configured ones first, else the agent's workspace. */
-export function locate(
-  s: Settings,
-  workspaceDir: string | undefined,
-  expand: (p: string) => string,
-): { workspace: string; brain: string } | null {
-  const ws = s.workspace ? expand(s.workspace) : workspaceDir;
-  if (!ws) return null;
-  const workspace = resolve(ws);
-  const brain = s.brain ? resolve(expand(s.brain)) : join(workspace, ".ocb");
+/**
+ * The workspace and brain of a turn. The workspace is the configured one (a relative
+ * path under the agent's workspace), else the agent's; the brain is the configured one
+ * (a relative path under the workspace), else `<workspace>/.ocb`.
+ */
+export function locate(s: Settings, agentWorkspace: string | undefined): { workspace: string; brain: string } | null {
+  const base = agentWorkspace ? resolve(agentWorkspace) : undefined;
+  let workspace: string | undefined = base;
+  if (s.workspace) workspace = isAbsolute(s.workspace) ? s.workspace : base && resolve(base, s.workspace);
+  if (!workspace) return null;
+  workspace = resolve(workspace);
+  const brain = s.brain ? resolve(workspace, s.brain) : join(workspace, ".ocb");
   return { workspace, brain };
 }

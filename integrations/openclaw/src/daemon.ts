@@ -6,6 +6,8 @@ import { createConnection } from "node:net";
 import { basename, dirname, join } from "node:path";
 
 export const PROTOCOL = 1;
+/** Who the plugin's requests that record something say they come from (their `actor`). */
+export const ACTOR = "plugin";
 /** How long a request waits for a daemon it had to start before failing open. */
 export const START_WAIT_MS = 15_000;
 /** After a failed start, requests fail open at once for this long before trying again. */
@@ -26,6 +28,10 @@ export class DaemonError extends Error {
     this.code = code;
     this.hint = hint;
   }
+}
+
+export function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }
 
 /** True when the error means no daemon listens (so one may be started). */

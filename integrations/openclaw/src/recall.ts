@@ -9,6 +9,8 @@ export type QueryResult = {
   score: number;
   fired: boolean;
   kind: string;
+  /** Lines of what an assistant said that nothing confirmed (ranked after the evidence). */
+  claim?: boolean;
 };
 
 export type Answer = {
@@ -28,6 +30,7 @@ export type Hit = {
   snippet: string;
   source: "memory";
   citation: string;
+  claim?: true;
 };
 
 export const SNIPPET_MAX_CHARS = 700;
@@ -62,6 +65,7 @@ export function toHits(answer: Answer, max: number, minScore = -Infinity): Hit[]
       snippet: `${text.trimEnd()}\n\nSource: ${cite}`,
       source: "memory",
       citation: cite,
+      ...(r.claim ? { claim: true as const } : {}),
     });
   }
   return hits;
@@ -70,11 +74,14 @@ export function toHits(answer: Answer, max: number, minScore = -Infinity): Hit[]
 export const CONTEXT_OPEN = "<ocb-memory>";
 export const CONTEXT_CLOSE = "</ocb-memory>";
 const HEADER =
-  "Recalled from memory (OpenClawBrain). Cite what you use as path#L; ask memory_search for more.";
+  "Recalled from memory (OpenClawBrain) for this turn: prefer it over guessing. Cite what you use as path#L; ask memory_search for more.";
+/** How the block marks lines an assistant said that nothing confirmed. */
+export const CLAIM_MARK = " (an agent's claim, unconfirmed)";
 
 /**
  * The fired results as a cited block of at most `budget` characters (tags included):
- * whole chunks while they fit, then the next one cut to what is left; "" when nothing fired.
+ * whole chunks while they fit, then the next one cut to what is left, claims marked as
+ * such; "" when nothing fired.
  */
 export function contextBlock(answer: Answer, budget: number): { text: string; used: QueryResult[] } {
   const fixed = CONTEXT_OPEN.length + HEADER.length + CONTEXT_CLOSE.length + 2;
@@ -83,7 +90,7 @@ export function contextBlock(answer: Answer, budget: number): { text: string; us
   const used: QueryResult[] = [];
   for (const r of answer.results) {
     if (!r.fired) continue;
-    const head = `\n[${r.source}]\n`;
+    const head = `\n[${r.source}]${r.claim ? CLAIM_MARK : ""}\n`;
     const room = left - head.length;
     if (room < 80) break;
     const body = r.text.trim();

@@ -72,7 +72,7 @@ def edge_text(a: EdgeAudit) -> str:
 
 
 def node_text(a: NodeAudit) -> str:
-    where = f"{a.path}#L{a.start_line}-{a.end_line}" if a.path else "(injected)"
+    where = f"{a.path}#L{a.start_line}-L{a.end_line}" if a.path else "(injected)"
     state = f"{a.kind}, {a.authority}" if a.exists else "removed"
     lines = [f"{a.id}: {where} ({state})" + (f", alias of {a.alias_of}" if a.alias_of else "")]
     lines.append("life:")
@@ -80,7 +80,7 @@ def node_text(a: NodeAudit) -> str:
         extra = " ".join(
             x
             for x in (
-                f"{e.path}#L{e.start_line}-{e.end_line}" if e.path else "",
+                f"{e.path}#L{e.start_line}-L{e.end_line}" if e.path else "",
                 f"version {e.content_hash[:12]}" if e.content_hash else "",
                 f"with {e.other}" if e.other else "",
                 e.detail,

@@ -20,8 +20,9 @@ def deltas_json(deltas: list[EdgeDelta]) -> list[dict[str, Any]]:
 
 
 def hit_json(h: Hit) -> dict[str, Any]:
-    """One result: ``{id, source, text, score, fired, kind}``, and ``also`` (the sources
-    of chunks merged into it) only when it has some."""
+    """One result: ``{id, source, text, score, fired, kind}``, ``also`` (the sources
+    of chunks merged into it) only when it has some, and ``claim: true`` for the lines
+    of what an assistant said and nothing confirmed."""
     out: dict[str, Any] = {
         "id": h.id,
         "source": h.source,
@@ -32,6 +33,8 @@ def hit_json(h: Hit) -> dict[str, Any]:
     }
     if h.also:
         out["also"] = list(h.also)
+    if h.claim:
+        out["claim"] = True
     return out
 
 

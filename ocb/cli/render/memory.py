@@ -3,10 +3,13 @@ objects and the human text.
 
 JSON shapes (documented in README.md):
 
-- ``retain``: ``{id, source, created, path, bullet}`` (``id`` is the fact's id).
+- ``retain``: ``{id, source, created, path, bullet, confirmed}`` (``id`` is the fact's
+  id; ``confirmed`` the claims it confirmed).
 - ``recall``: ``{trace_id, query, date_phrase, results, context_chars, dropped}``; each
   result ``{id, source, text, score, kind, day, entities, parts: {match, salience,
-  access}, via}``, with ``confidence`` (opinions) and ``evidence`` only when set.
+  access}, via}``, with ``confidence`` (opinions, claims) and ``evidence`` only when
+  set, ``speaker``, ``session`` and ``turn`` for a fact an assistant or a tool said, and
+  ``claim: true`` for a claim nothing confirmed yet.
 - ``reflect``: ``{"seq", "since_ns", "since", "priority": [fact ids], "changes":
   [{"path", "change", "subject", "before", "after", "supporting", "contradicting",
   "sources"}], "written": [paths]}``. ``seq`` is 0 when nothing changed.
@@ -27,7 +30,10 @@ if TYPE_CHECKING:
 def retain_text(r: RetainReport) -> str:
     if not r.created:
         return f"already known: {r.fact_id} at {r.source} (nothing recorded)"
-    return f"retained {r.fact_id} at {r.source}\n  {r.bullet}"
+    text = f"retained {r.fact_id} at {r.source}\n  {r.bullet}"
+    if r.confirmed:
+        text += f"\n  confirms the claim(s) {', '.join(r.confirmed)}"
+    return text
 
 
 def retain_json(r: RetainReport) -> dict[str, Any]:
@@ -37,6 +43,7 @@ def retain_json(r: RetainReport) -> dict[str, Any]:
         "created": r.created,
         "path": r.path,
         "bullet": r.bullet,
+        "confirmed": r.confirmed,
     }
 
 
@@ -58,6 +65,10 @@ def item_json(it: RecallItem) -> dict[str, Any]:
         out["confidence"] = it.confidence
     if it.evidence:
         out["evidence"] = list(it.evidence)
+    if it.speaker != "user":
+        out.update(speaker=it.speaker, session=it.session, turn=it.turn)
+    if it.claim:
+        out["claim"] = True
     return out
 
 
@@ -75,7 +86,9 @@ def recall_json(a: RecallAnswer) -> dict[str, Any]:
 def _line(n: int, it: RecallItem, explain: bool, w: tuple[float, float, float]) -> list[str]:
     ents = " ".join("@" + e for e in it.entities)
     conf = f" c={it.confidence:.2f}" if it.confidence is not None else ""
-    lines = [f"{n:>2}. [{it.kind}{conf}] {it.day} {it.source}  {it.score:.3f}", f"    {it.text}"]
+    said = f" claim by {it.speaker}" if it.claim else ""
+    head = f"{n:>2}. [{it.kind}{conf}{said}] {it.day} {it.source}  {it.score:.3f}"
+    lines = [head, f"    {it.text}"]
     if ents:
         lines[-1] += f"  ({ents})"
     if it.evidence:

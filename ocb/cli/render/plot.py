@@ -27,9 +27,11 @@ def check_plotting(directory: Path) -> None:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
+        from ocb.brain import Brain
+
         raise InputError(
             "--plot needs matplotlib, which is not installed",
-            "pip install 'openclawbrain[plot]', or leave out --plot",
+            f"{Brain.install_command('plot')}, or leave out --plot",
         ) from None
     if directory.exists() and not directory.is_dir():
         raise InputError(f"--plot {directory} is not a directory", "pass a directory path")

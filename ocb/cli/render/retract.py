@@ -9,6 +9,7 @@ from ocb.cli.render.encode import plain
 
 if TYPE_CHECKING:
     from ocb.graph.retract import RetractReport
+    from ocb.memory.unretain import FactRetraction
 
 
 def retract_json(r: RetractReport) -> dict[str, Any]:
@@ -63,3 +64,22 @@ def retract_text(r: RetractReport) -> str:
     ]
     lines += [f"  skipped {s}" for s in r.skipped]
     return "\n".join(lines)
+
+
+def fact_json(r: FactRetraction) -> dict[str, Any]:
+    """``{fact, source, path, removed, speaker, written}``: the fact taken back, where
+    it stood, the lines removed and whether they were (not on a dry run)."""
+    return {
+        "fact": r.fact_id,
+        "source": r.source,
+        "path": r.path,
+        "removed": r.removed,
+        "speaker": r.speaker,
+        "written": r.written,
+    }
+
+
+def fact_text(r: FactRetraction) -> str:
+    verb = "removed" if r.written else "would remove (dry run)"
+    said = " (a claim by an assistant)" if r.speaker == "assistant" else ""
+    return f"{verb} fact {r.fact_id}{said} from {r.source}:\n  {r.removed}"

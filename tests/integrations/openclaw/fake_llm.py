@@ -1,6 +1,7 @@
 """A loopback fake of an OpenAI chat-completions endpoint, in the test process: it records
 every request body (what the model saw: system prompt, prepended context, tool results)
-and answers by a script: call one offered tool once, then reply with a canned text."""
+and answers by a script: call offered tools once each, then reply with a canned text (or
+fail with an HTTP error)."""
 
 from __future__ import annotations
 
@@ -17,14 +18,22 @@ __all__ = ["FakeLlm", "Script", "fake_llm"]
 
 @dataclass
 class Script:
-    """What the model does: call ``tool`` (if offered, once per turn) with ``args``, then
-    say ``reply``."""
+    """What the model does: call ``tool`` with ``args``, then each of ``calls`` (name and
+    arguments; each once per turn, when offered), then say ``reply``, or answer HTTP
+    ``fail`` (an error status) instead."""
 
     reply: str = "Done."
     tool: str = ""
     args: dict[str, Any] = field(default_factory=dict)
     only_if: str = ""
-    """Call ``tool`` only in a conversation whose messages contain this text."""
+    """Follow the script only in a conversation whose messages contain this text; any
+    other (a run a subagent's announcement started in its parent's session, say) gets
+    ``Done.``"""
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    fail: int = 0
+
+    def plan(self) -> list[tuple[str, dict[str, Any]]]:
+        return ([(self.tool, self.args)] if self.tool else []) + self.calls
 
 
 def _internal(m: dict[str, Any]) -> bool:
@@ -56,14 +65,24 @@ class FakeLlm:
         with self._lock:
             self.requests.append(body)
 
-    def decide(self, body: dict[str, Any]) -> tuple[str, str]:
+    def decide(self, body: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
+        """``("tool", name, args)``, ``("text", reply, {})`` or ``("fail", "", {})``."""
         msgs = [m for m in body.get("messages") or [] if not _internal(m)]
         offered = [(t.get("function") or {}).get("name") for t in body.get("tools") or []]
-        called = any(m.get("role") == "tool" for m in msgs[-1:])
-        wanted = not self.script.only_if or self.script.only_if in json.dumps(msgs)
-        if self.script.tool and self.script.tool in offered and not called and wanted:
-            return "tool", self.script.tool
-        return "text", self.script.reply
+        asked = max((i for i, m in enumerate(msgs) if m.get("role") == "user"), default=-1)
+        called = [
+            (c.get("function") or {}).get("name")
+            for m in msgs[asked + 1 :]
+            for c in m.get("tool_calls") or []
+        ]
+        if self.script.only_if and self.script.only_if not in json.dumps(msgs):
+            return "text", "Done.", {}
+        for name, args in self.script.plan():
+            if name in offered and name not in called:
+                return "tool", name, args
+        if self.script.fail:
+            return "fail", "", {}
+        return "text", self.script.reply, {}
 
     def seen_by(self, marker: str) -> list[dict[str, Any]]:
         """The requests whose messages contain ``marker``."""
@@ -71,11 +90,11 @@ class FakeLlm:
             return [b for b in self.requests if marker in json.dumps(b.get("messages"))]
 
 
-def _chunks(fake: FakeLlm, kind: str, value: str, model: str) -> list[dict[str, Any]]:
+def _chunks(kind: str, value: str, args: dict[str, Any], model: str) -> list[dict[str, Any]]:
     base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": model}
     if kind == "tool":
-        call = {"index": 0, "id": "call_1", "type": "function",
-                "function": {"name": value, "arguments": json.dumps(fake.script.args)}}  # fmt: skip
+        call = {"index": 0, "id": f"call_{value}", "type": "function",
+                "function": {"name": value, "arguments": json.dumps(args)}}  # fmt: skip
         delta: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
         finish = "tool_calls"
     else:
@@ -117,8 +136,14 @@ def _handler(fake: FakeLlm) -> type[BaseHTTPRequestHandler]:
                 self._json({"error": "not found"}, 404)
                 return
             fake.record(body)
-            kind, value = fake.decide(body)
-            chunks = _chunks(fake, kind, value, str(body.get("model", "fake-model")))
+            kind, value, args = fake.decide(body)
+            if kind == "fail":
+                self._json(
+                    {"error": {"message": "the fake model fails", "type": "invalid_request_error"}},
+                    fake.script.fail,
+                )
+                return
+            chunks = _chunks(kind, value, args, str(body.get("model", "fake-model")))
             if not body.get("stream"):
                 d = chunks[0]["choices"][0]["delta"]
                 calls = {"tool_calls": d["tool_calls"]} if "tool_calls" in d else {}

@@ -1,7 +1,8 @@
 """A real OpenClaw host for the plugin's tests: installed once by
 ``integrations/openclaw/host/setup.sh`` into the cache, configured per test run with the
 plugin from this checkout, a throwaway copy of the example workspace, the fake LLM, and
-``ocb`` from this checkout; turns go through a gateway (one per configuration)."""
+``ocb`` from this checkout; turns go through a gateway (one per configuration) or run by
+``openclaw agent --local`` (a process per turn, on a state no gateway runs on)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,12 +29,14 @@ __all__ = [
     "Gateway",
     "Live",
     "clean_tmp_openclaw",
+    "events",
     "free_port",
     "hello",
     "host_env",
     "install_host",
     "ocb_wrapper",
     "rpc",
+    "silent_daemon",
     "start_daemon",
     "stop_daemon",
     "write_config",
@@ -104,9 +109,10 @@ def write_config(
     plugin: dict[str, Any],
     mcp: dict[str, Any] | None = None,
 ) -> Path:
-    """The host's config: the fake model, the workspace, this plugin in the memory slot
-    with the two hook permissions, memory-core off, tool search off, and the MCP
-    servers ``mcp`` (name -> {command, args}) if given."""
+    """The host's config: the fake model, the workspace, this plugin allowed
+    (``plugins.allow``) in the memory slot with the two hook permissions, memory-core
+    off, tool search off, and the MCP servers ``mcp`` (name -> {command, args}) if
+    given."""
     model = {"id": "fake-model", "name": "Fake Model", "reasoning": False, "input": ["text"],
              "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
              "contextWindow": 128000, "maxTokens": 4096}  # fmt: skip
@@ -121,6 +127,7 @@ def write_config(
         "logging": {"file": str(state / "openclaw.log")},
         "tools": {"toolSearch": False},
         "plugins": {
+            "allow": ["ocb-memory"],
             "load": {"paths": [str(PLUGIN)]},
             "slots": {"memory": "ocb-memory"},
             "entries": {
@@ -177,6 +184,7 @@ class Gateway:
         self.env = host_env(root, state)
         self.log = state / "gateway.out"
         self.proc: subprocess.Popen[bytes] | None = None
+        self.last: subprocess.CompletedProcess[str] | None = None
 
     def openclaw(
         self, *argv: str, timeout: float = TURN_TIMEOUT
@@ -220,19 +228,31 @@ class Gateway:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(10)
 
-    def turn(self, session_key: str, message: str) -> dict[str, Any]:
-        """One agent turn through the gateway; the host's JSON answer."""
+    def turn(
+        self, session_key: str, message: str, *, local: bool = False, ok: bool = True
+    ) -> dict[str, Any]:
+        """One agent turn, through the gateway or (``local``) by ``openclaw agent
+        --local`` in a process of its own; the host's JSON answer. ``ok``: the turn
+        must succeed (a failed one answers ``{}`` when the host printed nothing)."""
+        where = ("--local",) if local else ("--agent", "main")
         done = self.openclaw(
-            "agent", "--agent", "main", "--session-key", session_key, "-m", message,
-            "--json", "--timeout", "240",
+            "agent", *where, "--session-key", session_key, "-m", message, "--json",
+            "--timeout", "240",
         )  # fmt: skip
-        assert done.returncode == 0, f"turn failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        said = f"turn failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        assert done.returncode == 0 or not ok, said
+        self.last = done
+        if not ok and not done.stdout.strip().startswith("{"):
+            return {}
         answer: dict[str, Any] = json.loads(done.stdout)
         return answer
 
     def host_log(self) -> str:
-        text = (self.state / "openclaw.log").read_text(errors="replace")
-        return text + self.log.read_text(errors="replace")
+        """What the host logged: its log file, the gateway's output, the last turn's."""
+        logged = self.state / "openclaw.log"
+        text = logged.read_text(errors="replace") if logged.exists() else ""
+        text += self.log.read_text(errors="replace") if self.log.exists() else ""
+        return text + (self.last.stdout + self.last.stderr if self.last else "")
 
 
 def start_daemon(ocb: Path, brain: Path, workspace: Path) -> None:
@@ -247,6 +267,25 @@ def stop_daemon(ocb: Path, brain: Path) -> None:
     if (brain / "run" / "ocb.sock").exists():
         subprocess.run([str(ocb), "serve", "stop", "--brain", str(brain)],
                        capture_output=True, timeout=120)  # fmt: skip
+
+
+def events(brain: Path, kind: str) -> list[dict[str, Any]]:
+    """The payloads of every recorded event of type ``kind``, in order."""
+    return [r["event"] for r in rpc(brain, "events", types=[kind], limit=100_000)]
+
+
+@contextmanager
+def silent_daemon(brain: Path) -> Iterator[None]:
+    """A socket at the brain's address that takes connections and never answers."""
+    run = brain / "run"
+    run.mkdir(parents=True, exist_ok=True)
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(str(run / "ocb.sock"))
+        s.listen(64)
+        try:
+            yield
+        finally:
+            (run / "ocb.sock").unlink()
 
 
 def clean_tmp_openclaw() -> None:

@@ -11,7 +11,6 @@ import shutil
 import sys
 import uuid
 from pathlib import Path
-from typing import Any
 
 from tests.integrations.openclaw.fake_llm import FakeLlm, Script
 from tests.integrations.openclaw.host import (
@@ -20,69 +19,52 @@ from tests.integrations.openclaw.host import (
     Gateway,
     Live,
     clean_tmp_openclaw,
+    events,
     free_port,
     rpc,
     start_daemon,
     stop_daemon,
     write_config,
 )
+from tests.integrations.openclaw.seen import (
+    facts_saying,
+    key,
+    lines_of,
+    tool_results,
+    tool_texts,
+    turn_requests,
+    user_text,
+)
 from tests.waiting import wait_for
 
-
-def key(kind: str = "main") -> str:
-    tail = uuid.uuid4().hex[:12]
-    return f"agent:main:subagent:{tail}" if kind == "subagent" else f"agent:main:t-{tail}"
-
-
-def turn_requests(llm: FakeLlm, marker: str) -> list[dict[str, Any]]:
-    got = llm.seen_by(marker)
-    assert got, f"the model never saw {marker!r}"
-    return got
-
-
-def tool_texts(body: dict[str, Any]) -> list[str]:
-    out = []
-    for m in body.get("messages") or []:
-        if m.get("role") == "tool":
-            c = m["content"]
-            out.append(c if isinstance(c, str) else "".join(b.get("text", "") for b in c))
-    return out
-
-
-def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
-    return [json.loads(t) for t in tool_texts(body)]
-
-
-def user_text(body: dict[str, Any]) -> str:
-    parts = []
-    for m in body.get("messages") or []:
-        if m.get("role") == "user":
-            c = m["content"]
-            parts.append(c if isinstance(c, str) else "".join(b.get("text", "") for b in c))
-    return "\n".join(parts)
-
-
-def lines_of(workspace: Path, path: str, start: int, end: int) -> str:
-    return "\n".join((workspace / path).read_text().split("\n")[start - 1 : end])
+UNVERIFIED = "can't verify where this plugin came from"
 
 
 def test_inspect_shows_the_hooks_and_no_blocked_hook(openclaw_root: Path, tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
-    write_config(tmp_path, ws, free_port(), free_port(), {"ocb": "ocb", "toolHints": True})
+    config = write_config(tmp_path, ws, free_port(), free_port(), {"ocb": "ocb", "toolHints": True})
     gw = Gateway(openclaw_root, tmp_path, 0)
     done = gw.openclaw("plugins", "inspect", "ocb-memory", "--runtime", "--json")
-    clean_tmp_openclaw()
     assert done.returncode == 0, done.stderr
     got = json.loads(done.stdout)
     hooks = {h["name"] for h in got["typedHooks"]}
     assert {"before_prompt_build", "agent_end", "before_tool_call"} <= hooks
     assert got["plugin"]["status"] == "loaded" and got["plugin"]["memorySlotSelected"] is True
-    assert sorted(n for t in got["tools"] for n in t["names"]) == ["memory_get", "memory_search"]
+    names = sorted(n for t in got["tools"] for n in t["names"])
+    assert names == ["memory_get", "memory_recall", "memory_search"]  # writing tools are off
     assert got["cliCommands"] == ["brain"] and got["services"] == ["ocb-daemon"]
     assert got["policy"]["allowConversationAccess"] is True
     blocked = [d for d in got["diagnostics"] if re.search(r"block|drop", d["message"], re.I)]
     assert blocked == []
+    # plugins.allow (as the README shows) is what silences the host's provenance warning
+    assert UNVERIFIED not in done.stdout + done.stderr
+    written = json.loads(config.read_text())
+    del written["plugins"]["allow"]
+    config.write_text(json.dumps(written))
+    done = gw.openclaw("plugins", "inspect", "ocb-memory", "--runtime", "--json")
+    clean_tmp_openclaw()
+    assert UNVERIFIED in done.stdout + done.stderr
 
 
 def test_memory_search_answers_with_cited_lines_of_the_right_chunk(
@@ -175,7 +157,7 @@ def retained(workspace: Path, text: str) -> bool:
     return False
 
 
-def test_a_runs_learning_is_retained_recalled_next_turn_and_its_traces_scored(
+def test_a_runs_learnings_are_retained_as_claims_of_their_speakers_and_recalled_next_turn(
     live: Live, llm: FakeLlm
 ) -> None:
     code = f"E{uuid.uuid4().int % 10**6:06d}"
@@ -183,27 +165,86 @@ def test_a_runs_learning_is_retained_recalled_next_turn_and_its_traces_scored(
         f"The staging deploy failed with error {code} because the edge TLS certificate "
         "had expired; fixed by running certbot renew on the edge host."
     )
-    llm.script = Script(tool="memory_search", args={"query": "staging deploy TLS error"}, reply=fix)
+    asked = f"The staging deploy failed with error {code} again this morning. Why?"
+    llm.script = Script(
+        tool="memory_search", args={"query": "staging deploy TLS error"}, reply=fix, only_if=code
+    )
     first = key()
-    live.gateway.turn(first, f"Why did the staging deploy fail with {code}?")
-    wait_for(lambda: retained(live.workspace, code), "the learning in the daily log's Retain")
+    live.gateway.turn(first, asked)
+    wait_for(lambda: retained(live.workspace, "certbot renew"), "the learning in the Retain")
     facts = rpc(live.brain, "recall", query=f"staging deploy error {code}", k=5, record=False)
     assert any(code in r["text"] for r in facts["results"])
-    # the first run's traces (its memory_search) got an outcome from source self
-    traced = rpc(live.brain, "events", types=["query_traced"], limit=100000)
-    mine = {e["event"]["trace_id"] for e in traced if e["event"].get("chat_id") == first}
-    assert mine
-    scored = rpc(live.brain, "events", types=["outcome_recorded"], limit=100000)
-    selfs = {e["event"]["trace_id"]: e["event"] for e in scored if e["event"]["source"] == "self"}
-    assert mine <= set(selfs) and all(selfs[t]["reward"] == 1.0 for t in mine)
+    # what the assistant said is its claim, what the user said theirs: speaker, session, turn
+    found = facts_saying(live.brain, code)
+    said = {f["speaker"]: f for f in found}
+    assert len(found) == 2 and set(said) == {"user", "assistant"}, (first, found)
+    claim, theirs = said["assistant"], said["user"]
+    assert "certbot renew" in claim["content"] and "again this morning" in theirs["content"]
+    assert claim["session"] == first == theirs["session"], (first, found)
+    assert 1 <= theirs["turn"] < claim["turn"]
+    assert retained(live.workspace, f"B(by=assistant, session={first}, turn={claim['turn']})")
+    # the run's answer cited nothing: its traces (its memory_search) get no outcome
+    traced = [e for e in events(live.brain, "query_traced") if e["chat_id"] == first]
+    assert traced
+    scored = {e["trace_id"] for e in events(live.brain, "outcome_recorded")}
+    assert not scored & {e["trace_id"] for e in traced}
     # next turn: a question about it gets the fact injected
     llm.script = Script(reply="Renew the certificate.")
     marker = f"How was the staging deploy error {code} fixed?"
     live.gateway.turn(key("subagent"), marker)
     prompt = user_text(turn_requests(llm, marker)[0])
     block = re.search(r"<ocb-memory>.*?</ocb-memory>", prompt, re.S)
-    assert block is not None and "certbot renew" in block.group(0), prompt[:3000]
+    assert block is not None and "again this morning" in block.group(0), prompt[:3000]
     assert re.search(r"\[memory/\d{4}-\d{2}-\d{2}\.md#L\d+", block.group(0))
+    # the claim, unconfirmed, comes after what the user said, marked as a claim
+    text = block.group(0)
+    if "certbot renew" in text:
+        assert text.index("again this morning") < text.index("certbot renew")
+        head = text[: text.index("certbot renew")].rsplit("\n[", 1)[-1].split("\n")[0]
+        assert head.endswith("(an agent's claim, unconfirmed)"), text
+
+
+def test_an_answer_credits_the_chunk_it_cites_and_the_route_fires_it_next(
+    live: Live, llm: FakeLlm
+) -> None:
+    """The model searches, then answers citing one fired chunk that is not the first: the
+    run's outcome credits that chunk alone (``used``), and the question's next search
+    fires it."""
+    question = "who handles the on-call handoff and the alerting rules"
+    before = rpc(live.brain, "query", text=question, top=6, record=False)
+    fired = [r for r in before["results"] if r["fired"]]
+    assert len(fired) >= 2, before
+    chosen = fired[-1]
+    cite = chosen["source"]
+    llm.script = Script(
+        tool="memory_search", args={"query": question}, reply=f"Page the on-call ({cite})."
+    )
+    session = key()
+    live.gateway.turn(session, f"{question}? ({uuid.uuid4().hex[:8]})")
+    traces = [e for e in events(live.brain, "query_traced") if e["chat_id"] == session]
+    assert len(traces) == 1 and chosen["id"] in traces[0]["fired"]
+    mine = [
+        e for e in events(live.brain, "outcome_recorded") if e["trace_id"] == traces[0]["trace_id"]
+    ]
+    assert len(mine) == 1, mine
+    assert mine[0]["source"] == "self" and mine[0]["reward"] == 1.0
+    assert mine[0]["used"] == [chosen["id"]] and mine[0]["cited"] == [cite]
+    after = rpc(live.brain, "query", text=question, top=6, record=False)
+    assert chosen["id"] in after["fired"], after["fired"]
+    assert not set(after["fired"]) & {r["id"] for r in fired[:-1]}
+
+
+def test_memory_recall_answers_typed_facts_recorded_as_the_plugins(
+    live: Live, llm: FakeLlm
+) -> None:
+    llm.script = Script(tool="memory_recall", args={"query": "what do we know about Priya"})
+    marker = f"recall priya {uuid.uuid4().hex[:8]}"
+    live.gateway.turn(key(), marker)
+    got = [r for b in turn_requests(llm, marker) for r in tool_results(b)][0]
+    assert got["results"] and got["trace_id"], got
+    assert any("Priya" in r["text"] for r in got["results"])
+    recs = rpc(live.brain, "events", types=["recall_traced"], limit=100_000)
+    assert [r["actor"] for r in recs if r["event"]["trace_id"] == got["trace_id"]] == ["plugin"]
 
 
 def test_a_turn_completes_and_the_tool_fails_open_without_a_daemon(

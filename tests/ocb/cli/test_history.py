@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,9 @@ from typer.testing import CliRunner
 
 from ocb.brain import Brain
 from ocb.cli.app import app
+from ocb.engine.extras import install_command
 from ocb_events.clock import TickClock
+from tests.golden_files import check
 from tests.ocb.support import tree_bytes
 
 runner = CliRunner()
@@ -131,7 +134,7 @@ def test_report_plots_with_the_plot_extra_or_says_how_to_get_it(
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        assert code == 1 and "openclawbrain[plot]" in err and not plots.exists()
+        assert code == 1 and install_command("plot") in err and not plots.exists()
     else:
         assert code == 0
         assert sorted(p.name for p in plots.iterdir()) == [
@@ -139,6 +142,13 @@ def test_report_plots_with_the_plot_extra_or_says_how_to_get_it(
             "tiers_per_day.png",
         ]
         assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in plots.iterdir())
+
+
+def test_audit_node_cites_line_ranges_as_every_other_output(history: Path) -> None:
+    code, out, _ = ocb("audit", "node", "--brain", str(history), "runbooks/rollback.md::1")
+    assert code == 0 and "runbooks/rollback.md#L5-L13" in out
+    assert not re.search(r"#L\d+-\d", out)  # never #L7-13
+    check("cli/audit-node.txt", out.split("weight changes:")[0])
 
 
 def test_audit_commands_print_json_and_refuse_unknown_ids(history: Path) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from ocb.brain import Brain
 from tests.ocb.daemon.support import daemon, rpc, stop, wait_for
 from tests.ocb.support import chunk_view
+from workspace_sync import FileText, read_text
 
 
 def chunks(brain: Path) -> dict[str, list[tuple[int, int, str]]]:
@@ -87,6 +88,12 @@ def _atomic(path: Path) -> None:
     swap.unlink()
 
 
+def hash_of(brain: Path, path: str) -> str:
+    with Brain(brain, writer=False) as b:
+        entry = b.graph.files.get(path)
+        return entry.content_hash if entry is not None else ""
+
+
 def ids_of(brain: Path, path: str) -> list[str]:
     with Brain(brain, writer=False) as b:
         return list(b.graph.files[path].chunks) if path in b.graph.files else []
@@ -108,6 +115,36 @@ def test_a_renamed_file_and_a_moved_folder_keep_their_chunk_ids_and_weights(
         os.replace(ws / "runbooks", ws / "guides")
         wait_for(lambda: ids_of(built, "guides/shipping.md") == ids, "the folder move")
         assert weights(built, {"guides/shipping.md"}) == learned
+        assert stop(proc) == 0
+
+
+def test_a_file_renamed_and_edited_in_one_batch_keeps_its_ids_edges_and_route(
+    built: Path,
+) -> None:
+    ws = Path(Brain(built, writer=False).graph.workspace)
+    old, new = "runbooks/rollback.md", "runbooks/rollback-v2.md"
+    question = "how do I roll back a bad deploy"
+    with daemon(built) as proc:
+        ans = rpc(built, "query", text=question, top=10)
+        ids = ids_of(built, old)
+        used = next(i for i in ans["fired"] if i.startswith(old) and i != ids[-1])
+        rpc(built, "learn", outcome=1.0, trace_id=ans["trace_id"], used=[used])
+        rpc(built, "learn", outcome=1.0, trace_id=ans["trace_id"], rule="pg", source="self")
+        learned = weights(built, {old})
+        assert learned
+        # the rename and the edit land within one debounce: the watcher sees one batch
+        os.replace(ws / old, ws / new)
+        with (ws / new).open("a") as f:
+            f.write("\nAsk in #lumen-deploys before a second rollback.\n")
+        on_disk = read_text(ws, new)
+        assert isinstance(on_disk, FileText)
+        wait_for(lambda: hash_of(built, new) == on_disk.content_hash, "the rename and edit")
+        assert not ids_of(built, old)
+        assert set(ids) <= set(ids_of(built, new))
+        assert {k: w for k, w in weights(built, {new}).items() if k in learned} == learned
+        again = rpc(built, "query", text=question, top=10)
+        assert again["route"] and again["fired"] == [used]
+        assert again["results"][0]["source"].startswith(new + "#L")
         assert stop(proc) == 0
 
 

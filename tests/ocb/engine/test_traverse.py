@@ -77,6 +77,16 @@ def test_veto_from_a_seed_applies_to_other_seeds() -> None:
     assert w.fired == ["A"]
 
 
+def test_a_barred_node_is_never_reached_and_vetoes_nothing() -> None:
+    """A correction the query is not about is barred: no edge reaches it, so what it
+    vetoes fires as if it were not there."""
+    g = build(TEXT, [("A", "C", 0.9), ("C", "B", -1.0), ("A", "B", 0.9)])
+    assert traverse(g, [("A", 1.0)], S).fired == ["A", "C"]
+    w = traverse(g, [("A", 1.0)], S, barred=frozenset({"C"}))
+    assert w.fired == ["A", "B"] and not w.vetoed
+    assert all(c.target != "C" for step in w.steps for c in step.candidates)
+
+
 def test_damping_breaks_a_reflex_cycle_and_reaches_the_branch() -> None:
     # A <-> B reflex loop; the branch B -> C only gets enough probability once the
     # reused edge B -> A is damped below the reflex tier

@@ -1,16 +1,20 @@
 """Corrections by content: a CORRECTION given a chat vetoes the chunks its content
 contradicts and spares the ones that restate it; ``all_fired`` keeps vetoing everything
-that fired; a CORRECTION that names nothing to correct is refused."""
+that fired; a CORRECTION that names nothing to correct is refused; a correction fires
+only for the questions it is about."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import given, strategies as st
 
 from ocb.brain import Brain
-from ocb.engine.stance import judge, units
+from ocb.engine.stance import about, idf_of
+from ocb_events.clock import TickClock
 from ocb_events.errors import InputError
-from projections.graph import Node
+from tests.ocb.support import build_example, fresh_copy
 
 HOTFIX = "can we skip CI for an urgent hotfix"
 FIX = "Never skip CI for hotfixes"
@@ -67,35 +71,46 @@ def test_repeating_a_correction_with_more_vetoes_is_refused_until_it_is_retracte
     assert not brain.inject("CORRECTION", FIX, chat_id="c1", all_fired=True).created
 
 
-def test_units_carry_negation_withdrawal_and_past_tense() -> None:
-    got = units("Never skip CI. A note said hotfixes may skip CI; it is withdrawn.\nWe skipped CI")
-    assert [(sorted(u.terms), u.negated) for u in got] == [
-        (["ci", "skip"], True),
-        (["ci", "hotfix", "may", "note", "said", "skip"], True),  # the sentence withdraws it
-        (["ci", "skip"], False),
-    ]
-    assert "skip" in got[1].advised and "skip" not in got[2].advised  # "skipped" reports
+@pytest.fixture(scope="module")
+def corrected(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Brain]:
+    """The example brain after the README's correction (one per module: the property
+    below only reads it)."""
+    home = tmp_path_factory.mktemp("corrected")
+    path = build_example(home / "brain", fresh_copy(home / "workspace"))
+    with Brain(path, clock=TickClock(start_ns=1_800_000_000_000_000_000)) as b:
+        b.query(HOTFIX, chat_id="c1")
+        b.inject("CORRECTION", FIX, chat_id="c1")
+        yield b
 
 
-words = st.sampled_from(["deploy", "canary", "rollback", "pager", "migration", "flag", "ci"])
-sentences = st.lists(words, min_size=1, max_size=5).map(" ".join)
-negations = st.sampled_from(["", "never ", "do not ", "it is wrong to "])
-
-
-@given(
-    claim=sentences,
-    lead=negations,
-    others=st.lists(st.tuples(negations, sentences), max_size=4),
-    threshold=st.floats(0.05, 1.0),
+WORDS = st.sampled_from(
+    """deploy canary rollback pager migration flag hotfix urgent CI skip worker export digest
+    handoff freeze replica primary report lock timeout alert smoke helm postgres pool Lena
+    Priya endpoint quarantine bake incident""".split()
 )
-def test_a_file_that_states_the_correction_is_never_vetoed(
-    claim: str, lead: str, others: list[tuple[str, str]], threshold: float
+
+
+@given(question=st.lists(WORDS, min_size=1, max_size=5).map(" ".join))
+def test_a_correction_fires_only_for_questions_it_is_about(corrected: Brain, question: str) -> None:
+    """The correction fires (and is listed) for a question only when the question's terms
+    are held, to ``traversal.correction_min_about``, by the correction and the question
+    it corrected; otherwise neither it nor its vetoes take part."""
+    node = corrected.graph.nodes["correction::1"]
+    share = about(question, f"{node.text}\n{node.anchor}", idf_of(corrected.search_index()))
+    got = corrected.query(question, top=10, record=False)
+    shown = set(got.fired) | {h.id for h in got.results}
+    if share < 0.5:
+        assert "correction::1" not in shown
+    elif "correction::1" in got.fired:
+        assert not WITHDRAWN & set(got.fired)
+
+
+def test_an_unrelated_question_is_answered_as_if_the_correction_were_not_there(
+    corrected: Brain, brain: Brain
 ) -> None:
-    correction = f"{lead}{claim}"
-    texts = [f"{n}{s}." for n, s in others] + [correction + "."]
-    nodes = [Node(id=f"a.md::{i}", kind="chunk", text=t, path="a.md") for i, t in enumerate(texts)]
-    stances = judge(correction, nodes, lambda _path: nodes, lambda _t: 1.0, threshold)
-    assert not any(s.vetoed for s in stances)
-    flipped = ("" if lead else "never ") + claim  # the opposite, alone in its own file
-    alone = [Node(id="b.md::0", kind="chunk", text=flipped, path="b.md")]
-    assert judge(correction, alone, lambda _path: alone, lambda _t: 1.0, threshold)[0].vetoed
+    for q in [
+        "how do I roll back a bad deploy",
+        "who is on call this week",
+        "what is the bake time",
+    ]:
+        assert corrected.query(q, record=False).fired == brain.query(q, record=False).fired

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -186,5 +187,8 @@ def test_without_the_extra_it_says_how_to_install_it(built: Path) -> None:
         cwd=os.fspath(ROOT),
     )
     assert proc.returncode == 1
-    assert proc.stderr == "error: ocb mcp needs the optional mcp package: pip install 'ocb[mcp]'\n"
+    assert proc.stderr.splitlines() == [  # the command that works from this checkout
+        "error: ocb mcp needs the optional mcp package",
+        f"hint: {shlex.quote(sys.executable)} -m pip install -e {shlex.quote(f'{ROOT}[mcp]')}",
+    ]
     assert proc.stdout == ""

@@ -7,6 +7,7 @@ import math
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -383,15 +384,10 @@ def test_merge_keeps_both_sources_citable_and_the_duplicate_out_of_results(
     assert_healthy(brain)
 
 
-class _Hit:
-    id, source, text, score, fired, kind = "a::1", "a.md#L1-L2", "x", 1.0, True, "chunk"
-    also = ("b.md#L3-L4",)
-
-
 def test_query_json_lists_merged_sources_only_when_there_are_some(brain: Brain) -> None:
     answer = brain.query(DUPLICATE, top=2)
     assert all("also" not in r for r in answer_json(answer)["results"])
-    answer.results = [_Hit()]  # type: ignore[list-item]
+    answer.results = [msgspec.structs.replace(answer.results[0], also=("b.md#L3-L4",))]
     assert answer_json(answer)["results"][0]["also"] == ["b.md#L3-L4"]
 
 
