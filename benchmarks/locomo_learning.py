@@ -11,15 +11,40 @@ built through the Python API, shipped settings unless ``--rule`` says otherwise:
     P2     each question once in file order with the same scalar feedback, compared question
            by question with the cold pass (learning must not hurt what it has not seen)
 
+Transfer (``--protocol p3,p4,p5``, ``locomo_transfer.py``; each once per ``--feedback``,
+scalar and/or used, 3 training rounds; asking to test records nothing and learns nothing):
+
+    P3     siblings: per conversation a seeded split into train and test questions, each
+           test question sharing an evidence line with a train question and differing
+           from every train question in text; after training, each test question once,
+           compared with the cold pass (R@2k, full@2k, context chars, fired recall, the
+           share that followed a route), overall, per category and for the routed ones
+    P4     rewordings: after training every question, each asked once as is (``same``)
+           and in four reworded forms (``transfer_rewords.py``: order, polite, drop,
+           synonym): the share that followed a route and its own route, R@2k vs its final
+           training round and vs cold, context chars reworded / final round
+    P5     parameters: six slot templates over ``examples/workspace`` (``transfer_params
+           .py``) learned with 3 values, asked with 5 new ones: routed share, fired set
+           equal to / containing / Jaccard >= 0.5 with the learned one, chars vs cold
+
 Per round: mean context chars (the fired nodes' text), fired nodes, evidence recall of the
 fired context, R@2k and full@2k (the shared evaluator's scoring functions, on the answer's
 results with top 50), with paired 95 % bootstrap intervals for round R vs cold and P2 vs
 cold, overall and per category, and the wall time. Runs are deterministic (a fixed clock,
 seeded orders and resampling): two runs write identical ``records.jsonl``.
 
-    .venv/bin/python benchmarks/locomo_learning.py                    # all, ~15 min
+    .venv/bin/python benchmarks/locomo_learning.py                    # all, ~1 min
     .venv/bin/python benchmarks/locomo_learning.py --convs 1 --rounds 5   # a quick look
     .venv/bin/python benchmarks/locomo_learning.py --rule pg          # the published rule
+    .venv/bin/python benchmarks/locomo_learning.py --protocol p3,p4,p5 --rule route \
+        --feedback both                                # transfer, ~1 min; JSON per feedback
+    .venv/bin/python benchmarks/locomo_learning.py --protocol p3,p4,p5 --convs 1 \
+        --out /tmp/transfer                           # a quick look, ~10 s
+
+P1/P2 write ``records.jsonl`` and ``summary.md`` into ``--out`` (default
+``results/locomo_learning``); P3-P5 write ``p3-<feedback>.json`` (p4, p5), ``transfer.md``
+and ``transfer-records.jsonl`` (not in git) into ``--out`` (default
+``results/locomo_transfer/<rule>``).
 """
 
 from __future__ import annotations
@@ -115,20 +140,26 @@ def open_copy(base: Path, dest: Path) -> Brain:
     return Brain(dest, clock=TickClock(start_ns=10**18))
 
 
-def ask(brain: Brain, scorer: Scorer, q: dict, feedback: str, rule: str | None) -> dict:
-    """Ask one question, and give the feedback of ``feedback`` (none, scalar or used)."""
-    ans = brain.query(q["question"], top=TOP, record=feedback != "none")
-    rec, used = scorer.score(brain, q, ans)
+def give_feedback(brain: Brain, ans: Any, used: list[str], feedback: str, rule: str | None) -> None:
+    """The agent's feedback on an answer (``none``, ``scalar`` or ``used``): +1 when
+    ``used`` (the fired chunks that held what was asked) is not empty, else -1."""
     if feedback != "none":
         outcome = 1.0 if used else -1.0
         extra: dict[str, Any] = {"used": used} if feedback == "used" and used else {}
         brain.learn(outcome, trace_id=ans.trace_id, source="self", rule=rule, **extra)
+
+
+def ask(brain: Brain, scorer: Scorer, q: dict, feedback: str, rule: str | None) -> dict:
+    """Ask one question, and give the feedback of ``feedback`` (none, scalar or used)."""
+    ans = brain.query(q["question"], top=TOP, record=feedback != "none")
+    rec, used = scorer.score(brain, q, ans)
+    give_feedback(brain, ans, used, feedback, rule)
     return rec
 
 
 def run_conv(
     conv: Conv, ev: ModuleType, work: Path, rounds: int, seed: int, rule: str | None,
-    variants: list[str], settings: dict[str, str],
+    variants: list[str], settings: dict[str, str], p2: bool = True,
 ) -> list[dict]:  # fmt: skip
     scorer = Scorer(ev, conv)
     base = work / conv.name / "base"
@@ -149,10 +180,11 @@ def run_conv(
                 )
             print(f"  {conv.name} P1-{variant} round {r}/{rounds}", file=sys.stderr, flush=True)
         brain.close()
-    brain = open_copy(base, work / conv.name / "p2")
-    for q in conv.queries:
-        out.append({"pass": "P2", "round": 1, **ask(brain, scorer, q, "scalar", rule)})
-    brain.close()
+    if p2:
+        brain = open_copy(base, work / conv.name / "p2")
+        for q in conv.queries:
+            out.append({"pass": "P2", "round": 1, **ask(brain, scorer, q, "scalar", rule)})
+        brain.close()
     shutil.rmtree(work / conv.name)
     return out
 
@@ -221,43 +253,23 @@ def compare(records: list[dict], name: str, rnd: int, seed: int) -> list[str]:
     return lines + [""]
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo dev folder")
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder")
-    ap.add_argument("--convs", default="", help="conversation indices, e.g. 0-3 or 1,2")
-    ap.add_argument("--rounds", type=int, default=10, help="P1 rounds (default 10)")
-    ap.add_argument("--seed", type=int, default=7, help="seed of the orders and the bootstrap")
-    ap.add_argument("--rule", default=None, help="learning rule (default: the brain's)")
-    ap.add_argument(
-        "--variants", default="scalar,used", help="P1 feedback variants (default scalar,used)"
-    )
-    ap.add_argument(
-        "--set", action="append", default=[], metavar="KEY=VALUE",
-        help="a setting recorded in every brain first (repeatable), e.g. routes.explore=3",
-    )  # fmt: skip
-    args = ap.parse_args(argv)
-    settings = dict(kv.split("=", 1) for kv in args.set)
-    data = args.data.resolve()
-    if not (data / "tools" / "evaluate.py").is_file():
-        ap.error(f"{data} has no tools/evaluate.py (pass --data)")
-    ev = evaluator(data)
-    picked = ev.parse_int_list(args.convs) if args.convs else None
-    roots = sorted(p for p in data.glob("conv-*") if p.is_dir())
-    convs = [Conv(p) for p in roots if picked is None or int(p.name.split("-")[1]) in picked]
-    variants = [v for v in args.variants.split(",") if v]
+def run_learning(
+    args: argparse.Namespace, ev: ModuleType, convs: list[Conv], settings: dict[str, str],
+    protocols: set[str],
+) -> None:  # fmt: skip
+    """P1 and P2 (with the cold pass): records.jsonl and summary.md in ``--out``."""
+    variants = [v for v in args.variants.split(",") if v] if "p1" in protocols else []
+    p2 = "p2" in protocols
     t0 = time.perf_counter()
     records: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="ocb-locomo-learning-") as tmp:
         for conv in convs:
             print(f"{conv.name}: {len(conv.queries)} questions", file=sys.stderr, flush=True)
             records += run_conv(
-                conv, ev, Path(tmp), args.rounds, args.seed, args.rule, variants, settings
+                conv, ev, Path(tmp), args.rounds, args.seed, args.rule, variants, settings, p2
             )
     wall = time.perf_counter() - t0
-    out = args.out.resolve()
+    out = (args.out or DEFAULT_OUT).resolve()
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "records.jsonl", "w") as fh:
         for r in records:
@@ -273,11 +285,68 @@ def main(argv: list[str] | None = None) -> int:
     for v in variants:
         md += round_table(records, f"P1-{v}", args.rounds)
         md += compare(records, f"P1-{v}", args.rounds, args.seed)
-    md += compare(records, "P2", 1, args.seed)
+    if p2:
+        md += compare(records, "P2", 1, args.seed)
     md.append(f"wall time: {wall:.0f} s")
     text = "\n".join(md) + "\n"
     (out / "summary.md").write_text(text)
     print(text)
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo dev folder")
+    ap.add_argument(
+        "--out", type=Path, default=None,
+        help="output folder (default results/locomo_learning for P1/P2, "
+        "results/locomo_transfer/<rule> for P3-P5)",
+    )  # fmt: skip
+    ap.add_argument("--convs", default="", help="conversation indices, e.g. 0-3 or 1,2")
+    ap.add_argument(
+        "--protocol", default="p1,p2",
+        help="protocols to run: p1,p2 (default) and/or p3,p4,p5 (transfer)",
+    )  # fmt: skip
+    ap.add_argument("--rounds", type=int, default=10, help="P1 rounds (default 10)")
+    ap.add_argument("--seed", type=int, default=7, help="seed of the orders and the bootstrap")
+    ap.add_argument("--rule", default=None, help="learning rule (default: the brain's)")
+    ap.add_argument(
+        "--variants", default="scalar,used", help="P1 feedback variants (default scalar,used)"
+    )
+    ap.add_argument(
+        "--feedback", default="both", choices=("scalar", "used", "both"),
+        help="P3-P5 feedback (default both: each protocol once per feedback)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE",
+        help="a setting recorded in every brain first (repeatable), e.g. routes.explore=3",
+    )  # fmt: skip
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = parser()
+    args = ap.parse_args(argv)
+    protocols = {p.strip().lower() for p in args.protocol.split(",") if p.strip()}
+    if not protocols or protocols - {"p1", "p2", "p3", "p4", "p5"}:
+        ap.error(f"--protocol {args.protocol!r}: pick from p1,p2,p3,p4,p5")
+    settings = dict(kv.split("=", 1) for kv in args.set)
+    if args.rule:  # the brain's rule too: a rule may act when asking (transfer borrows)
+        settings.setdefault("learning.rule", args.rule)
+    data = args.data.resolve()
+    if not (data / "tools" / "evaluate.py").is_file():
+        ap.error(f"{data} has no tools/evaluate.py (pass --data)")
+    ev = evaluator(data)
+    picked = ev.parse_int_list(args.convs) if args.convs else None
+    roots = sorted(p for p in data.glob("conv-*") if p.is_dir())
+    convs = [Conv(p) for p in roots if picked is None or int(p.name.split("-")[1]) in picked]
+    if protocols & {"p1", "p2"}:
+        run_learning(args, ev, convs, settings, protocols)
+    if protocols & {"p3", "p4", "p5"}:
+        import locomo_transfer  # the same directory; it imports this module's helpers
+
+        locomo_transfer.run(args, ev, convs, settings, protocols)
     return 0
 
 

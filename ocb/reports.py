@@ -36,7 +36,10 @@ class Answer(msgspec.Struct):
     route: str = ""
     """The route the query followed ("" when it walked the graph)."""
     route_mode: str = ""
-    """``compiled``, ``explore`` or ``spent`` (see ``ocb.engine.routes``)."""
+    """``compiled``, ``explore`` or ``spent``; ``borrowed`` or ``prior`` when it followed
+    another question's route (see ``ocb.engine.routes``)."""
+    route_question: str = ""
+    """The question whose route it followed when that is another question's."""
 
 
 class SyncReport(msgspec.Struct):

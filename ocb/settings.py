@@ -32,7 +32,9 @@ from workspace_sync.secrets import parse_allow, parse_patterns
 REWARD_SOURCES = ("human", "self", "harvester", "teacher")
 
 RouteMode = Literal["edge", "edge+sim", "learned"]
-Rule = Literal["route", "pg", "heuristic"]
+Rule = Literal["transfer", "route", "pg", "heuristic"]
+ROUTE_RULES = ("transfer", "route")
+"""The rules that learn query-anchored routes (``ocb.engine.routes``), not edges."""
 Value = int | float | str | bool
 """A setting's value (what ``ConfigChanged`` records)."""
 
@@ -117,7 +119,9 @@ class Traversal(msgspec.Struct, frozen=True):
 
 class Learning(msgspec.Struct, frozen=True):
     """What outcomes teach. The ``route`` rule compiles each scored question's route
-    (``routes.*``; no edge moves); ``pg`` and ``heuristic`` change the edges walked:
+    (``routes.*``; no edge moves); ``transfer`` (the default) learns the same routes
+    and lets a question follow the route of one that means about the same; ``pg`` and
+    ``heuristic`` change the edges walked:
     learning rate, discount, the rate of the per-node reward baselines (0 turns them
     off), and the weight of each reward source. The policy gradient uses the
     temperature of the traversal that made the trace (``traversal.tau``)."""
@@ -126,10 +130,11 @@ class Learning(msgspec.Struct, frozen=True):
         Rule,
         Meta(
             description="learning rule: query-anchored routes (route), REINFORCE policy "
-            "gradient over the edges walked (pg) or heuristic",
+            "gradient over the edges walked (pg) or heuristic; transfer: routes that "
+            "questions of the same meaning share",
             extra={"noun": "learning rule"},
         ),
-    ] = "route"
+    ] = "transfer"
     eta: Annotated[float, _m("learning rate", ge=0)] = 0.1
     gamma: Annotated[float, _m("discount of credit per step back along a trace", ge=0, le=1)] = 0.9
     baseline_rate: Annotated[
@@ -294,7 +299,10 @@ class Routes(msgspec.Struct, frozen=True):
     they share at least ``match`` of them (Jaccard). A route fires the chunks its
     outcomes proved (halving a scalar-scored context down to ``min_chunks``), explores
     ``explore`` untried chunks after a miss, and after ``explore_limit`` misses fires
-    nothing until the workspace changes."""
+    nothing until the workspace changes. Under the ``transfer`` rule a question without
+    a route of its own borrows the route of the question sharing the most of its meaning
+    (at least ``similar``), or takes it as a prior (at least ``related``), firing only
+    its chunks among the question's own ``within`` best matches."""
 
     match: Annotated[
         float,
@@ -305,6 +313,32 @@ class Routes(msgspec.Struct, frozen=True):
         int, _m("misses after which a route stops exploring until the workspace changes", ge=1)
     ] = 5
     min_chunks: Annotated[int, _m("chunks a route scored without --used narrows down to", ge=1)] = 1
+    similar: Annotated[
+        float,
+        _m(
+            "under the transfer rule, the share of meaning (idf-weighted terms) a question "
+            "shares with another's route to follow it in place of its walk",
+            gt=0,
+            le=1,
+        ),
+    ] = 0.7
+    related: Annotated[
+        float,
+        _m(
+            "under the transfer rule, the share of meaning a question shares with another's "
+            "route to fire that route's chunks first, then its own best matches",
+            gt=0,
+            le=1,
+        ),
+    ] = 0.4
+    within: Annotated[
+        int,
+        _m("a route's chunk fires for another question only among its own best matches", ge=1),
+    ] = 30
+    prior_share: Annotated[
+        float,
+        _m("share of the context budget a related question's own matches fill", ge=0, le=1),
+    ] = 0.5
 
 
 class Sql(msgspec.Struct, frozen=True):

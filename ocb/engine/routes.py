@@ -38,12 +38,36 @@ A credit is tied to the text of its node (its ``text_hash``): a node whose text
 changed since is neither fired nor vetoed by the route, so a route over an edited file
 is re-checked by the next outcome, not followed blindly. Nothing here reads a clock or
 a random source, and every choice sorts explicitly.
+
+**The transfer rule** learns the same routes, and lets a question that has none of its
+own use the route of a question that means about the same (``related_route``). The
+meaning of a question is its terms that select something in this brain: the stems the
+search index holds, without identifiers and numbers (a build, an alert, a ticket, a
+date: the slots of a task) and without the words of a chat's wrapper ("can you remind
+me", "thanks"); two meanings are compared by their idf-weighted Jaccard share, so a
+shared rare term counts for more than a shared common one, and a question that names
+someone (``names``) only follows routes of questions that name nobody else. What travels
+is what outcomes proved: the chunks of credit ``KEPT`` (used, or what a narrowing
+kept), or every compiled chunk when the two mean the same (share 1). A question sharing
+at least ``routes.similar`` of its meaning *borrows* the route: it fires those chunks in
+place of its walk. One sharing at least ``routes.related`` takes the route as a
+*prior*: they fire first, then the question's own best matches up to
+``routes.prior_share`` of the budget. Either way a borrowed chunk fires only when it is
+among the question's own ``routes.within`` best matches, so another question's route
+can bring a chunk forward but never one the question would not have considered; a route
+that keeps none of its chunks there is not followed, and a borrowed route never hides
+anything (its vetoes are its own question's). An outcome of a query that borrowed
+teaches the question's own route, never the route it borrowed: two questions never
+overwrite each other's routes. Borrowing is decided when a question is asked, from the
+routes as they are, so a retracted outcome takes back what it lent.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Sequence
+import re
+from collections.abc import Callable, Collection, Mapping, Sequence
+from functools import lru_cache
 
 import msgspec
 
@@ -64,6 +88,100 @@ DROPPED = -0.25
 VETOED = -1.0
 """Credit of a node of a failed answer's context."""
 _EPS = 1e-12
+
+
+WRAPPERS = frozenset(
+    terms(
+        """can could would will you please pls remind reminder tell know wonder wondering
+        quick question hey hi hello thanks thank thx help recall again me let"""
+    )
+)
+"""The stems of the words a chat wraps a question in: they carry no evidence."""
+
+BORROWED = ("borrowed", "prior")
+"""The modes of a query that follows another question's route."""
+
+
+_ID = re.compile(r"\d|[a-z][A-Z]|\w[._/:]\w")
+"""What makes a token an identifier: a digit, an inner capital, or parts joined by a
+dot, an underscore, a slash or a colon (``3.15.0``, ``ExportsStuck``, ``insights.v2``)."""
+_NAME = re.compile(r"(?<![.!?:]\s)(?<!^)\b[A-Z][\w'’-]*")
+
+
+def _plain(text: str) -> str:
+    """``text`` without its identifiers: the slots of a task (a build, an alert, a
+    ticket, a date) that change while the question stays the same."""
+    return " ".join(t for t in text.split() if not _ID.search(t))
+
+
+def meaning(text: str, vocab: Mapping[str, int]) -> frozenset[str]:
+    """The terms of a question that select something in the brain: indexed (in
+    ``vocab``), not an identifier or a number, not a wrapper word."""
+    return frozenset(t for t in _content(text) if t in vocab)
+
+
+@lru_cache(maxsize=16384)
+def _content(text: str) -> frozenset[str]:
+    return frozenset(
+        t for t in terms(_plain(text)) if t not in WRAPPERS and not any(c.isdigit() for c in t)
+    )
+
+
+@lru_cache(maxsize=16384)
+def names(question: str) -> frozenset[str]:
+    """The terms of the names a question gives: a capitalised word, not an identifier,
+    that does not open the question or a sentence ("When did Gina get her tattoo?"
+    names ``gina``)."""
+    text = _plain(question.strip())
+    return frozenset(t for m in _NAME.findall(text) for t in terms(m) if t not in WRAPPERS)
+
+
+def shared_meaning(a: frozenset[str], b: frozenset[str], idf: Callable[[str], float]) -> float:
+    """The idf-weighted Jaccard share of two meanings, in [0, 1]."""
+    union = sorted(a | b)  # one order of float sums in every process
+    total = sum(idf(t) for t in union)
+    return sum(idf(t) for t in union if t in a and t in b) / total if total > 0 else 0.0
+
+
+def related_route(
+    state: State, query: str, vocab: Mapping[str, int], idf: Callable[[str], float],
+    least: float = 0.0,
+) -> tuple[str, float]:  # fmt: skip
+    """The route whose question shares the most meaning with ``query`` and that share
+    ("", 0.0 for none, or none sharing at least ``least``); when ``query`` names someone
+    or something (``names``), only among routes whose question names nobody and nothing
+    else. The oldest route on a tie."""
+    mine = meaning(query, vocab)
+    if not mine:
+        return "", 0.0
+    weights = {t: idf(t) for t in sorted(mine)}
+    total = sum(weights.values())
+    if total <= 0:
+        return "", 0.0
+    # what a route's key shares with this meaning bounds its share from above: only the
+    # routes that could reach ``least`` are compared exactly
+    bound: dict[str, float] = {}
+    for t in sorted(mine):
+        for r in state.by_term.get(t, ()):
+            bound[r] = bound.get(r, 0.0) + weights[t]
+    named = names(query)
+
+    def weight(t: str) -> float:
+        if t not in weights:
+            weights[t] = idf(t)
+        return weights[t]
+
+    best, top = "", 0.0
+    for r in sorted(bound, key=lambda r: (state.routes[r].created_seq, r)):
+        if bound[r] / total < max(least, top) - _EPS:
+            continue
+        route = state.routes[r]
+        if named and not names(route.query) <= named:
+            continue  # it is about someone or something this question does not name
+        share = shared_meaning(mine, meaning(route.query, vocab), weight)
+        if share > top + _EPS and share >= least - _EPS:
+            best, top = r, share
+    return best, top
 
 
 def route_key(query: str) -> str:
@@ -98,14 +216,24 @@ def find_route(state: State, keys: Sequence[str], match: float) -> str:
     share: dict[str, float] = {}
     for key in wanted:
         mine = set(key.split())
-        for r in {r for t in mine for r in state.by_term.get(t, ())}:
-            other = set(state.routes[r].key.split())
-            share[r] = max(share.get(r, 0.0), len(mine & other) / len(mine | other))
+        common: dict[str, int] = {}  # the terms each route's key shares with this one
+        for t in sorted(mine):
+            for r in state.by_term.get(t, ()):
+                common[r] = common.get(r, 0) + 1
+        for r, c in common.items():
+            union = len(mine) + _size(state.routes[r].key) - c
+            share[r] = max(share.get(r, 0.0), c / union)
     best, top = "", 0.0
     for r in sorted(share, key=lambda r: (state.routes[r].created_seq, r)):
         if share[r] > top + _EPS:
             best, top = r, share[r]
     return best if top >= match - _EPS else ""
+
+
+@lru_cache(maxsize=16384)
+def _size(key: str) -> int:
+    """The number of distinct terms of a key."""
+    return len(set(key.split()))
 
 
 def live_credits(route: Route, graph: Graph) -> dict[str, float]:
@@ -121,7 +249,9 @@ def live_credits(route: Route, graph: Graph) -> dict[str, float]:
 class Plan(msgspec.Struct, frozen=True):
     """What a query following route ``route`` does: ``mode`` compiled (fire ``fire``),
     explore (fire the best chunks not in ``avoid``) or spent (fire nothing); never
-    return ``vetoed``."""
+    return ``vetoed``. Following another question's route (``BORROWED``): ``borrowed``
+    (fire those of ``fire`` among the question's own ``within`` best matches) or
+    ``prior`` (the same, then its own best matches up to ``share`` of the budget)."""
 
     route: str
     mode: str
@@ -129,14 +259,23 @@ class Plan(msgspec.Struct, frozen=True):
     explore: int = 0
     avoid: frozenset[str] = frozenset()
     vetoed: frozenset[str] = frozenset()
+    within: int = 0
+    share: float = 0.0
 
 
-def plan_route(state: State, graph: Graph, query: str, s: Routes) -> Plan | None:
+def plan_route(
+    state: State, graph: Graph, query: str, s: Routes, *, rule: str = "route",
+    vocab: Mapping[str, int] | None = None, idf: Callable[[str], float] | None = None,
+) -> Plan | None:  # fmt: skip
     """How a query follows its route, or None when it has none (or one that holds
-    nothing yet): it walks the graph."""
+    nothing yet): it walks the graph. Under the ``transfer`` rule (with the index's
+    ``vocab`` and ``idf``), a question without a route of its own may follow a related
+    question's (see the module docstring)."""
     rid = find_route(state, keys_of(query), s.match)
     route = state.routes.get(rid)
     if route is None:
+        if rule == "transfer" and vocab is not None and idf is not None:
+            return _borrow(state, graph, query, s, vocab, idf)
         return None
     live = live_credits(route, graph)
     vetoed = frozenset(n for n, c in live.items() if c <= VETOED / 2)
@@ -150,6 +289,26 @@ def plan_route(state: State, graph: Graph, query: str, s: Routes) -> Plan | None
         return Plan(rid, "spent", vetoed=vetoed)
     avoid = frozenset(n for n, c in live.items() if c < 0)
     return Plan(rid, "explore", explore=s.explore, avoid=avoid, vetoed=vetoed)
+
+
+def _borrow(
+    state: State, graph: Graph, query: str, s: Routes, vocab: Mapping[str, int],
+    idf: Callable[[str], float],
+) -> Plan | None:  # fmt: skip
+    """The plan of a question following the route of the question most like it: the
+    chunks its outcomes proved (credit ``KEPT``: used, or what a narrowing kept), when
+    it shares enough meaning; all its compiled chunks when it means the same (only a
+    wrapper, an identifier or an unindexed word tells them apart)."""
+    rid, share = related_route(state, query, vocab, idf, s.related)
+    if not rid:
+        return None
+    live = live_credits(state.routes[rid], graph)
+    least = COMPILED if share >= 1.0 - _EPS else KEPT
+    fire = tuple(sorted(n for n, c in live.items() if c >= least - _EPS))
+    if not fire:
+        return None
+    mode = "borrowed" if share >= s.similar - _EPS else "prior"
+    return Plan(rid, mode, fire, within=s.within, share=s.prior_share)
 
 
 def _targets(
@@ -184,8 +343,8 @@ def decide_route(
     if reward == 0 or not key:
         return None
     rid = trace.route
-    if rid not in state.routes:
-        rid = find_route(state, keys_of(trace.query), s.match)
+    if rid not in state.routes or trace.route_mode in BORROWED:
+        rid = find_route(state, keys_of(trace.query), s.match)  # its own, never a borrowed one
     route = state.routes.get(rid)
     live = live_credits(route, graph) if route is not None else {}
     fired = [n for n in trace.fired if n in graph.nodes]

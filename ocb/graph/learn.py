@@ -22,7 +22,7 @@ from ocb.engine.routes import decide_route
 from ocb.graph.query import trace_of
 from ocb.redaction import redact_key
 from ocb.reports import LearnReport
-from ocb.settings import REWARD_SOURCES, Learning, Routes, Traversal
+from ocb.settings import REWARD_SOURCES, ROUTE_RULES, Learning, Routes, Traversal
 from ocb.store import Store
 from ocb_events.errors import InputError, unknown
 from ocb_events.schema import (
@@ -190,7 +190,7 @@ def decide_learn(
         cited=tuple(cited),
         confirmed=tuple(confirmed),
     )
-    if s.rule == "route":
+    if s.rule in ROUTE_RULES:
         if route is None:
             return Learned(outcome)
         got = decide_route(
@@ -331,7 +331,7 @@ def path_rule(s: Learning) -> Learning:
     """The settings an outcome of an explicit node path learns with: a path has no
     question to anchor a route to, so under the ``route`` rule it teaches the edges
     with ``pg``."""
-    return msgspec.structs.replace(s, rule="pg") if s.rule == "route" else s
+    return msgspec.structs.replace(s, rule="pg") if s.rule in ROUTE_RULES else s
 
 
 def _report(
@@ -367,7 +367,7 @@ def _learn_report(store: Store, outcome_seq: int) -> LearnReport:
     caused = [r.event for r in recs[1:] if getattr(r.event, "cause_seq", 0) == outcome_seq]
     upd = next((e for e in caused if isinstance(e, EdgesUpdated)), None)
     route = next((e for e in caused if isinstance(e, RouteUpdated)), None)
-    rule = upd.rule if upd is not None else "route" if route is not None else ""
+    rule = upd.rule if upd is not None else (out.rule or "route") if route is not None else ""
     got = Learned(out, upd, route)
     unmatched: list[str] = []
     if out.cited and out.trace_id:

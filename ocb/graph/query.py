@@ -12,7 +12,7 @@ from ocb.engine.dates import DAY_NS, date_in_query
 from ocb.engine.embed import Embedder
 from ocb.engine.embedders import FusedEmbedder
 from ocb.engine.passages import Passage, apart, cut_to, named_in, split, whole
-from ocb.engine.routes import Plan, plan_route
+from ocb.engine.routes import BORROWED, Plan, plan_route
 from ocb.engine.search import SearchIndex, Seeding, best_rows, choose_seeds
 from ocb.engine.stance import about, idf_of
 from ocb.engine.traverse import (
@@ -27,7 +27,7 @@ from ocb.engine.traverse import (
 )
 from ocb.redaction import redact_input, redact_key
 from ocb.reports import Answer, Hit
-from ocb.settings import Routes, Traversal
+from ocb.settings import Learning, Routes, Traversal
 from ocb.store import Store
 from ocb_events.errors import BlobMissing, InputError, unknown
 from ocb_events.schema import (
@@ -104,11 +104,21 @@ def decide_query(
     hyb, lex, cos, best = sd.hybrid, sd.lexical, sd.cosine, sd.best
     seeds = [(index.ids[i], float(hyb[i]) / best) for i in sd.chosen]
     pos = index.pos
+    if plan is not None and plan.mode in BORROWED:
+        plan = _borrowing(graph, index, sd, plan, barred, s)
     if plan is None:
         walk = traverse(
             graph, seeds, s, lambda v: float(cos[pos[v]]) if v in pos else 0.0,
             scorer=scorer, barred=barred,
         )  # fmt: skip
+    elif plan.mode == "prior":
+        budget = s.max_context_chars
+        own = sum(block_chars(graph.nodes[n]) for n in plan.fire)
+        room = msgspec.structs.replace(
+            s, max_context_chars=min(budget, own + int(plan.share * budget))
+        )
+        mine = best_rows(index, hyb, plan.within, frozenset(plan.fire) | barred)
+        walk = fire_nodes(graph, seeds, [*_route_nodes(index, sd, plan), *mine], room)
     else:
         walk = fire_nodes(graph, seeds, _route_nodes(index, sd, plan, barred), s)
     hidden = plan.vetoed if plan is not None else frozenset()
@@ -165,12 +175,23 @@ def _without(sd: Seeding, index: SearchIndex, barred: frozenset[str]) -> Seeding
     return msgspec.structs.replace(sd, ranked=keep, chosen=chosen)
 
 
+def _borrowing(
+    graph: State, index: SearchIndex, sd: Seeding, plan: Plan, barred: frozenset[str],
+    s: Traversal,
+) -> Plan | None:  # fmt: skip
+    """A borrowed route's plan with only the chunks among the question's own
+    ``plan.within`` best matches (None, a walk, when none is left)."""
+    own = frozenset(best_rows(index, sd.hybrid, plan.within, barred))
+    fire = tuple(n for n in plan.fire if n in own and n in graph.nodes)
+    return msgspec.structs.replace(plan, fire=fire) if fire else None
+
+
 def _route_nodes(
     index: SearchIndex, sd: Seeding, plan: Plan, barred: frozenset[str] = frozenset()
 ) -> list[str]:
     """What a route fires: its compiled nodes, best match first; or when exploring,
     the best matches it has not tried; or nothing (never a ``barred`` node)."""
-    if plan.mode == "compiled":
+    if plan.mode in ("compiled", *BORROWED):
         pos, hyb = index.pos, sd.hybrid
         fire = [n for n in plan.fire if n not in barred]
         return sorted(fire, key=lambda n: (-float(hyb[pos[n]]) if n in pos else 0.0, n))
@@ -312,7 +333,16 @@ def query_at(
         chat_id=trace.chat_id,
         route=trace.route,
         route_mode=trace.route_mode,
+        route_question=_route_question(store, trace),
     )
+
+
+def _route_question(store: Store, trace: QueryTraced) -> str:
+    """The question of the route ``trace`` borrowed ("" for its own, or none)."""
+    if trace.route_mode not in BORROWED:
+        return ""
+    route = store.state("routes").routes.get(trace.route)
+    return route.query if route is not None else ""
 
 
 def decide_at(
@@ -351,7 +381,15 @@ def decide_at(
         trace_id=f"t{store.log.last_seq + 1}",
         chat_id=chat_id,
         scorer=scorer,
-        plan=plan_route(store.state("routes"), store.graph, text, store.setting(Routes)),
+        plan=plan_route(
+            store.state("routes"),
+            store.graph,
+            text,
+            store.setting(Routes),
+            rule=store.setting(Learning).rule,
+            vocab=index.vocab,
+            idf=idf_of(index),
+        ),  # fmt: skip
         now=now,
         claims=_claims(store),
     )

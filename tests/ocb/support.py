@@ -75,7 +75,7 @@ words = st.lists(st.sampled_from(VOCAB), min_size=3, max_size=12).map(" ".join)
 sections = st.lists(st.tuples(st.sampled_from(VOCAB), words), min_size=1, max_size=4)
 workspaces = st.lists(sections, min_size=2, max_size=3)
 rewards = st.sampled_from([-1.0, -0.5, 0.25, 1.0])
-rules = st.sampled_from([None, "route", "pg", "heuristic"])
+rules = st.sampled_from([None, "transfer", "route", "pg", "heuristic"])
 sources = st.sampled_from(["human", "self", "harvester", "teacher"])
 ops = st.one_of(
     st.tuples(st.just("query"), words, st.sampled_from(["", "c1", "c2"])),

@@ -98,7 +98,7 @@ def test_the_registry_knows_every_field_of_every_section_with_a_description() ->
     assert {s.section for s in registry().values()} == set(SECTIONS)
     assert all(s.description for s in registry().values())
     assert registry()["traversal.mode"].choices == ("edge", "edge+sim", "learned")
-    assert registry()["learning.rule"].choices == ("route", "pg", "heuristic")
+    assert registry()["learning.rule"].choices == ("transfer", "route", "pg", "heuristic")
 
 
 def test_every_default_is_within_its_own_bounds(with_extras: None) -> None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ocb.cli.render.encode import fields
+from ocb.settings import ROUTE_RULES
 
 if TYPE_CHECKING:
     from ocb.reports import Answer, Hit, InjectReport, LearnReport, SyncReport
@@ -53,6 +54,8 @@ def answer_text(a: Answer) -> str:
     )
     if a.route:
         head += f" · route {a.route} ({a.route_mode})"
+        if a.route_question:
+            head += f' of "{a.route_question}"'
     lines = [head]
     for i, h in enumerate(a.results, 1):
         mark = "" if h.fired else "  (not fired)"
@@ -98,7 +101,7 @@ def learn_text(r: LearnReport) -> str:
     head = f"outcome {r.reward:+g} ({r.source}, {r.rule}) {verb} at seq {r.outcome_seq}" + (
         f" for trace {r.trace_id}" if r.trace_id else ""
     )
-    if r.rule == "route":
+    if r.rule in ROUTE_RULES:
         if not r.route:
             return head + ": the route already holds this"
         lines = [head + f": route {r.route}, {len(r.credits)} credit change(s)"]

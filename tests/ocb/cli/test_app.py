@@ -73,6 +73,7 @@ def test_init_query_learn_inject_doctor_outputs(cli_brain: Path, workspace: Path
         "context",
         "route",
         "route_mode",
+        "route_question",
     ]
     fired_texts = [r["text"] for r in answer["results"] if r["fired"]]
     assert all(t in answer["context"] for t in fired_texts)

@@ -18,13 +18,13 @@ def test_learn_with_used_ids_compiles_the_route_and_reports_it(cli_brain: Path) 
     code, out, err = ocb(*args, "--used", used, "--json")
     assert (code, err) == (0, "")
     got = json.loads(out)
-    assert got["rule"] == "route" and got["route"] and got["credits"][used] == 1.0
+    assert got["rule"] == "transfer" and got["route"] and got["credits"][used] == 1.0
     assert got["deltas"] == []
     code, out, _ = ocb("query", QUESTION, "--brain", cli_brain, "--top", "10", "--json")
     assert json.loads(out)["fired"] == [used]
     code, out, _ = ocb("query", QUESTION, "--brain", cli_brain, "--chat-id", "c9")
     code, out, err = ocb("learn", "--brain", cli_brain, "--chat-id", "c9", "--outcome", "1")
-    assert code == 0 and out.startswith("outcome +1 (human, route) recorded at seq ")
+    assert code == 0 and out.startswith("outcome +1 (human, transfer) recorded at seq ")
     assert out.rstrip().endswith("the route already holds this")
 
 

@@ -260,7 +260,11 @@ BAD: list[tuple[str, str, str]] = [
         "--from {end} is after --to {synced}",
         "give the earlier point as --from",
     ),
-    ("what-if --rule magic", "unknown learning rule 'magic'", "use one of: route, pg, heuristic"),
+    (
+        "what-if --rule magic",
+        "unknown learning rule 'magic'",
+        "use one of: transfer, route, pg, heuristic",
+    ),
     (
         "what-if --eta -0.5",
         "learning.eta must be at least 0, got -0.5",

@@ -1,6 +1,8 @@
 """The route rule: a repeated question compiles into the chunks its answers needed, a
 miss explores, a changed chunk is re-checked, learning for one question leaves the
-others alone, and bad ``used`` ids are refused with nothing recorded."""
+others alone (under ``transfer`` too), and bad ``used`` ids are refused with nothing
+recorded. The brains here are pinned to ``route`` (``transfer``, the default, is
+``test_transfer.py``)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,12 @@ from replay import PROJECTIONS, snapshot_bytes
 from tests.ocb.support import QUESTIONS, VOCAB
 
 ROLLBACK = QUESTIONS[0]
+
+
+@pytest.fixture
+def brain(brain: Brain) -> Brain:
+    brain.set_config("learning.rule", "route")
+    return brain
 
 
 def test_a_good_answer_with_used_ids_compiles_the_route_to_exactly_those(brain: Brain) -> None:
@@ -180,13 +188,14 @@ outcomes = st.lists(
 )
 
 
-def _brain(tmp: str, sections: list[list[str]]) -> Brain:
+def _brain(tmp: str, sections: list[list[str]], rule: str = "route") -> Brain:
     ws = Path(tmp) / "ws"
     ws.mkdir()
     for i, secs in enumerate(sections):
         body = "".join(f"## Part {j}\n\n{t}.\n\n" for j, t in enumerate(secs))
         (ws / f"note{i}.md").write_text(f"# Note {i}\n\n{body}")
     brain, _ = Brain.init(Path(tmp) / "brain", ws, clock=TickClock(), durability="none")
+    brain.set_config("learning.rule", rule)
     return brain
 
 
@@ -217,11 +226,16 @@ def test_a_good_answer_never_loses_a_chunk_it_used(
     st.lists(st.sampled_from(SECOND), min_size=2, max_size=4),
     outcomes,
 )
+@pytest.mark.parametrize("rule", ["route", "transfer"])
 def test_learning_for_one_question_leaves_an_unrelated_question_as_it_was(
-    sections: list[list[str]], a: list[str], b: list[str], history: list[tuple[float, str]]
+    rule: str,
+    sections: list[list[str]],
+    a: list[str],
+    b: list[str],
+    history: list[tuple[float, str]],
 ) -> None:
     mine, other = " ".join(a), " ".join(b)
-    with tempfile.TemporaryDirectory() as tmp, _brain(tmp, sections) as brain:
+    with tempfile.TemporaryDirectory() as tmp, _brain(tmp, sections, rule) as brain:
         before = brain.query(other, top=10, record=False)
         for reward, pick in history:
             _learn(brain, mine, reward, pick)
@@ -231,15 +245,16 @@ def test_learning_for_one_question_leaves_an_unrelated_question_as_it_was(
 
 
 @given(files, st.lists(st.sampled_from(VOCAB), min_size=2, max_size=4), outcomes)
+@pytest.mark.parametrize("rule", ["route", "transfer"])
 def test_route_learning_is_deterministic_and_what_if_reproduces_it_exactly(
-    sections: list[list[str]], words: list[str], history: list[tuple[float, str]]
+    rule: str, sections: list[list[str]], words: list[str], history: list[tuple[float, str]]
 ) -> None:
     question = " ".join(words)
     logs = []
     with tempfile.TemporaryDirectory() as tmp:
         for run in ("a", "b"):
             (Path(tmp) / run).mkdir()
-            with _brain(str(Path(tmp) / run), sections) as brain:
+            with _brain(str(Path(tmp) / run), sections, rule) as brain:
                 for reward, pick in history:
                     _learn(brain, question, reward, pick)
                 logs.append([(r.seq, r.ts, r.actor, r.event) for r in brain.log.read()])
