@@ -55,7 +55,7 @@ from replay.store_meta import (
 )
 from replay.worker import first_line
 
-VERSION = 4
+VERSION = 5
 """The schema version; a store of another version is rebuilt."""
 
 CHUNK = 20_000

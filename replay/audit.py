@@ -142,6 +142,29 @@ class Access(msgspec.Struct, frozen=True):
     query: str
     chat_id: str
     rank: int
+    route: str = ""
+    """The route it followed ("" for a walk)."""
+    route_mode: str = ""
+    """How (``compiled``, ``explore``, ``spent``; ``borrowed`` or ``prior``: another
+    question's route)."""
+
+
+class RouteChange(msgspec.Struct, frozen=True):
+    """A change of the node's credit in a route: the route and its question, the
+    change, and what caused it: an ``outcome`` (its trace, source and reward) or a
+    ``retraction`` (of ``target_seq``)."""
+
+    seq: int
+    ts: str
+    route: str
+    question: str
+    delta: float
+    cause_seq: int
+    cause: str
+    trace_id: str = ""
+    source: str = ""
+    reward: float | None = None
+    target_seq: int | None = None
 
 
 class NodeAudit(msgspec.Struct, frozen=True):
@@ -167,6 +190,7 @@ class NodeAudit(msgspec.Struct, frozen=True):
     last_access: str
     recent: list[Access]
     as_of_seq: int
+    routes: list[RouteChange] = msgspec.field(default_factory=list)
 
 
 def _f(v: Any) -> float | None:
@@ -387,7 +411,48 @@ def audit_node(store: AnalyticsStore, node: str, *, limit: int = 20) -> NodeAudi
         last_access=last,
         recent=recent,
         as_of_seq=store.last_seq,
+        routes=_routes(store, node, limit),
     )
+
+
+ROUTE_AUDIT_SQL = """
+SELECT c.seq, c.ts, c.route_id, c.delta, c.cause_seq,
+       (SELECT max(q.question) FROM route_credits q WHERE q.route_id = c.route_id) AS question,
+       o.trace_id, o.source, o.reward, r.target_seq
+FROM route_credits c
+LEFT JOIN outcomes o ON o.seq = c.cause_seq
+LEFT JOIN retractions r ON r.seq = c.cause_seq
+WHERE c.node = ?
+ORDER BY c.seq DESC, c.route_id
+LIMIT ?
+"""
+"""The latest route credit changes of a node, each with its route's question (recorded
+with the route's first change) and its cause."""
+
+
+def _routes(store: AnalyticsStore, node: str, limit: int) -> list[RouteChange]:
+    """The node's ``limit`` latest route credit changes, oldest first."""
+    out = []
+    for s, ts, rid, delta, cause, question, tid, source, reward, target in store.query(
+        ROUTE_AUDIT_SQL, [node, limit]
+    ).rows:
+        kind = "retraction" if target is not None else "outcome"
+        out.append(
+            RouteChange(
+                int(s),
+                _ts(ts),
+                str(rid),
+                str(question or ""),
+                float(delta),
+                int(cause),
+                kind,
+                str(tid or ""),
+                str(source or ""),
+                _f(reward),
+                None if target is None else int(target),
+            )  # fmt: skip
+        )
+    return out[::-1]
 
 
 def _life(store: AnalyticsStore, node: str) -> list[LifeEvent]:
@@ -439,10 +504,20 @@ def _accesses(store: AnalyticsStore, node: str, limit: int) -> tuple[int, str, s
         "SELECT count(*), min(seq), max(seq) FROM fired WHERE node = ?", [node]
     ).rows[0]
     recent = [
-        Access(int(s), _ts(ts), str(tid), str(q or ""), str(chat or ""), int(rank))
-        for s, ts, tid, q, chat, rank in store.query(
-            "SELECT f.seq, t.ts, f.trace_id, t.query, t.chat_id, f.rank FROM fired f "
-            "JOIN traces t ON t.seq = f.seq WHERE f.node = ? ORDER BY f.seq DESC LIMIT ?",
+        Access(
+            int(s),
+            _ts(ts),
+            str(tid),
+            str(q or ""),
+            str(chat or ""),
+            int(rank),
+            str(route or ""),
+            str(mode or ""),
+        )  # fmt: skip
+        for s, ts, tid, q, chat, rank, route, mode in store.query(
+            "SELECT f.seq, t.ts, f.trace_id, t.query, t.chat_id, f.rank, t.route, t.route_mode "
+            "FROM fired f JOIN traces t ON t.seq = f.seq WHERE f.node = ? "
+            "ORDER BY f.seq DESC LIMIT ?",
             [node, limit],
         ).rows
     ]

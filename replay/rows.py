@@ -40,6 +40,7 @@ from ocb_events.schema import (
     QueryTraced,
     Record,
     Retracted,
+    RouteUpdated,
     TeacherLabeled,
 )
 from projections import ROUTES, graph
@@ -58,7 +59,7 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
     "traces": (
         ("seq", _B), ("ts", _T), ("trace_id", _S), ("query", _S), ("chat_id", _S),
         ("stop_reason", _S), ("context_chars", _I), ("fired", _I), ("seeds", _I),
-        ("steps", _I), ("vetoed", _I), ("mode", _S),
+        ("steps", _I), ("vetoed", _I), ("mode", _S), ("route", _S), ("route_mode", _S),
     ),
     "steps": (
         ("seq", _B), ("trace_id", _S), ("step", _I), ("hop", _I), ("node", _S),
@@ -111,6 +112,10 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
     "retractions": (
         ("seq", _B), ("ts", _T), ("actor", _S), ("target_seq", _B), ("kind", _S),
         ("node_id", _S), ("reason", _S),
+    ),
+    "route_credits": (
+        ("seq", _B), ("ts", _T), ("route_id", _S), ("question", _S), ("node", _S),
+        ("delta", _F), ("cause_seq", _B),
     ),
 }  # fmt: skip
 """Every table by name with its columns; each is also a view of the same name."""
@@ -212,6 +217,7 @@ class RowFold:
             ConfigChanged: self._config,
             EdgeRelevanceSet: self._relevance,
             Retracted: self._retracted,
+            RouteUpdated: self._route,
         }
         self.reset()
 
@@ -256,6 +262,7 @@ class RowFold:
         self.rows["traces"].append(
             (seq, rec.ts, tid, ev.query, ev.chat_id, ev.stop_reason, ev.context_chars)
             + (len(ev.fired), len(ev.seeds), len(ev.steps), len(ev.vetoed), ev.params.mode)
+            + (ev.route, ev.route_mode)
         )
         head = (seq, tid)
         groups = self.groups
@@ -436,6 +443,13 @@ class RowFold:
         old_path = ev.old_path if isinstance(ev, FileMoved) else ""
         counts = (len(added), len(kept) + len(moved), len(set(removed)), len(revised))
         self.rows["files"].append((rec.seq, rec.ts, ev.path, action, h, *counts, old_path))
+
+    def _route(self, rec: Record, ev: RouteUpdated) -> None:
+        """A route's credit changes; the question only on the route's first record."""
+        self.rows["route_credits"].extend(
+            (rec.seq, rec.ts, ev.route_id, ev.query, c.node, c.delta, ev.cause_seq)
+            for c in ev.credits
+        )
 
     def _inject(self, rec: Record, ev: NodeInjected) -> None:
         was = self.graph().nodes.get(ev.node_id)

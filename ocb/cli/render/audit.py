@@ -92,6 +92,17 @@ def node_text(a: NodeAudit) -> str:
         lines.append("injections:")
         lines += ["  " + cause_text(c) for c in a.injections]
     lines.append(f"weight changes: {a.changes_out} out, {a.changes_in} in")
+    if a.routes:
+        lines.append("route credits:")
+        for r in a.routes:
+            if r.cause == "retraction":
+                why = f"by retraction seq {r.cause_seq} (of seq {r.target_seq})"
+            else:
+                reward = f" {r.reward:+g}" if r.reward is not None else ""
+                why = f"by outcome seq {r.cause_seq} ({r.trace_id}, {r.source}{reward})"
+            lines.append(
+                f'  seq {r.seq} {r.ts}  route {r.route} "{r.question}"  {r.delta:+.3f}  {why}'
+            )
     if a.accesses:
         lines.append(
             f"fired by {a.accesses} quer{'y' if a.accesses == 1 else 'ies'} "
@@ -100,6 +111,7 @@ def node_text(a: NodeAudit) -> str:
         lines += [
             f"  seq {x.seq} {x.ts}  rank {x.rank}  {x.query!r}"
             + (f" (chat {x.chat_id})" if x.chat_id else "")
+            + (f" ({x.route_mode} route {x.route})" if x.route else "")
             for x in a.recent
         ]
     else:

@@ -82,6 +82,10 @@ async def every_tool(s: ClientSession, workspace: Path) -> None:
 
     why = await ok(s, "memory_why", {"node": first["id"]})
     assert why["id"] == first["id"] and why["exists"] and why["path"] == first["path"]
+    taught = [r for r in why["routes"] if r["cause_seq"] == learned["outcome_seq"]]
+    assert [(r["question"], r["delta"], r["cause"], r["trace_id"]) for r in taught] == [
+        (QUESTION, 1.0, "outcome", trace)
+    ]  # what the feedback taught, and why
 
     set_ = await ok(s, "kg_set", {"subject": "tool:render_video", "predicate": "env",
                                   "value": "DISPLAY=:0", "source": "test"})  # fmt: skip
