@@ -105,7 +105,7 @@ def decide_query(
     seeds = [(index.ids[i], float(hyb[i]) / best) for i in sd.chosen]
     pos = index.pos
     if plan is not None and plan.mode in BORROWED:
-        plan = _borrowing(graph, index, sd, plan, barred, s)
+        plan = _borrowing(graph, index, sd, plan, barred)
     if plan is None:
         walk = traverse(
             graph, seeds, s, lambda v: float(cos[pos[v]]) if v in pos else 0.0,
@@ -176,9 +176,8 @@ def _without(sd: Seeding, index: SearchIndex, barred: frozenset[str]) -> Seeding
 
 
 def _borrowing(
-    graph: State, index: SearchIndex, sd: Seeding, plan: Plan, barred: frozenset[str],
-    s: Traversal,
-) -> Plan | None:  # fmt: skip
+    graph: State, index: SearchIndex, sd: Seeding, plan: Plan, barred: frozenset[str]
+) -> Plan | None:
     """A borrowed route's plan with only the chunks among the question's own
     ``plan.within`` best matches (None, a walk, when none is left)."""
     own = frozenset(best_rows(index, sd.hybrid, plan.within, barred))
