@@ -202,3 +202,63 @@ def test_learning_under_transfer_is_deterministic() -> None:
                     brain.learn(1.0, trace_id=a.trace_id, used=a.fired[:1], source="self")
                 logs.append([(r.seq, r.ts, r.event) for r in brain.log.read()][1:])
     assert logs[0] == logs[1]
+
+
+# ------------------------------------------------------------- the pruned search
+
+TAUGHT = [
+    "how do I roll back a bad deploy of build 1234",
+    "how do we tune postgres for the largest tenant",
+    "who is on call this week",
+    "what does the smoke suite check after a deploy",
+    "how do I find what blocks a migration",
+    "when does Priya want a PR description",
+]
+WORDS = sorted({w for q in TAUGHT for w in q.split()} | {"Lena", "canary", "rollback"})
+
+
+def _brute(brain: Brain, query: str, least: float) -> tuple[str, float]:
+    """The route ``related_route`` must find, by comparing every route."""
+    index = brain.search_index()
+    idf, vocab, state = idf_of(index), index.vocab, brain.state("routes")
+    mine, named = meaning(query, vocab), names(query)
+    best, top = "", 0.0
+    for r in sorted(state.routes, key=lambda r: (state.routes[r].created_seq, r)):
+        route = state.routes[r]
+        if named and not names(route.query) <= named:
+            continue
+        share = shared_meaning(mine, meaning(route.query, vocab), idf)
+        if share > top + 1e-12:
+            best, top = r, share
+    return (best, top) if best and top >= least - 1e-12 else ("", 0.0)
+
+
+@pytest.fixture(scope="module")
+def taught(tmp_path_factory: pytest.TempPathFactory) -> Brain:
+    import shutil
+
+    from ocb_events.clock import TickClock
+
+    root = tmp_path_factory.mktemp("taught")
+    ws = root / "ws"
+    shutil.copytree(Path(__file__).parents[3] / "examples" / "workspace", ws)
+    brain, _ = Brain.init(root / "b", ws, clock=TickClock(), durability="none")
+    brain.set_config("learning.rule", "transfer")
+    for q in TAUGHT:
+        a = brain.query(q, top=10)
+        brain.learn(1.0, trace_id=a.trace_id, used=a.fired[:1], source="self")
+    return brain
+
+
+@given(
+    st.lists(st.sampled_from(WORDS), min_size=1, max_size=8),
+    st.sampled_from([0.0, 0.2, 0.4, 0.7]),
+)
+def test_the_pruned_search_finds_the_route_comparing_every_route_would(
+    taught: Brain, words: list[str], least: float
+) -> None:
+    query = " ".join(words)
+    index = taught.search_index()
+    got = related_route(taught.state("routes"), query, index.vocab, idf_of(index), least)
+    want = _brute(taught, query, least)
+    assert got[0] == want[0] and got[1] == pytest.approx(want[1], abs=1e-9)
