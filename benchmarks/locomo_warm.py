@@ -2,7 +2,7 @@
 question? LoCoMo dev, transcripts made from the conversations.
 
 Over ``../shared/bench/locomo-dev/`` (or ``--data``), a fresh brain per conversation
-(shipped settings, the ``route`` rule), the shared evaluator's scoring
+(shipped settings), the shared evaluator's scoring
 (``locomo_learning.Scorer``: R@2k and full@2k on the answer's results with top 50,
 context chars of the fired nodes). Per conversation:
 
