@@ -33,7 +33,13 @@ import numpy as np
 
 from ocb.brain import Brain
 from ocb_events.log import SegmentLog
-from ocb_events.schema import ConfigChanged, EdgesUpdated, OutcomeRecorded, QueryTraced
+from ocb_events.schema import (
+    ConfigChanged,
+    EdgesUpdated,
+    OutcomeRecorded,
+    QueryTraced,
+    RouteUpdated,
+)
 from replay import rebuild
 
 HERE = Path(__file__).resolve().parent
@@ -281,8 +287,11 @@ def bench_append(work: Path, sample: list[object], n_batched: int, n_single: int
     return out
 
 
-def real_triples(brain_dir: Path) -> list[tuple[QueryTraced, OutcomeRecorded, EdgesUpdated]]:
-    """(trace, outcome, update) triples recorded by the real API in this brain."""
+def real_triples(
+    brain_dir: Path,
+) -> list[tuple[QueryTraced, OutcomeRecorded, EdgesUpdated | RouteUpdated]]:
+    """(trace, outcome, update) triples recorded by the real API in this brain: the
+    update is the edges' (``pg``, ``heuristic``) or the route's (``route``, ``transfer``)."""
     traces, outcomes, result = {}, {}, []
     with Brain(brain_dir, writer=False) as b:
         for rec in b.log.read():
@@ -291,7 +300,7 @@ def real_triples(brain_dir: Path) -> list[tuple[QueryTraced, OutcomeRecorded, Ed
                 traces[ev.trace_id] = ev
             elif isinstance(ev, OutcomeRecorded):
                 outcomes[rec.seq] = ev
-            elif isinstance(ev, EdgesUpdated) and ev.cause_seq in outcomes:
+            elif isinstance(ev, EdgesUpdated | RouteUpdated) and ev.cause_seq in outcomes:
                 o = outcomes[ev.cause_seq]
                 result.append((traces[o.trace_id], o, ev))
     return result
