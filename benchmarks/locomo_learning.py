@@ -127,10 +127,19 @@ class Scorer:
 
 
 def build(conv: Conv, path: Path, settings: dict[str, str]) -> None:
-    brain, _ = Brain.init(path, conv.workspace, clock=TickClock())
+    """A brain of the conversation with ``settings`` recorded (``embedder``: the
+    embedder it is built with)."""
+    init_brain(path, conv.workspace, settings).close()
+
+
+def init_brain(path: Path, workspace: Path, settings: dict[str, str]) -> Brain:
+    brain, _ = Brain.init(
+        path, workspace, clock=TickClock(), embedder=settings.get("embedder") or None
+    )
     for key, value in sorted(settings.items()):
-        brain.set_config(key, value)
-    brain.close()
+        if key != "embedder":
+            brain.set_config(key, value)
+    return brain
 
 
 def open_copy(base: Path, dest: Path) -> Brain:
@@ -312,6 +321,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--seed", type=int, default=7, help="seed of the orders and the bootstrap")
     ap.add_argument("--rule", default=None, help="learning rule (default: the brain's)")
     ap.add_argument(
+        "--embedder", default="", help="the brains' embedder (default hash; e.g. minilm)"
+    )
+    ap.add_argument(
         "--variants", default="scalar,used", help="P1 feedback variants (default scalar,used)"
     )
     ap.add_argument(
@@ -334,6 +346,8 @@ def main(argv: list[str] | None = None) -> int:
     settings = dict(kv.split("=", 1) for kv in args.set)
     if args.rule:  # the brain's rule too: a rule may act when asking (transfer borrows)
         settings.setdefault("learning.rule", args.rule)
+    if args.embedder:
+        settings["embedder"] = args.embedder
     data = args.data.resolve()
     if not (data / "tools" / "evaluate.py").is_file():
         ap.error(f"{data} has no tools/evaluate.py (pass --data)")

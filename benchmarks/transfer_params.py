@@ -26,11 +26,10 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from locomo_learning import HERE, TOP, give_feedback, open_copy
+from locomo_learning import HERE, TOP, give_feedback, init_brain, open_copy
 from transfer_stats import ci, diff, mean, r4
 
 from ocb import Brain
-from ocb_events.clock import TickClock
 
 WORKSPACE = HERE.parent / "examples" / "workspace"
 ROUNDS = 3
@@ -117,10 +116,7 @@ def run(seed: int, rule: str | None, feedbacks: list[str], settings: dict[str, s
     out: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="ocb-transfer-params-") as tmp:
         base = Path(tmp) / "base"
-        brain, _ = Brain.init(base, WORKSPACE, clock=TickClock())
-        for key, value in sorted(settings.items()):
-            brain.set_config(key, value)
-        brain.close()
+        init_brain(base, WORKSPACE, settings).close()
         brain = open_copy(base, Path(tmp) / "cold")
         for t in TEMPLATES:
             for v in t.train + t.new:

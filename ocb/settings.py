@@ -331,6 +331,15 @@ class Routes(msgspec.Struct, frozen=True):
             le=1,
         ),
     ] = 0.4
+    similar_vector: Annotated[
+        float,
+        _m(
+            "under the transfer rule with a model embedder, the cosine of the model's "
+            "vectors of two questions from which one borrows the other's route",
+            gt=0,
+            le=1,
+        ),
+    ] = 0.95
     within: Annotated[
         int,
         _m("a route's chunk fires for another question only among its own best matches", ge=1),

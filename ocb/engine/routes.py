@@ -50,8 +50,10 @@ someone (``names``) only follows routes of questions that name nobody else. What
 is what outcomes proved: the chunks of credit ``KEPT`` (used, or what a narrowing
 kept), or every compiled chunk when the two mean the same (share 1). A question sharing
 at least ``routes.similar`` of its meaning *borrows* the route: it fires those chunks in
-place of its walk. One sharing at least ``routes.related`` takes the route as a
-*prior*: they fire first, then the question's own best matches up to
+place of its walk; so does one whose vector, by the brain's model, is within
+``routes.similar_vector`` of the route's question (``nearest_route``: a model sees
+synonyms that the index's terms do not). One sharing at least ``routes.related`` takes
+the route as a *prior*: they fire first, then the question's own best matches up to
 ``routes.prior_share`` of the budget. Either way a borrowed chunk fires only when it is
 among the question's own ``routes.within`` best matches, so another question's route
 can bring a chunk forward but never one the question would not have considered; a route
@@ -71,6 +73,7 @@ from functools import lru_cache
 
 import msgspec
 
+from ocb.engine.embed import Matrix
 from ocb.settings import Routes
 from ocb_events.schema import QueryTraced, RouteCredit, RouteUpdated
 from projections.graph import State as Graph
@@ -184,6 +187,32 @@ def related_route(
     return best, top
 
 
+Vectors = Callable[[Sequence[str]], Matrix]
+"""A model's unit vectors of texts (the model channel of a fused embedder)."""
+
+
+def nearest_route(
+    state: State, query: str, vectors: Vectors, cache: dict[str, Matrix]
+) -> tuple[str, float]:
+    """The route whose question a model's vectors put closest to ``query`` and that
+    cosine ("", 0.0 for none), among those ``related_route`` may follow (``names``);
+    the oldest route on a tie. ``cache`` keeps each question's vector by its text."""
+    named = names(query)
+    ids = [
+        r for r in sorted(state.routes, key=lambda r: (state.routes[r].created_seq, r))
+        if not named or names(state.routes[r].query) <= named
+    ]  # fmt: skip
+    if not ids:
+        return "", 0.0
+    missing = sorted({state.routes[r].query for r in ids} - cache.keys())
+    if missing:
+        cache.update(zip(missing, vectors(missing), strict=True))
+    mine = vectors([query])[0]
+    sims = [float(cache[state.routes[r].query] @ mine) for r in ids]
+    best = max(range(len(ids)), key=lambda k: (sims[k], -k))
+    return ids[best], sims[best]
+
+
 def route_key(query: str) -> str:
     """The key of a question: its distinct stemmed terms, sorted."""
     return " ".join(sorted(set(terms(query))))
@@ -266,6 +295,7 @@ class Plan(msgspec.Struct, frozen=True):
 def plan_route(
     state: State, graph: Graph, query: str, s: Routes, *, rule: str = "route",
     vocab: Mapping[str, int] | None = None, idf: Callable[[str], float] | None = None,
+    near: Callable[[str], tuple[str, float]] | None = None,
 ) -> Plan | None:  # fmt: skip
     """How a query follows its route, or None when it has none (or one that holds
     nothing yet): it walks the graph. Under the ``transfer`` rule (with the index's
@@ -275,7 +305,7 @@ def plan_route(
     route = state.routes.get(rid)
     if route is None:
         if rule == "transfer" and vocab is not None and idf is not None:
-            return _borrow(state, graph, query, s, vocab, idf)
+            return _borrow(state, graph, query, s, vocab, idf, near)
         return None
     live = live_credits(route, graph)
     vetoed = frozenset(n for n, c in live.items() if c <= VETOED / 2)
@@ -293,13 +323,17 @@ def plan_route(
 
 def _borrow(
     state: State, graph: Graph, query: str, s: Routes, vocab: Mapping[str, int],
-    idf: Callable[[str], float],
+    idf: Callable[[str], float], near: Callable[[str], tuple[str, float]] | None = None,
 ) -> Plan | None:  # fmt: skip
     """The plan of a question following the route of the question most like it: the
     chunks its outcomes proved (credit ``KEPT``: used, or what a narrowing kept), when
     it shares enough meaning; all its compiled chunks when it means the same (only a
     wrapper, an identifier or an unindexed word tells them apart)."""
     rid, share = related_route(state, query, vocab, idf, s.related)
+    if share < s.similar - _EPS and near is not None:
+        close, cos = near(query)  # a model's vectors see a reworded question
+        if close and cos >= s.similar_vector - _EPS:
+            rid, share = close, s.similar
     if not rid:
         return None
     live = live_credits(state.routes[rid], graph)

@@ -9,10 +9,10 @@ import msgspec
 
 from ocb.engine.claims import claim_lines
 from ocb.engine.dates import DAY_NS, date_in_query
-from ocb.engine.embed import Embedder
+from ocb.engine.embed import Embedder, Matrix
 from ocb.engine.embedders import FusedEmbedder
 from ocb.engine.passages import Passage, apart, cut_to, named_in, split, whole
-from ocb.engine.routes import BORROWED, Plan, plan_route
+from ocb.engine.routes import BORROWED, Plan, nearest_route, plan_route
 from ocb.engine.search import SearchIndex, Seeding, best_rows, choose_seeds
 from ocb.engine.stance import about, idf_of
 from ocb.engine.traverse import (
@@ -336,6 +336,21 @@ def query_at(
     )
 
 
+def _near(store: Store) -> Callable[[str], tuple[str, float]] | None:
+    """How a question finds the route a model's vectors put nearest, on a brain whose
+    embedder carries a model (``ocb.engine.routes.nearest_route``); None otherwise."""
+    embedder = store.embedder()
+    if not isinstance(embedder, FusedEmbedder) or not store.state("routes").routes:
+        return None
+    model = embedder.second
+    cache: dict[str, Matrix] = store.derived("route-vectors", model.id, dict)
+
+    def near(query: str) -> tuple[str, float]:
+        return nearest_route(store.state("routes"), query, model.embed, cache)
+
+    return near
+
+
 def _route_question(store: Store, trace: QueryTraced) -> str:
     """The question of the route ``trace`` borrowed ("" for its own, or none)."""
     if trace.route_mode not in BORROWED:
@@ -388,6 +403,7 @@ def decide_at(
             rule=store.setting(Learning).rule,
             vocab=index.vocab,
             idf=idf_of(index),
+            near=_near(store),
         ),  # fmt: skip
         now=now,
         claims=_claims(store),

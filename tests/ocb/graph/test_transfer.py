@@ -262,3 +262,72 @@ def test_the_pruned_search_finds_the_route_comparing_every_route_would(
     got = related_route(taught.state("routes"), query, index.vocab, idf_of(index), least)
     want = _brute(taught, query, least)
     assert got[0] == want[0] and got[1] == pytest.approx(want[1], abs=1e-9)
+
+
+# ------------------------------------------------------------- a model's vectors
+
+ROLLBACK_MD = """# Rollback
+
+## When
+
+Roll back when a bad deploy of the api service causes errors in production:
+the error rate is above one percent for two minutes.
+
+## How
+
+Run make rollback ENV=prod SERVICE=api and watch the error rate fall.
+
+## After
+
+Write a short incident note and tell the team in the deploys channel.
+"""
+ONCALL_MD = """# On call
+
+The on-call engineer holds the pager for a week, from Monday to Monday.
+
+## Handoff
+
+At the handoff the outgoing engineer lists open incidents and pending alerts.
+"""
+ASKED = (
+    "what is the first thing to do when a bad deploy of the api service causes errors in production"
+)
+REASKED = (  # two words another way: little shared meaning, the same question to a model
+    "what is the first thing to do if a faulty deploy of the api service leads to failures "
+    "in production"
+)
+
+
+@pytest.fixture(scope="module")
+def modelled(tmp_path_factory: pytest.TempPathFactory) -> Brain:
+    """A brain on the local model (the real all-MiniLM-L6-v2 of the embed extra) that
+    learned one question."""
+    from ocb_events.clock import TickClock
+
+    root = tmp_path_factory.mktemp("modelled")
+    (root / "ws").mkdir()
+    (root / "ws" / "rollback.md").write_text(ROLLBACK_MD)
+    (root / "ws" / "oncall.md").write_text(ONCALL_MD)
+    brain, _ = Brain.init(
+        root / "b", root / "ws", clock=TickClock(), durability="none", embedder="minilm"
+    )
+    brain.set_config("learning.rule", "transfer")
+    answer = brain.query(ASKED, top=10)
+    used = [f for f in answer.fired if f.startswith("rollback.md")][:1]
+    brain.learn(1.0, trace_id=answer.trace_id, used=used, source="self")
+    return brain
+
+
+def test_with_a_model_a_question_worded_otherwise_borrows_by_its_vector(modelled: Brain) -> None:
+    modelled.set_config("routes.similar_vector", 0.9)
+    index = modelled.search_index()
+    mine, theirs = meaning(REASKED, index.vocab), meaning(ASKED, index.vocab)
+    assert shared_meaning(mine, theirs, idf_of(index)) < 0.7  # by its words: only related
+    learned = modelled.query(ASKED, top=10, record=False).fired
+    answer = modelled.query(REASKED, top=10, record=False)
+    assert answer.route_mode == "borrowed" and answer.fired == learned
+    assert answer.route_question == ASKED
+    other = modelled.query("who holds the pager at the handoff", top=10, record=False)
+    assert other.route_mode == ""
+    modelled.set_config("routes.similar_vector", 1.0)  # vectors never enough: words decide
+    assert modelled.query(REASKED, top=10, record=False).route_mode == "prior"
