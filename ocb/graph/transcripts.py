@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import stat
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -130,7 +132,7 @@ def read_transcript(path: Path) -> Transcript:
             on any line (it is not JSONL); nothing is read from it.
     """
     try:
-        raw = path.read_bytes()
+        raw = _read_regular(path)
     except OSError as exc:
         raise InputError(
             f"cannot read transcript {path}: {exc.strerror or exc}", "check the path"
@@ -144,6 +146,22 @@ def read_transcript(path: Path) -> Transcript:
         raise _not_jsonl(path, f"line {skipped[0][0]}: {skipped[0][1]}")
     session_id, messages = _messages(objects)
     return _pair(str(path), session_id, messages, tuple(skipped))
+
+
+def _read_regular(path: Path) -> bytes:
+    """The bytes of ``path`` when it is a regular file: opened without blocking (a
+    FIFO's open never waits for a writer) and checked open, so no file hangs the read.
+
+    Raises:
+        InputError: it is a FIFO, a socket, a device or a directory.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InputError(
+                f"transcript {path} is not a regular file", "pass a session JSONL file"
+            )
+        return fh.read()
 
 
 def _not_jsonl(path: Path, why: str) -> InputError:

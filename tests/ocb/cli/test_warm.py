@@ -119,3 +119,35 @@ def test_warm_through_the_daemon_takes_a_relative_path_and_records_once(
         again = live.ocb(*args, cwd=tmp_path)
         assert json.loads(again.stdout)["queries"] == 0
         assert live.hello(cli_brain)["seq"] == 51  # type: ignore[index]
+
+
+def test_a_fifo_never_hangs_warm(cli_brain: Path, tmp_path: Path) -> None:
+    """A FIFO named as a session is one error; one inside a sessions directory is not
+    read; the console script runs with a deadline, so a hang fails the test."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.ocb.daemon.support import DEADLINE, ROOT, env
+
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    _session(cli_brain, sessions / "good.jsonl")
+    os.mkfifo(sessions / "pipe.jsonl")
+    before = log_bytes(cli_brain)
+
+    def warm(path: Path) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "ocb.entry", "warm", "--sessions", str(path),
+                "--brain", str(cli_brain), "--json"]  # fmt: skip
+        return subprocess.run(
+            argv, env=env(), capture_output=True, text=True, timeout=DEADLINE, cwd=str(ROOT)
+        )
+
+    named = warm(sessions / "pipe.jsonl")
+    assert named.returncode == 1 and named.stdout == ""
+    one_error(named.stderr, r"error: transcript .*pipe\.jsonl is not a regular file")
+    assert log_bytes(cli_brain) == before
+    whole = warm(sessions)
+    assert whole.returncode == 0, whole.stderr
+    read = json.loads(whole.stdout)["transcripts"]
+    assert [Path(t["path"]).name for t in read] == ["good.jsonl"]

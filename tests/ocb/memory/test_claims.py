@@ -123,3 +123,24 @@ def test_retract_fact_takes_a_claim_out_of_the_workspace(built: Path, workspace:
         argv, env=env(), capture_output=True, text=True, timeout=DEADLINE, cwd=str(ROOT)
     )
     assert proc.returncode == 1 and proc.stderr.startswith(f"error: unknown fact '{fid}'")
+
+
+def test_retract_fact_never_writes_through_a_link_out_of_the_workspace(
+    built: Path, workspace: Path, tmp_path: Path
+) -> None:
+    with Brain(built, clock=TickClock(start_ns=1_800_000_000_000_000_000)) as b:
+        fid = _said(b)
+        rel = b.state("memory").facts[fid].path
+    outside = tmp_path / "outside.md"
+    outside.write_text((workspace / rel).read_text())  # the same lines, so they match
+    before = outside.read_text()
+    (workspace / rel).unlink()
+    (workspace / rel).symlink_to(outside)
+    argv = [sys.executable, "-m", "ocb.entry", "retract", "--brain", str(built), "--fact", fid]
+    proc = subprocess.run(
+        argv, env=env(), capture_output=True, text=True, timeout=DEADLINE, cwd=str(ROOT)
+    )
+    assert proc.returncode == 1 and proc.stderr.startswith("error: "), proc.stderr
+    assert outside.read_text() == before and (workspace / rel).is_symlink()
+    with Brain(built) as b:
+        assert b.state("memory").active(fid) is not None  # nothing recorded
