@@ -39,6 +39,13 @@ class FusedEmbedder:
     def dim(self) -> int:
         return self.first.dim + self.second.dim
 
+    def second_of(self, row: Matrix) -> Matrix:
+        """The second embedder's row (unit length, unless zero) inside a fused ``row``:
+        what ``second.embed`` gives for the same text, without embedding it again."""
+        part = row[self.first.dim :]
+        norm = float(np.linalg.norm(part))
+        return (part / np.float32(norm)).astype(np.float32) if norm > 0 else part
+
     def embed(self, texts: Sequence[str]) -> Matrix:
         """The two channels' rows, concatenated and weighted (unit length unless both
         parts are zero)."""

@@ -192,11 +192,12 @@ Vectors = Callable[[Sequence[str]], Matrix]
 
 
 def nearest_route(
-    state: State, query: str, vectors: Vectors, cache: dict[str, Matrix]
+    state: State, query: str, mine: Matrix, vectors: Vectors, cache: dict[str, Matrix]
 ) -> tuple[str, float]:
-    """The route whose question a model's vectors put closest to ``query`` and that
-    cosine ("", 0.0 for none), among those ``related_route`` may follow (``names``);
-    the oldest route on a tie. ``cache`` keeps each question's vector by its text."""
+    """The route whose question a model's vectors put closest to ``query`` (whose model
+    vector is ``mine``) and that cosine ("", 0.0 for none), among those
+    ``related_route`` may follow (``names``); the oldest route on a tie. ``cache`` keeps
+    each question's vector by its text."""
     named = names(query)
     ids = [
         r for r in sorted(state.routes, key=lambda r: (state.routes[r].created_seq, r))
@@ -207,7 +208,6 @@ def nearest_route(
     missing = sorted({state.routes[r].query for r in ids} - cache.keys())
     if missing:
         cache.update(zip(missing, vectors(missing), strict=True))
-    mine = vectors([query])[0]
     sims = [float(cache[state.routes[r].query] @ mine) for r in ids]
     best = max(range(len(ids)), key=lambda k: (sims[k], -k))
     return ids[best], sims[best]

@@ -72,10 +72,12 @@ def decide_query(
     plan: Plan | None = None,
     now: Callable[[], int] = lambda: 0,
     claims: Mapping[str, frozenset[int]] | None = None,
+    qvec: Matrix | None = None,
 ) -> tuple[QueryTraced, list[Hit]]:
     """Seed, traverse (or follow the question's route, ``plan``) and rank: the trace to
     record and the results to return. ``claims`` holds, by file, the lines of what an
     assistant said and nothing confirmed: they are shown after every other result.
+    ``qvec`` is the question's vector when the caller has embedded it already.
 
     Raises:
         InputError: the query is empty or ``top`` is not positive.
@@ -91,7 +93,7 @@ def decide_query(
     dated, w = None, when.window
     if w is not None and w.start_ns > 0 and w.end_ns is not None:
         dated = (w.start_ns // DAY_NS, -(-w.end_ns // DAY_NS), s.date_slack, s.date_weight)
-    qvec = embedder.embed([query])[0]
+    qvec = embedder.embed([query])[0] if qvec is None else qvec
     # a model's meaning beside the hashed words weighs more against BM25
     lw = s.model_lexical_weight if isinstance(embedder, FusedEmbedder) else s.lexical_weight
     sd = choose_seeds(
@@ -336,17 +338,22 @@ def query_at(
     )
 
 
-def _near(store: Store) -> Callable[[str], tuple[str, float]] | None:
-    """How a question finds the route a model's vectors put nearest, on a brain whose
-    embedder carries a model (``ocb.engine.routes.nearest_route``); None otherwise."""
-    embedder = store.embedder()
-    if not isinstance(embedder, FusedEmbedder) or not store.state("routes").routes:
+def _near(
+    store: Store, embedder: Embedder, qvec: Matrix | None
+) -> Callable[[str], tuple[str, float]] | None:
+    """How a question (embedded as ``qvec``) finds the route a model's vectors put
+    nearest, on a brain whose embedder carries a model
+    (``ocb.engine.routes.nearest_route``); None otherwise."""
+    if qvec is None or not isinstance(embedder, FusedEmbedder):
+        return None
+    if not store.state("routes").routes:
         return None
     model = embedder.second
     cache: dict[str, Matrix] = store.derived("route-vectors", model.id, dict)
+    mine = embedder.second_of(qvec)
 
     def near(query: str) -> tuple[str, float]:
-        return nearest_route(store.state("routes"), query, model.embed, cache)
+        return nearest_route(store.state("routes"), query, mine, model.embed, cache)
 
     return near
 
@@ -385,10 +392,13 @@ def decide_at(
         store.warn("no route model trained (ocb train-route); routing with edge+sim")
         trav = msgspec.structs.replace(trav, mode="edge+sim")
     index = store.search_index()
+    embedder = store.embedder()
+    question = text.strip()  # embedded once, for its route and its seeds
+    qvec = embedder.embed([question])[0] if question else None
     return decide_query(
         store.graph,
         index,
-        store.embedder(),
+        embedder,
         text,
         trav,
         top=top,
@@ -403,10 +413,11 @@ def decide_at(
             rule=store.setting(Learning).rule,
             vocab=index.vocab,
             idf=idf_of(index),
-            near=_near(store),
+            near=_near(store, embedder, qvec),
         ),  # fmt: skip
         now=now,
         claims=_claims(store),
+        qvec=qvec,
     )
 
 

@@ -104,3 +104,11 @@ def test_a_model_file_that_is_not_the_pinned_one_is_refused(
     shutil.copyfile(right, folder / "model.onnx")
     monkeypatch.setenv(MODEL_ENV, str(folder))  # or the directory that holds it
     assert model_file() == folder / "model.onnx"
+
+
+def test_the_models_row_inside_a_fused_row_is_what_the_model_gives() -> None:
+    fused = embedder_from_spec("minilm")
+    assert isinstance(fused, FusedEmbedder)
+    texts = ["how do I roll back a bad deploy", "who holds the pager this week"]
+    for row, alone in zip(fused.embed(texts), fused.second.embed(texts), strict=True):
+        assert np.allclose(fused.second_of(row), alone, atol=1e-6)
