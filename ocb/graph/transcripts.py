@@ -21,7 +21,7 @@ import json
 import os
 import re
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -349,9 +349,3 @@ def digest(previous: str, question: str, answer: str) -> str:
     """The chain digest of a turn: sha256 of the digest before it and its texts."""
     body = json.dumps([previous, question, answer], ensure_ascii=False).encode()
     return hashlib.sha256(body).hexdigest()
-
-
-def read_all(paths: Iterable[Path]) -> list[Transcript]:
-    """Every transcript read, in order (see ``read_transcript``; the first file that
-    is not JSONL raises before anything else is read further)."""
-    return [read_transcript(p) for p in paths]
