@@ -337,6 +337,20 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
+def conversations(
+    ap: argparse.ArgumentParser, data: Path, picked: str
+) -> tuple[ModuleType, list[Conv]]:
+    """The shared evaluator of the ``data`` folder and its conversations (``picked``:
+    indices such as 0-3 or 1,2; all when empty), or an argument error."""
+    data = data.resolve()
+    if not (data / "tools" / "evaluate.py").is_file():
+        ap.error(f"{data} has no tools/evaluate.py (pass --data)")
+    ev = evaluator(data)
+    wanted = ev.parse_int_list(picked) if picked else None
+    roots = sorted(p for p in data.glob("conv-*") if p.is_dir())
+    return ev, [Conv(p) for p in roots if wanted is None or int(p.name.split("-")[1]) in wanted]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = parser()
     args = ap.parse_args(argv)
@@ -348,13 +362,7 @@ def main(argv: list[str] | None = None) -> int:
         settings.setdefault("learning.rule", args.rule)
     if args.embedder:
         settings["embedder"] = args.embedder
-    data = args.data.resolve()
-    if not (data / "tools" / "evaluate.py").is_file():
-        ap.error(f"{data} has no tools/evaluate.py (pass --data)")
-    ev = evaluator(data)
-    picked = ev.parse_int_list(args.convs) if args.convs else None
-    roots = sorted(p for p in data.glob("conv-*") if p.is_dir())
-    convs = [Conv(p) for p in roots if picked is None or int(p.name.split("-")[1]) in picked]
+    ev, convs = conversations(ap, args.data, args.convs)
     if protocols & {"p1", "p2"}:
         run_learning(args, ev, convs, settings, protocols)
     if protocols & {"p3", "p4", "p5"}:

@@ -58,7 +58,7 @@ from locomo_learning import (  # noqa: E402  (the same directory)
     Scorer,
     ask,
     build,
-    evaluator,
+    conversations,
     open_copy,
     paired_ci,
 )
@@ -309,13 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=10, help="live rounds (default 10)")
     ap.add_argument("--seed", type=int, default=7, help="seed of the orders and the bootstrap")
     args = ap.parse_args(argv)
-    data = args.data.resolve()
-    if not (data / "tools" / "evaluate.py").is_file():
-        ap.error(f"{data} has no tools/evaluate.py (pass --data)")
-    ev = evaluator(data)
-    picked = ev.parse_int_list(args.convs) if args.convs else None
-    roots = sorted(p for p in data.glob("conv-*") if p.is_dir())
-    convs = [Conv(p) for p in roots if picked is None or int(p.name.split("-")[1]) in picked]
+    ev, convs = conversations(ap, args.data, args.convs)
     t0 = time.perf_counter()
     records: list[dict] = []
     warms: list[dict] = []
