@@ -50,14 +50,15 @@ def median_ms(fn: Callable[[], Any], runs: int) -> tuple[float, Any]:
 
 
 def build(work: Path, events: int, quick: bool) -> tuple[Path, list[str]]:
-    """A brain directory whose log holds ``events`` records, and its query texts."""
+    """A brain directory whose log holds ``events`` records, and its query texts: its
+    outcomes learn with ``pg`` (edge weight changes, what time travel and audit read)."""
     ws = work / "workspace"
     queries = bench_core.make_workspace(ws, 100 if quick else 1000, 200, seed=7)
     seed_brain = work / "seed"
     brain, _ = Brain.init(seed_brain, ws, durability="none")
     with brain as b:
         for i, q in enumerate(queries):
-            b.learn(1.0 if i % 4 else -1.0, trace_id=b.query(q["text"]).trace_id)
+            b.learn(1.0 if i % 4 else -1.0, trace_id=b.query(q["text"]).trace_id, rule="pg")
         done = b.log.last_seq
     dest = work / "brain"
     bench_core.grow_log(seed_brain, dest, events - done, traces_per_outcome=2)
