@@ -33,6 +33,9 @@ REWARD_SOURCES = ("human", "self", "harvester", "teacher")
 
 RouteMode = Literal["edge", "edge+sim", "learned"]
 Rule = Literal["transfer", "route", "pg", "heuristic"]
+Actor = Literal["cli", "daemon", "mcp", "plugin", "watcher", "maintenance", "bench"]
+"""Who records an event (its ``actor``): the CLI, the daemon on its own, an MCP client,
+the OpenClaw plugin, the workspace watcher, scheduled maintenance, a benchmark."""
 ROUTE_RULES = ("transfer", "route")
 """The rules that learn query-anchored routes (``ocb.engine.routes``), not edges."""
 Value = int | float | str | bool
