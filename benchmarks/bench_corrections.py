@@ -164,12 +164,12 @@ def intervals(got: list[set[str]], want: list[set[str]]) -> dict[str, list[float
 
 
 def decide_all(b: Brain, traces: list[Any], threshold: float, every: bool) -> list[set[str]]:
-    _, _, ix = b.settings()
+    _, _, ix = b.store.settings()
     s = msgspec.structs.replace(ix, correction_min_similarity=threshold)
     out = []
     for case, trace in zip(CASES, traces, strict=True):
         got = decide_inject(
-            b.graph, b.search_index(), b.embedder(), "CORRECTION", case.correction, s,
+            b.graph, b.store.search_index(), b.store.embedder(), "CORRECTION", case.correction, s,
             trace=trace, all_fired=every,
         )  # fmt: skip
         out.append(set(got.vetoed))

@@ -89,13 +89,13 @@ def run_once(base: Path, work: Path, ops: list[str], dry: bool) -> dict[str, Any
     shutil.copytree(base, brain_dir)
     t0 = time.perf_counter()
     b = Brain(brain_dir, writer=not dry)
-    b.load("config", "graph", "traces", "vectors")
-    b.embedder()
+    b.store.load("config", "graph", "traces", "vectors")
+    b.store.embedder()
     first = next(iter(b.log.read(1, 1))).ts
     clock = TickClock(start_ns=first + 30 * DAY, step_ns=0)
     loaded = time.perf_counter()
     opts = {k: v for op in ops for k, v in OVERRIDES.get(op, {}).items()}
-    report = maintain(b, ops, dry_run=dry, clock=clock, **opts)
+    report = maintain(b.store, ops, dry_run=dry, clock=clock, **opts)
     done = time.perf_counter()
     b.close()
     return {

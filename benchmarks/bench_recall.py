@@ -182,7 +182,7 @@ def bench_first(brain_dir: Path, days: int, query: str, opens: int) -> dict[str,
         clock.advance(10**12 * (i + 1))  # later than every record so far
         with Brain(brain_dir, clock=clock) as b:
             t0 = time.perf_counter_ns()
-            b.load("config", "vectors", "memory")
+            b.store.load("config", "vectors", "memory")
             load_ns.append(time.perf_counter_ns() - t0)
             t0 = time.perf_counter_ns()
             b.recall(query, depth=2, record=False)

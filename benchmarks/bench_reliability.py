@@ -148,7 +148,7 @@ Check = Callable[[Path, Path], tuple[bool, int, int, str]]
 
 def _same_as_rebuild(brain: Path) -> bool:
     with Brain(brain) as b:
-        b.load(*PROJECTIONS)
+        b.store.load(*PROJECTIONS)
         full = rebuild(b.log)
         return all(
             PROJECTIONS[n].snapshot(b.state(n)) == PROJECTIONS[n].snapshot(full[n])

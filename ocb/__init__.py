@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ocb.brain import Brain
+    from ocb.checks.repair import BrainRepair
+    from ocb.checks.verify import Head, Verification
     from ocb.graph.retract import RetractReport
     from ocb.graph.route import TrainReport
     from ocb.graph.teach import TeachReport
@@ -25,13 +27,20 @@ if TYPE_CHECKING:
     from ocb.memory.recall import RecallItem
     from ocb.memory.reflect import ReflectReport
     from ocb.memory.retain import RecallAnswer, RetainReport
-    from ocb.reports import Answer, Cited, Hit, InjectReport, LearnReport, SyncReport
+    from ocb.memory.unretain import FactRetraction
+    from ocb.reports import Answer, Cited, Hit, InjectReport, LearnReport, ReembedReport, SyncReport
     from ocb.store import Store
     from ocb.upkeep.blobs import BlobReport
     from ocb.upkeep.forget import ForgetReport
     from ocb.upkeep.health import Health
     from ocb.upkeep.maintain import AnchorReport, MaintenanceReport
+    from ocb.whatif import DiffReport, WhatIfReport
     from ocb_events.errors import OcbError
+    from ocb_events.schema import QueryTraced, Record
+    from replay.audit import EdgeAudit, NodeAudit
+    from replay.report import HistoryReport
+    from replay.store_meta import QueryResult
+    from replay.verify import Check
 
 __version__ = "0.1.0"
 
@@ -40,9 +49,16 @@ _HOME = {
     "Answer": "ocb.reports",
     "BlobReport": "ocb.upkeep.blobs",
     "Brain": "ocb.brain",
+    "BrainRepair": "ocb.checks.repair",
+    "Check": "replay.verify",
     "Cited": "ocb.reports",
+    "DiffReport": "ocb.whatif",
+    "EdgeAudit": "replay.audit",
+    "FactRetraction": "ocb.memory.unretain",
     "ForgetReport": "ocb.upkeep.forget",
+    "Head": "ocb.checks.verify",
     "Health": "ocb.upkeep.health",
+    "HistoryReport": "replay.report",
     "Hit": "ocb.reports",
     "InjectReport": "ocb.reports",
     "KgHistory": "ocb.memory.kg",
@@ -50,9 +66,14 @@ _HOME = {
     "KgView": "ocb.memory.kg",
     "LearnReport": "ocb.reports",
     "MaintenanceReport": "ocb.upkeep.maintain",
+    "NodeAudit": "replay.audit",
     "OcbError": "ocb_events.errors",
+    "QueryResult": "replay.store_meta",
+    "QueryTraced": "ocb_events.schema",
     "RecallAnswer": "ocb.memory.retain",
     "RecallItem": "ocb.memory.recall",
+    "Record": "ocb_events.schema",
+    "ReembedReport": "ocb.reports",
     "ReflectReport": "ocb.memory.reflect",
     "RetainReport": "ocb.memory.retain",
     "RetractReport": "ocb.graph.retract",
@@ -60,7 +81,9 @@ _HOME = {
     "SyncReport": "ocb.reports",
     "TeachReport": "ocb.graph.teach",
     "TrainReport": "ocb.graph.route",
+    "Verification": "ocb.checks.verify",
     "WarmReport": "ocb.graph.warm",
+    "WhatIfReport": "ocb.whatif",
 }
 """Where each exported name is defined (imported on first use)."""
 
@@ -69,9 +92,16 @@ __all__ = [
     "Answer",
     "BlobReport",
     "Brain",
+    "BrainRepair",
+    "Check",
     "Cited",
+    "DiffReport",
+    "EdgeAudit",
+    "FactRetraction",
     "ForgetReport",
+    "Head",
     "Health",
+    "HistoryReport",
     "Hit",
     "InjectReport",
     "KgHistory",
@@ -79,9 +109,14 @@ __all__ = [
     "KgView",
     "LearnReport",
     "MaintenanceReport",
+    "NodeAudit",
     "OcbError",
+    "QueryResult",
+    "QueryTraced",
     "RecallAnswer",
     "RecallItem",
+    "Record",
+    "ReembedReport",
     "ReflectReport",
     "RetainReport",
     "RetractReport",
@@ -89,7 +124,9 @@ __all__ = [
     "SyncReport",
     "TeachReport",
     "TrainReport",
+    "Verification",
     "WarmReport",
+    "WhatIfReport",
     "__version__",
 ]
 

@@ -1,8 +1,10 @@
 """The Python API of a brain: one object per brain directory, one method per command.
 
-``Brain`` is a ``Store`` with one typed method per command, each delegating to the
-feature that decides and records it; the CLI calls nothing else. Rarely used commands'
-modules are imported when they run, so that a query starts fast.
+``Brain`` holds the brain's ``Store`` (``brain.store``: the log, blobs, snapshots and
+projections) and has one typed method per command, each delegating to the feature that
+decides and records it; the CLI calls nothing else. Records are written only by the
+commands: the log itself (``brain.log``) and the projections are there to read. Rarely
+used commands' modules are imported when they run, so that a query starts fast.
 
 Example:
     >>> brain, report = Brain.init("/tmp/brain", "examples/workspace")  # doctest: +SKIP
@@ -13,34 +15,33 @@ Example:
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Collection, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Unpack
+from typing import TYPE_CHECKING, Any, ClassVar, Self, Unpack
 
 import msgspec
 
+from ocb.brain_checks import CheckCommands
+from ocb.brain_history import HistoryCommands
+from ocb.brain_memory import MemoryCommands
 from ocb.engine.traverse import Scorer
 from ocb.graph.inject import inject
 from ocb.graph.learn import learn
 from ocb.graph.query import query, route_scorer, trace_of
 from ocb.graph.sync import Progress, Scanned, scan, sync
 from ocb.reports import Answer, InjectReport, LearnReport, ReembedReport, SyncReport
-from ocb.settings import Sql
+from ocb.settings import S
 from ocb.store import Store, StoreOptions, Warn
+from ocb_events.clock import Clock
+from ocb_events.protocol import EventLog
 from ocb_events.schema import QueryTraced, Record
+from projections.graph import State as GraphState
 
 if TYPE_CHECKING:
-    from ocb.checks.repair import BrainRepair
-    from ocb.checks.verify import Head, Verification
     from ocb.graph.retract import RetractReport
     from ocb.graph.route import TrainReport
     from ocb.graph.teach import TeachReport
     from ocb.graph.warm import WarmReport
-    from ocb.memory.kg import KgHistory, KgSetReport, KgView
-    from ocb.memory.reflect import Judge, ReflectReport, Summarize
-    from ocb.memory.retain import RecallAnswer, RetainReport
     from ocb.memory.unretain import FactRetraction
     from ocb.scratch import Progress as Replaying
     from ocb.upkeep.blobs import BlobReport
@@ -48,26 +49,102 @@ if TYPE_CHECKING:
     from ocb.upkeep.health import Health
     from ocb.upkeep.maintain import AnchorReport, MaintenanceReport
     from ocb.whatif import DiffReport, Relearning, WhatIfReport
-    from replay.analytics import AnalyticsStore
-    from replay.audit import EdgeAudit, NodeAudit
-    from replay.history import CatchUp
-    from replay.isolation import Running
-    from replay.report import HistoryReport
-    from replay.store_meta import QueryResult
-    from replay.verify import Check, Progress as Counted
 
 __all__ = ["Answer", "Brain", "InjectReport", "LearnReport", "SyncReport"]
 
-Estimate = Callable[[str, str, list[str]], float]
-_QUERIES = threading.Lock()  # makes each brain's ``Running`` once
 
-
-class Brain(Store):
-    """A brain directory with one method per command (see ``Store`` for how to open
-    one: ``Brain(path)``, ``Brain.create(path)``, or ``Brain.init(path, workspace)``).
+class Brain(MemoryCommands, HistoryCommands, CheckCommands):
+    """A brain directory with one method per command: ``Brain(path)`` opens one,
+    ``Brain.create(path)`` makes one, ``Brain.init(path, workspace)`` makes and syncs
+    one; the keywords are those of ``Store`` (``writer``, ``as_of``, ``clock`` ...).
     The checks that must work on a log that cannot be opened take the brain's path:
     ``Brain.doctor_at``, ``Brain.repair`` and ``Brain.verify_at``.
+
+    Args:
+        path: the brain directory.
+        create: create the directory when it does not exist.
+        options: how to open its store (see ``Store``).
+
+    Raises:
+        BrainNotFound: no brain at ``path`` and ``create`` is False.
+        BrainLocked: another process holds the writer lock.
     """
+
+    _store_type: ClassVar[type[Store]] = Store
+
+    def __init__(
+        self, path: str | Path, *, create: bool = False, **options: Unpack[StoreOptions]
+    ) -> None:
+        self.store: Store = self._store_type(path, create=create, **options)
+        """The brain's storage: what every command reads and records through."""
+
+    @classmethod
+    def create(cls, path: str | Path, **options: Unpack[StoreOptions]) -> Self:
+        """Open a brain for writing, creating its directory if needed."""
+        return cls(path, create=True, **options)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        self.close(snapshot=exc_type is None)
+
+    def close(self, *, snapshot: bool = True) -> None:
+        """Close the brain (``Store.close``): snapshots that are due are written first
+        unless ``snapshot`` is False."""
+        self.store.close(snapshot=snapshot)
+
+    # ------------------------------------------------------------------ what it holds
+
+    @property
+    def path(self) -> Path:
+        """The brain directory."""
+        return self.store.path
+
+    @property
+    def log(self) -> EventLog:
+        """The brain's event log, to read (``read``, ``last_seq`` ...): records are
+        written by the commands."""
+        return self.store.log
+
+    @property
+    def graph(self) -> GraphState:
+        """The graph projection (nodes, edges, files), folded up to the log's end."""
+        return self.store.graph
+
+    @property
+    def clock(self) -> Clock:
+        """The clock that dates the brain's new records."""
+        return self.store.clock
+
+    @property
+    def warn(self) -> Warn:
+        """What receives the brain's warnings (settable)."""
+        return self.store.warn
+
+    @warn.setter
+    def warn(self, warn: Warn) -> None:
+        self.store.warn = warn
+
+    @property
+    def as_of(self) -> int | None:
+        """The seq this brain is a read-only view of, or None for its present."""
+        return self.store.as_of
+
+    def events(
+        self, *, since: int = 0, types: Sequence[str] = (), limit: int | None = None
+    ) -> Iterator[Record]:
+        """The records after seq ``since``, of the given ``types`` only when given, at
+        most ``limit`` (``Store.events``)."""
+        return self.store.events(since=since, types=types, limit=limit)
+
+    def state(self, name: str) -> Any:
+        """The state of the projection ``name`` (``config``, ``traces`` ...)."""
+        return self.store.state(name)
+
+    def setting(self, section: type[S], **overrides: object) -> S:
+        """The settings of ``section`` in force (``ocb.settings``), with ``overrides``."""
+        return self.store.setting(section, **overrides)
 
     # ------------------------------------------------------------------ the workspace
 
@@ -92,8 +169,8 @@ class Brain(Store):
         scanned = scan(Path(workspace), has_files=False)
         brain = cls(path, create=True, **options)
         try:
-            regenerated = restore_lost_vectors(brain)
-            report = sync(brain, workspace, progress=progress, scanned=scanned)
+            regenerated = restore_lost_vectors(brain.store)
+            report = sync(brain.store, workspace, progress=progress, scanned=scanned)
             return brain, msgspec.structs.replace(report, blobs_regenerated=regenerated)
         except BaseException:
             brain.close(snapshot=False)
@@ -120,7 +197,7 @@ class Brain(Store):
             BrainExists: the brain belongs to another workspace.
         """
         return sync(
-            self, workspace, progress=progress, scanned=scanned, cause=cause, paths=paths,
+            self.store, workspace, progress=progress, scanned=scanned, cause=cause, paths=paths,
             actor=actor,
         )  # fmt: skip
 
@@ -153,13 +230,13 @@ class Brain(Store):
             InputError: an empty query or a bad setting.
         """
         return query(
-            self, text, top=top, chat_id=chat_id, record=record, mode=mode, actor=actor,
+            self.store, text, top=top, chat_id=chat_id, record=record, mode=mode, actor=actor,
             **traversal,
         )  # fmt: skip
 
     def trace(self, trace_id: str = "", chat_id: str = "") -> QueryTraced:
         """A recorded trace, by id or as the last trace of a chat (InputError: none)."""
-        return trace_of(self, trace_id, chat_id)
+        return trace_of(self.store, trace_id, chat_id)
 
     def learn(
         self,
@@ -178,13 +255,14 @@ class Brain(Store):
         **learning: float | str | None,
     ) -> LearnReport:
         """Score a trace (by id, the last of a chat, or an explicit node path) and
-        record what the learning rule decides: the change of the question's route
-        (``route``, the default) or of the edges walked (``pg``, ``heuristic``; an
-        explicit path always teaches the edges, with ``pg`` under ``route``).
+        record what the learning rule decides: the change of the routes of the question
+        (``transfer``, the default, and ``route``) or of the edges walked (``pg``,
+        ``heuristic``; an explicit path always teaches the edges, with ``pg`` under a
+        route rule).
 
         Args:
             outcome: the reward, in [-1, 1].
-            rule: ``route`` (the default), ``pg`` or ``heuristic``.
+            rule: ``transfer`` (the default), ``route``, ``pg`` or ``heuristic``.
             used: the fired nodes the answer used or cited (a positive outcome of a
                 trace): the route keeps exactly those.
             cited: the answer's citations (``path#L12-L20``, ``path#L12``, ``path``):
@@ -206,7 +284,7 @@ class Brain(Store):
                 that did not fire in the trace (all named; nothing is recorded).
         """
         return learn(
-            self,
+            self.store,
             outcome,
             trace_id=trace_id,
             chat_id=chat_id,
@@ -241,7 +319,7 @@ class Brain(Store):
                 CORRECTION naming nothing to correct.
         """
         return inject(
-            self,
+            self.store,
             node_type,
             content,
             chat_id=chat_id,
@@ -266,7 +344,7 @@ class Brain(Store):
         from ocb.graph.retract import retract
 
         return retract(
-            self,
+            self.store,
             seq=seq,
             node_id=node_id,
             trace_id=trace_id,
@@ -287,7 +365,7 @@ class Brain(Store):
         """
         from ocb.memory.unretain import retract_fact
 
-        return retract_fact(self, fact_id, dry_run=dry_run, actor=actor)
+        return retract_fact(self.store, fact_id, dry_run=dry_run, actor=actor)
 
     def teach(
         self, labels: Sequence[str] | Path, *, apply: bool = False, relevance: bool = False
@@ -302,7 +380,7 @@ class Brain(Store):
         from ocb.graph.teach import read_labels, teach
 
         lines = read_labels(labels) if isinstance(labels, Path) else labels
-        return teach(self, lines, apply=apply, relevance=relevance)
+        return teach(self.store, lines, apply=apply, relevance=relevance)
 
     def warm_sessions(
         self,
@@ -326,7 +404,7 @@ class Brain(Store):
         from ocb.graph.warm import warm
 
         files = [Path(p) for p in paths]
-        return warm(self, files, corrections=corrections, dry_run=dry_run, progress=progress)
+        return warm(self.store, files, corrections=corrections, dry_run=dry_run, progress=progress)
 
     def train_route(self, *, min_examples: int = 20) -> TrainReport:
         """Train the route model of the ``learned`` route mode and record it.
@@ -336,128 +414,11 @@ class Brain(Store):
         """
         from ocb.graph.route import train
 
-        return train(self, min_examples=min_examples)
+        return train(self.store, min_examples=min_examples)
 
     def route_scorer(self) -> Scorer | None:
         """The scorer of the route model in force, or None when none was trained."""
-        return route_scorer(self)
-
-    # ------------------------------------------------------------------ typed memory
-
-    def retain(
-        self,
-        content: str,
-        *,
-        kind: str = "W",
-        entities: list[str] | None = None,
-        salience: float | None = None,
-        confidence: float | None = None,
-        estimate: Estimate | None = None,
-        speaker: str = "user",
-        session: str = "",
-        turn: int = 0,
-        actor: str = "cli",
-    ) -> RetainReport:
-        """Write a fact into today's daily log and record it (see ``ocb.memory.retain``);
-        ``speaker`` (user, assistant or tool), ``session`` and ``turn`` say who said it:
-        what an assistant said is a claim (``ocb.engine.claims``).
-
-        Raises:
-            InputError: an unknown kind or speaker, a salience or confidence outside
-                [0, 1].
-            WorkspaceError: the brain has no workspace.
-        """
-        from ocb.memory.retain import retain
-
-        return retain(
-            self,
-            content,
-            kind=kind,
-            entities=entities,
-            salience=salience,
-            confidence=confidence,
-            estimate=estimate,
-            speaker=speaker,
-            session=session,
-            turn=turn,
-            actor=actor,
-        )
-
-    def recall(
-        self,
-        query: str = "",
-        *,
-        k: int = 10,
-        since: str | None = None,
-        between: tuple[str, str] | None = None,
-        kinds: list[str] | None = None,
-        entities: list[str] | None = None,
-        min_salience: float = 0.0,
-        depth: int = 0,
-        max_chars: int | None = None,
-        record: bool = True,
-        actor: str = "cli",
-    ) -> RecallAnswer:
-        """Recall facts and record the trace (see ``ocb.memory.retain.recall``).
-
-        Raises:
-            InputError: a bad date, kind, fraction, or an entity no fact mentions.
-        """
-        from ocb.memory.retain import recall
-
-        return recall(
-            self,
-            query,
-            k=k,
-            since=since,
-            between=between,
-            kinds=kinds,
-            entities=entities,
-            min_salience=min_salience,
-            depth=depth,
-            max_chars=max_chars,
-            record=record,
-            actor=actor,
-        )
-
-    def reflect(
-        self,
-        since: str = "7d",
-        *,
-        summarize: Summarize | None = None,
-        judge: Judge | None = None,
-        actor: str = "cli",
-    ) -> ReflectReport:
-        """Rewrite entity summaries and move opinion confidence under ``bank/`` (see
-        ``ocb.memory.reflect``).
-
-        Raises:
-            InputError: a bad ``since`` or a brain opened as of a past point.
-            WorkspaceError: no workspace, or a bank page changed while reflect ran.
-        """
-        from ocb.memory.reflect import reflect
-
-        return reflect(self, since, summarize=summarize, judge=judge, actor=actor)
-
-    def kg_set(
-        self, subject: str, predicate: str, value: str, source: str = "", *, actor: str = "cli"
-    ) -> KgSetReport:
-        """State a current fact (see ``ocb.memory.kg.kg_set``)."""
-        from ocb.memory.kg import kg_set
-
-        return kg_set(self, subject, predicate, value, source, actor=actor)
-
-    def kg_get(self, subject: str, predicate: str | None = None) -> KgView:
-        """The current facts of a subject, with staleness and conflicts (``kg_get``)."""
-        from ocb.memory.kg import kg_get
-
-        return kg_get(self, subject, predicate)
-
-    def kg_history(self, subject: str, predicate: str | None = None) -> KgHistory:
-        """Every statement of a subject, oldest first (``ocb.memory.kg.kg_history``)."""
-        from ocb.memory.kg import kg_history
-
-        return kg_history(self, subject, predicate)
+        return route_scorer(self.store)
 
     # ------------------------------------------------------------------ upkeep
 
@@ -470,7 +431,7 @@ class Brain(Store):
         """
         from ocb.upkeep.config import set_config
 
-        return set_config(self, key, value, actor=actor)
+        return set_config(self.store, key, value, actor=actor)
 
     def maintain(
         self,
@@ -491,7 +452,7 @@ class Brain(Store):
         from ocb.upkeep.maintain import maintain
 
         return maintain(
-            self, ops, dry_run=dry_run, clock=self.clock, top=top, actor=actor, **maintenance
+            self.store, ops, dry_run=dry_run, clock=self.clock, top=top, actor=actor, **maintenance
         )
 
     def anchor(
@@ -504,7 +465,7 @@ class Brain(Store):
         """
         from ocb.upkeep.maintain import anchor
 
-        return anchor(self, authority, node_ids=node_ids, path=path)
+        return anchor(self.store, authority, node_ids=node_ids, path=path)
 
     def health(
         self, *, window: int = 100, apply: bool = False, actor: str = "cli"
@@ -517,19 +478,19 @@ class Brain(Store):
         """
         from ocb.upkeep.health import check
 
-        return check(self, window=window, apply=apply, actor=actor)
+        return check(self.store, window=window, apply=apply, actor=actor)
 
     def regenerate_blobs(self) -> BlobReport:
         """Write back the lost vector blobs the log names, embedding their texts again."""
         from ocb.upkeep.blobs import regenerate_blobs
 
-        return regenerate_blobs(self)
+        return regenerate_blobs(self.store)
 
     def reembed(self, spec: str, *, progress: Progress | None = None) -> ReembedReport:
         """Switch every vector to the embedder ``spec`` names, in one append."""
         from ocb.upkeep.reembed import reembed
 
-        return reembed(self, spec, progress)
+        return reembed(self.store, spec, progress)
 
     def forget(
         self,
@@ -549,155 +510,15 @@ class Brain(Store):
         from ocb.upkeep.forget import forget
 
         return forget(
-            self, seq=seq, path=path, fact=fact, text=text, reason=reason, dry_run=dry_run
+            self.store, seq=seq, path=path, fact=fact, text=text, reason=reason, dry_run=dry_run
         )
 
     def write_snapshots(self) -> list[tuple[str, int]]:
         """Write a snapshot of every projection now: ``(projection, seq)`` of each."""
         from replay import PROJECTIONS
 
-        self.load(*PROJECTIONS)
-        return self.save_snapshots(force=True, strict=True)
-
-    # ------------------------------------------------------------------ checks
-
-    @staticmethod
-    def doctor_at(
-        path: str | Path, *, repair: bool = False, as_of: int | str | None = None
-    ) -> tuple[list[Check], BlobReport | None]:
-        """Every health check of the brain at ``path``, whose log may be damaged (its
-        check then fails), and the blob repair run first with ``repair`` (else None).
-        Raises InputError for ``repair`` with ``as_of``, BrainNotFound without a brain."""
-        from ocb.checks.brain import doctor
-
-        return doctor(path, repair=repair, as_of=as_of)
-
-    @staticmethod
-    def repair(path: str | Path, *, warn: Warn | None = None) -> BrainRepair:
-        """Repair a damaged log, which cannot be opened: intact records are kept, lost
-        ones become tombstones keeping their seq (``ocb.checks.repair``). Raises
-        BrainNotFound without a brain at ``path``, BrainLocked when another writes it."""
-        from ocb.checks.repair import repair_brain
-
-        return repair_brain(Path(path), warn=warn)
-
-    @staticmethod
-    def install_command(extra: str) -> str:
-        """The shell command that installs the optional ``extra`` for the ocb running
-        here (``ocb.engine.extras``), for the hint of an error that needs it."""
-        from ocb.engine.extras import install_command
-
-        return install_command(extra)
-
-    @staticmethod
-    def parse_heads(texts: list[str], *, repair: bool = False) -> list[Head]:
-        """The heads ``--head`` names, each ``SEQ:HEX`` (``ocb.checks.verify``);
-        InputError for one of another shape, or for heads with ``repair``."""
-        from ocb.checks.verify import parse_heads
-
-        return parse_heads(texts, repair=repair)
-
-    @staticmethod
-    def verify_at(
-        path: str | Path,
-        *,
-        heads: list[Head] | None = None,
-        warn: Warn | None = None,
-        progress: Counted | None = None,
-    ) -> Verification:
-        """The log's framing, checksums, seqs and chain and the head of the chain, each
-        of ``heads`` kept earlier against it, then (when the log holds) every snapshot
-        against a rebuild (``ocb.checks.verify``). Raises BrainNotFound: no brain."""
-        from ocb.checks.verify import verify_brain
-
-        return verify_brain(path, heads=heads, warn=warn, progress=progress)
-
-    def check_projections(self) -> list[Check]:
-        """Every projection as loaded (newest snapshot + tail) against a full rebuild."""
-        from replay.verify import verify_live
-
-        return verify_live(self.log, self.snapshots)
-
-    # ------------------------------------------------------------------ the history
-
-    _queries: Running | None = None
-
-    @staticmethod
-    def check_sql(statement: str) -> None:
-        """Refuse SQL that ``sql`` refuses, before any brain is opened (InputError,
-        AnalyticsError)."""
-        from replay.statements import check_query
-
-        check_query(statement)
-
-    def sql(self, statement: str, **catch_up: Unpack[CatchUp]) -> QueryResult:
-        """Run one reading statement over the whole history (``replay.analytics``), in
-        a worker process within the ``sql.*`` limits; AnalyticsError (or InputError)
-        when it is not a single read, fails, or goes over a limit."""
-        with self._history(**catch_up) as store:
-            return store.query(statement)
-
-    def report(self, *, top: int = 10, **catch_up: Unpack[CatchUp]) -> HistoryReport:
-        """Canned analytics over the whole history (``replay.report``)."""
-        from replay.report import report
-
-        with self._history(**catch_up) as store:
-            return report(store, top=top)
-
-    def audit_edge(self, source: str, target: str, **catch_up: Unpack[CatchUp]) -> EdgeAudit:
-        """Every change of an edge's weight, with its cause (``replay.audit``);
-        InputError for an unknown node or edge, naming close matches."""
-        from replay.audit import audit_edge
-
-        with self._history(**catch_up) as store:
-            return audit_edge(store, source, target)
-
-    def audit_node(self, node: str, *, limit: int = 20, **catch_up: Unpack[CatchUp]) -> NodeAudit:
-        """A node's life, injections, weight changes and last ``limit`` accesses
-        (``replay.audit``); InputError for an unknown node, naming close matches."""
-        from replay.audit import audit_node
-
-        with self._history(**catch_up) as store:
-            return audit_node(store, node, limit=limit)
-
-    def history_held(self) -> AbstractContextManager[None]:
-        """Held while a command over the history reads the log and the settings: nothing
-        here; a brain that others write beside (a daemon's) holds its gate."""
-        return nullcontext()
-
-    def queries(self) -> Running:
-        """The worker processes of this brain's queries over the history."""
-        from replay.isolation import Running
-
-        with _QUERIES:
-            if self._queries is None:
-                self._queries = Running()
-            return self._queries
-
-    def interrupt_queries(self) -> None:
-        """End every query over the history running for this brain (it fails with one
-        line, its worker process killed) and refuse new ones: for a daemon that stops."""
-        self.queries().stop()
-
-    @contextmanager
-    def _history(self, **catch_up: Unpack[CatchUp]) -> Iterator[AnalyticsStore]:
-        """The analytics store caught up with the log (read under ``history_held``),
-        its queries limited by the ``sql.*`` settings."""
-        from replay.history import caught_up
-        from replay.isolation import Limits
-
-        with self.history_held():
-            limits = Limits(**msgspec.structs.asdict(self.setting(Sql)))
-        with caught_up(
-            self.path,
-            self.log,
-            self.warn,
-            held=self.history_held,
-            limits=limits,
-            running=self.queries(),
-            **catch_up,
-        ) as store:
-            yield store
+        self.store.load(*PROJECTIONS)
+        return self.store.save_snapshots(force=True, strict=True)
 
     def diff(
         self,
@@ -714,7 +535,7 @@ class Brain(Store):
         """
         from ocb.whatif import diff
 
-        return diff(self, start, end, threshold=threshold, top=top)
+        return diff(self.store, start, end, threshold=threshold, top=top)
 
     def what_if(
         self,
@@ -735,7 +556,7 @@ class Brain(Store):
         from ocb.whatif import what_if
 
         return what_if(
-            self,
+            self.store,
             start,
             threshold=threshold,
             top=top,

@@ -47,13 +47,13 @@ def run(quick: bool = False) -> Result:
             brain.learn(1.0, trace_id=brain.query(QUESTIONS[i % 3], top=3).trace_id)
         alive_fired, _ = walk(brain, 3)
         clock.advance(30 * DAY_NS)
-        maintain(brain, ["decay"], clock=clock)
+        maintain(brain.store, ["decay"], clock=clock)
         dead_fired, dead_seeds = walk(brain, 3)
-        report, _ = check(brain, window=3)
+        report, _ = check(brain.store, window=3)
         detected = any(f.startswith("brain death") for f in report.findings)
-        _, recs = check(brain, window=3, apply=True)
+        _, recs = check(brain.store, window=3, apply=True)
         back_fired, back_seeds = walk(brain, 3)
-        healed, _ = check(brain, window=3)
+        healed, _ = check(brain.store, window=3)
         return Result(
             name=NAME,
             claim=CLAIM,

@@ -85,7 +85,9 @@ def scratch_brain(
 def connect(brain: Brain, edges: Sequence[tuple[str, str, float]], kind: str = "sim") -> None:
     """Record edges the simulation's scenario needs (set to the given weights)."""
     specs = tuple(EdgeSpec(source=a, target=b, weight=w, kind=kind) for a, b, w in edges)
-    brain.record([EdgesCreated(edges=specs, cause="sim")], "sim", expected_seq=brain.log.last_seq)
+    brain.store.record(
+        [EdgesCreated(edges=specs, cause="sim")], "sim", expected_seq=brain.log.last_seq
+    )
 
 
 def rebuild_equal(brain: Brain) -> bool:

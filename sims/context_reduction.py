@@ -49,7 +49,7 @@ def run(quick: bool = False) -> Result:
         for i in range(1, queries):
             if i % 10 == 0:
                 clock.advance(DAY_NS)
-                maintain(brain, ["decay"], clock=clock)
+                maintain(brain.store, ["decay"], clock=clock)
             got = brain.query(QUESTION, top=5)
             fired.append(float(len(got.fired)))
             answered.append(answer in got.fired)

@@ -60,7 +60,7 @@ def domain_of(text: str) -> str:
 
 def routable(brain: Brain, dom: dict[str, str], tier: str = "habitual") -> tuple[int, int]:
     """Edges at or above a tier's threshold: (cross-domain, within-domain)."""
-    floor = getattr(brain.settings()[0], tier)
+    floor = getattr(brain.store.settings()[0], tier)
     cross = within = 0
     for a, targets in brain.graph.out.items():
         for b, e in targets.items():

@@ -72,7 +72,7 @@ def run(quick: bool = False) -> Result:
     budgets_kept = True
     for size in sizes:
         with scratch_brain(topic_files(WORDS, size // SECTIONS, SECTIONS, seed=2)) as brain:
-            trav = brain.settings()[0]
+            trav = brain.store.settings()[0]
             got = measure(brain, qs)
             nodes[size] = len(brain.graph.nodes)
             budgets_kept = budgets_kept and (

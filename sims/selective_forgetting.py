@@ -45,13 +45,13 @@ def run(quick: bool = False) -> Result:
         for i in range(queries):
             if i and i % 10 == 0:
                 clock.advance(DAY_NS)
-                maintain(brain, ["decay"], clock=clock)
+                maintain(brain.store, ["decay"], clock=clock)
             answer = brain.query(QUESTIONS[i % len(QUESTIONS)], top=3)
             brain.learn(1.0, trace_id=answer.trace_id)
             if i >= queries - 10:
                 steps = brain.trace(answer.trace_id).steps
                 used |= {(st.node, st.chosen) for st in steps if st.chosen != STOP}
-            trav = brain.settings()[0]
+            trav = brain.store.settings()[0]
             tiers = [
                 tier_of(e.weight, trav) for ts in brain.graph.out.values() for e in ts.values()
             ]

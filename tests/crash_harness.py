@@ -224,14 +224,14 @@ class Harness:
     def _check_state(self, out: Outcome) -> None:
         try:
             with Brain(self.brain) as b:
-                b.load(*PROJECTIONS)
+                b.store.load(*PROJECTIONS)
                 full = rebuild(b.log)
                 wrong = [
                     n
                     for n in PROJECTIONS
                     if PROJECTIONS[n].snapshot(b.state(n)) != PROJECTIONS[n].snapshot(full[n])
                 ]
-                b.search_index()
+                b.store.search_index()
                 requests = [
                     r.event.request_id
                     for r in b.log.read()

@@ -80,6 +80,7 @@ def test_lint(command: list[str]) -> None:
 BASE = {"ocb.settings", "ocb.redaction", "ocb.reports"}
 FEATURES = {"ocb.graph", "ocb.memory", "ocb.upkeep"}
 CORE = {"ocb.engine", "ocb.store", *BASE}
+BRAIN_PARTS = {"ocb.brain_checks", "ocb.brain_history", "ocb.brain_memory"}
 LAYERS: dict[str, set[str]] = {
     "ocb.setting_checks": set(),  # a key's entry and the checks of its values
     "ocb.settings": {"ocb.setting_checks"},
@@ -93,7 +94,11 @@ LAYERS: dict[str, set[str]] = {
     "ocb.scratch": FEATURES | CORE,  # the what-if's replay engine
     "ocb.whatif": {"ocb.scratch", *FEATURES, *CORE},
     "ocb.checks": FEATURES | CORE,
-    "ocb.brain": {"ocb.checks", "ocb.scratch", "ocb.whatif", *FEATURES, *CORE},
+    # the facade's command groups (Brain inherits them)
+    "ocb.brain_checks": {"ocb.checks", *FEATURES, *CORE},
+    "ocb.brain_history": CORE,
+    "ocb.brain_memory": FEATURES | CORE,
+    "ocb.brain": {*BRAIN_PARTS, "ocb.checks", "ocb.scratch", "ocb.whatif", *FEATURES, *CORE},
 }
 # the daemon serves the facade (the CLI hands it its methods and its app)
 LAYERS["ocb.daemon"] = set(LAYERS) | {"ocb"}

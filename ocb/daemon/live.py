@@ -13,21 +13,20 @@ from ocb.brain import Brain
 from ocb.daemon.gate import Gate
 from ocb.redaction import screened
 from ocb.settings import Indexing
-from ocb.store import StoreOptions
+from ocb.store import Store, StoreOptions
 from ocb_events.errors import BrainError, WorkspaceError
 from ocb_events.schema import Event, Record
 from replay import PROJECTIONS
 from workspace_sync.reads import Excerpt, read_lines
 
-__all__ = ["LiveBrain"]
+__all__ = ["LiveBrain", "LiveStore"]
 
 T = TypeVar("T")
 
 
-class LiveBrain(Brain):
-    """A ``Brain`` that several threads share: readers under ``gate.read()``, one
-    writer thread (``writer_thread``) that records; a fold holds the gate exclusively,
-    so a reader never sees a projection half-updated."""
+class LiveStore(Store):
+    """The store of a ``LiveBrain``: records are appended only from the writer thread
+    (``writer_thread``), and each append and fold holds ``gate`` exclusively."""
 
     def __init__(
         self, path: str | Path, *, create: bool = False, **options: Unpack[StoreOptions]
@@ -37,11 +36,6 @@ class LiveBrain(Brain):
         self.writer_thread: int | None = None
         """The only thread that may record once set (None: any, before serving)."""
         self._derive = threading.RLock()
-
-    def warm(self) -> None:
-        """Load every projection and the search index, so no request pays for it."""
-        self.load(*sorted(PROJECTIONS))
-        self.search_index()
 
     def record(
         self, events: Sequence[Event], actor: str, *, expected_seq: int, blobs: Sequence[bytes] = ()
@@ -57,14 +51,47 @@ class LiveBrain(Brain):
         with self.gate.write():
             return self._append(events, actor, expected_seq=expected_seq, blobs=blobs)
 
+    def derived(self, name: str, key: str, make: Callable[[], T]) -> T:
+        with self._derive:  # one thread builds an index; the others wait for it
+            return super().derived(name, key, make)
+
+    def forget_loaded(self) -> None:
+        """Drop the projections and indexes held in memory (they load again on use)."""
+        self._states.clear()
+        self._derived.clear()
+
+
+class LiveBrain(Brain):
+    """A ``Brain`` that several threads share: readers under ``gate.read()``, one
+    writer thread (``writer_thread``) that records; a fold holds the gate exclusively,
+    so a reader never sees a projection half-updated."""
+
+    _store_type = LiveStore
+    store: LiveStore
+
+    @property
+    def gate(self) -> Gate:
+        """The gate of the brain's store (``LiveStore.gate``)."""
+        return self.store.gate
+
+    @property
+    def writer_thread(self) -> int | None:
+        """The only thread that may record once set (None: any, before serving)."""
+        return self.store.writer_thread
+
+    @writer_thread.setter
+    def writer_thread(self, ident: int | None) -> None:
+        self.store.writer_thread = ident
+
+    def warm(self) -> None:
+        """Load every projection and the search index, so no request pays for it."""
+        self.store.load(*sorted(PROJECTIONS))
+        self.store.search_index()
+
     def history_held(self) -> AbstractContextManager[None]:
         """The gate, shared: a command over the history reads the log and the settings
         under it (a slice at a time), and runs its queries outside it."""
         return self.gate.read()
-
-    def derived(self, name: str, key: str, make: Callable[[], T]) -> T:
-        with self._derive:  # one thread builds an index; the others wait for it
-            return super().derived(name, key, make)
 
     def read_lines(self, rel: str, start: int = 1, lines: int | None = None) -> Excerpt:
         """Lines of the file ``rel`` of the brain's workspace (``workspace_sync.reads``:
@@ -85,7 +112,7 @@ class LiveBrain(Brain):
         root = self.graph.workspace
         if not root:
             raise WorkspaceError("this brain has no workspace to read", "ocb init --workspace DIR")
-        scanner = self.secrets()
+        scanner = self.store.secrets()
         return read_lines(
             Path(root), rel, start, lines,
             indexed=self.graph.files,
@@ -97,10 +124,5 @@ class LiveBrain(Brain):
         """Forget what was folded from records a failed flush took back, and fold the
         log again."""
         with self.gate.write():
-            self.forget_loaded()
+            self.store.forget_loaded()
             self.warm()
-
-    def forget_loaded(self) -> None:
-        """Drop the projections and indexes held in memory (they load again on use)."""
-        self._states.clear()
-        self._derived.clear()

@@ -53,7 +53,7 @@ def embed_ahead(brain: LiveBrain, root: Path, paths: Collection[str]) -> Vectors
     if not paths:
         return {}
     with brain.gate.read():
-        ix, scanner, emb = brain.setting(Indexing), brain.secrets(), brain.embedder()
+        ix, scanner, emb = brain.setting(Indexing), brain.store.secrets(), brain.store.embedder()
         g = brain.graph
         had = {
             p: frozenset(g.nodes[i].text_hash for i in g.files[p].chunks)
@@ -193,7 +193,7 @@ class Follower:
             paths = frozenset(self._pending | batch)
             try:
                 ahead = self._ahead(ws, paths)
-                job = partial(sync, self.brain, ws, paths=paths, embedded=ahead, actor=ACTOR)
+                job = partial(sync, self.brain.store, ws, paths=paths, embedded=ahead, actor=ACTOR)
                 report = submit(job).result()
             except OcbError as exc:
                 self._pending = set(paths)

@@ -119,7 +119,7 @@ def label(b: Brain, trace_id: str, score: float) -> int:
     first = steps[0]
     line = {"trace_id": trace_id, "node": first.node, "hop": first.hop}
     line["scores"] = {first.candidates[0].target: score}  # type: ignore[assignment]
-    return teach(b, [json.dumps(line)], apply=True, relevance=True).first_seq
+    return teach(b.store, [json.dumps(line)], apply=True, relevance=True).first_seq
 
 
 def take_back(b: Brain, what: str, last: dict[str, Any]) -> None:
@@ -157,7 +157,7 @@ def run_op(b: Brain, op: tuple[Any, ...], clock: TickClock, last: dict[str, Any]
         b.set_config(*op[1])
     elif kind == "maintain":
         clock.advance(3 * NS_PER_DAY)
-        maintain(b, op[1], clock=clock, budget=0.7, prune_below=0.05)
+        maintain(b.store, op[1], clock=clock, budget=0.7, prune_below=0.05)
     elif kind == "edit":
         edit_workspace(b, op[1])
     elif answer is not None:

@@ -102,7 +102,7 @@ def test_damage_in_the_middle_stops_every_command_until_repaired(
         last = list(b.log.read(b.log.last_seq))[0]
         assert isinstance(last.event, LogRepaired) and last.event.lost[0].first == 30
         full = rebuild(b.log)
-        b.load(*PROJECTIONS)
+        b.store.load(*PROJECTIONS)
         assert all(
             PROJECTIONS[n].snapshot(full[n]) == PROJECTIONS[n].snapshot(b.state(n))
             for n in PROJECTIONS
@@ -173,7 +173,7 @@ def test_snapshots_of_an_abandoned_history_are_never_loaded(
         assert log.last_seq >= ours, "the snapshots' seqs are all inside the log"
     warnings: list[str] = []
     with Brain(path, warn=warnings.append) as b:
-        b.load(*PROJECTIONS)
+        b.store.load(*PROJECTIONS)
         full = rebuild(b.log)
         for n in PROJECTIONS:
             assert PROJECTIONS[n].snapshot(b.state(n)) == PROJECTIONS[n].snapshot(full[n]), n

@@ -272,7 +272,7 @@ def test_reflect_records_the_old_summary_redacted(tmp_path: Path) -> None:
     with Brain.create(tmp_path / "b", clock=TickClock(start_ns=NOW), warn=warnings.append) as b:
         b.sync(ws)
         warnings.clear()
-        [change] = [c for c in reflect(b, "7d").changes if c.change == "entity_summary"]
+        [change] = [c for c in reflect(b.store, "7d").changes if c.change == "entity_summary"]
         assert TOKEN in change.before  # what the page held, shown to the user only
     assert warnings == ["reflect bank/entities/Peter.md: github-token redacted before recording"]
     assert leaks(tmp_path / "b") == []
@@ -411,7 +411,7 @@ def test_what_no_command_scanned_is_redacted_when_it_is_recorded(tmp_path: Path)
     warnings: list[str] = []
     with Brain.create(tmp_path / "b", warn=warnings.append) as b:
         ev = OutcomeRecorded(reward=1.0, source="human", request_id=f"retry-{TOKEN}")
-        [rec] = b.record([ev], "human", expected_seq=0)
+        [rec] = b.store.record([ev], "human", expected_seq=0)
         assert isinstance(rec.event, OutcomeRecorded)
         assert rec.event.request_id.startswith("retry-[REDACTED:github-token:")
         b.set_config("secrets.allow", AWS)  # the allow-list is recorded as it is given

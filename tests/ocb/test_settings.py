@@ -137,10 +137,10 @@ def test_every_section_resolves_through_the_registry(small: Path) -> None:
         b.set_config("memory.hop_decay", "0.7")
         b.set_config("traversal.max_hops", 5)
         assert b.setting(Memory).hop_decay == 0.7
-        assert b.settings()[0].max_hops == b.setting(Traversal).max_hops == 5
+        assert b.store.settings()[0].max_hops == b.setting(Traversal).max_hops == 5
         assert b.setting(Traversal, max_hops=2).max_hops == 2
         # a value recorded under older rules gives way to the default
-        b.record(
+        b.store.record(
             [ConfigChanged(key="traversal.tau", value=-1.0)], "cli", expected_seq=b.log.last_seq
         )
         assert b.setting(Traversal).tau == 1.0

@@ -67,7 +67,7 @@ def test_what_if_with_the_recorded_settings_reproduces_the_brain_exactly(
         with Brain(Path(tmp) / "brain", writer=False) as real:
             end = real.log.last_seq
             for start in (0, data.draw(st.integers(0, end), label="from")):
-                with scratch_replay(real, start) as r:
+                with scratch_replay(real.store, start) as r:
                     assert list(r.brain.log.read()) == list(real.log.read())
                     for name in sorted(PROJECTIONS):
                         assert snapshot_bytes(name, r.brain.state(name)) == snapshot_bytes(
@@ -87,11 +87,11 @@ def test_replay_copies_before_the_point_and_re_decides_after_it(brain: Brain) ->
     answer = brain.query(QUESTIONS[1], chat_id="c1")
     brain.learn(-1.0, chat_id="c1", rule="heuristic", source="self")
     brain.learn(0.5, fired_ids=answer.fired[:3], source="harvester")
-    with scratch_replay(brain, mid) as r:
+    with scratch_replay(brain.store, mid) as r:
         assert (r.stats.outcomes, r.stats.replaced, r.stats.maintenance) == (2, 2, 0)
         assert r.stats.copied == brain.log.last_seq - 4 and r.queries == [QUESTIONS[1]]
         assert snapshot_bytes("graph", r.brain.graph) == snapshot_bytes("graph", brain.graph)
-    with scratch_replay(brain, 0) as r:
+    with scratch_replay(brain.store, 0) as r:
         assert r.stats.outcomes == 3 and r.queries == QUESTIONS[:2]
 
 
@@ -109,8 +109,8 @@ def test_what_if_and_diff_never_change_the_real_brain(
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     before = tree_bytes(built)
     with Brain(built, writer=False) as real:
-        report = what_if(real, 0, rule="heuristic", eta=0.3)
-        diff(real, 1, real.log.last_seq)
+        report = what_if(real.store, 0, rule="heuristic", eta=0.3)
+        diff(real.store, 1, real.log.last_seq)
     assert report.weights.edges_changed > 0
     assert tree_bytes(built) == before
     assert list(scratch.iterdir()) == []  # the scratch brain is gone
@@ -132,11 +132,11 @@ def test_bad_input_is_refused_before_anything_happens(brain: Brain) -> None:
     ]
     for kwargs, pattern in cases:
         with pytest.raises(InputError, match=pattern) as err:
-            what_if(brain, **kwargs)
+            what_if(brain.store, **kwargs)
         assert err.value.hint
     with pytest.raises(InputError, match=r"--from 3 is after --to 2") as err:
-        diff(brain, 3, 2)
-    assert "valid: seq 1 to" in _hint(lambda: diff(brain, 1, end + 5))
+        diff(brain.store, 3, 2)
+    assert "valid: seq 1 to" in _hint(lambda: diff(brain.store, 1, end + 5))
     assert tree_bytes(brain.path) == before and brain.log.last_seq == end
 
 
@@ -154,10 +154,10 @@ def test_eta_zero_means_no_learning_even_over_recorded_config(brain: Brain) -> N
     at_start = weights(brain.graph)
     brain.set_config("learning.eta", 0.3)  # an override beats recorded config
     ask_and_learn(brain, 6)
-    with scratch_replay(brain, start, {"eta": 0.0}) as r:
+    with scratch_replay(brain.store, start, {"eta": 0.0}) as r:
         assert weights(r.brain.graph) == at_start
         assert r.brain.graph.baseline  # the baselines still follow the rewards
-    report = what_if(brain, start, eta=0.0)
+    report = what_if(brain.store, start, eta=0.0)
     assert report.overrides == {"eta": 0.0}
     assert report.weights.edges_changed + report.weights.stops_changed == len(
         set(weights(brain.graph).items()) - set(at_start.items())
@@ -169,9 +169,9 @@ def test_a_larger_rate_moves_every_rewarded_edge_further(brain: Brain) -> None:
     start = brain.log.last_seq
     ask_and_learn(brain, 6, rule="heuristic")
     real = weights(brain.graph)
-    with scratch_replay(brain, start, {"eta": 0.2}) as hi:
+    with scratch_replay(brain.store, start, {"eta": 0.2}) as hi:
         high = weights(hi.brain.graph)
-    with scratch_replay(brain, start, {"eta": 0.05}) as lo:
+    with scratch_replay(brain.store, start, {"eta": 0.05}) as lo:
         low = weights(lo.brain.graph)
     assert real.keys() == high.keys() == low.keys()
     assert all(low[k] <= real[k] <= high[k] for k in real)
@@ -181,7 +181,7 @@ def test_a_larger_rate_moves_every_rewarded_edge_further(brain: Brain) -> None:
 def test_negative_outcomes_with_a_larger_rate_weaken_further(brain: Brain) -> None:
     start = brain.log.last_seq
     ask_and_learn(brain, 4, reward=-1.0)
-    with scratch_replay(brain, start, {"eta": 0.3, "rule": "heuristic"}) as r:
+    with scratch_replay(brain.store, start, {"eta": 0.3, "rule": "heuristic"}) as r:
         alt = weights(r.brain.graph)
     base = weights(brain.graph)
     chosen = {
@@ -195,20 +195,20 @@ def test_negative_outcomes_with_a_larger_rate_weaken_further(brain: Brain) -> No
 
 
 def test_decay_is_re_decided_on_the_what_if_weights(brain: Brain) -> None:
-    maintain(brain, "decay", clock=later(brain, 1))  # decay measures from here on
+    maintain(brain.store, "decay", clock=later(brain, 1))  # decay measures from here on
     start = brain.log.last_seq
     at_start = weights(brain.graph)
     ask_and_learn(brain, 4)
-    maintain(brain, "decay", clock=later(brain, 30), half_life_days=30)
+    maintain(brain.store, "decay", clock=later(brain, 30), half_life_days=30)
     run = next(r for r in brain.log.read(start) if isinstance(r.event, MaintenanceRan))
     factor = dict((s.key, s.value) for s in run.event.params)["factor"]  # type: ignore[union-attr]
     assert factor == pytest.approx(0.5, abs=1e-3)
-    with scratch_replay(brain, start, {"eta": 0.0}) as r:
+    with scratch_replay(brain.store, start, {"eta": 0.0}) as r:
         got = weights(r.brain.graph)
         assert r.stats.maintenance == 1
     assert got.keys() == at_start.keys()
     assert all(got[k] == pytest.approx(w * factor, abs=1e-12) for k, w in at_start.items())
-    with scratch_replay(brain, start) as r:  # and with the recorded settings, exactly
+    with scratch_replay(brain.store, start) as r:  # and with the recorded settings, exactly
         assert snapshot_bytes("graph", r.brain.graph) == snapshot_bytes("graph", brain.graph)
 
 
@@ -223,7 +223,7 @@ def test_a_decay_too_small_for_todays_rule_carries_its_time_over_in_a_what_if(
 
     def decay_after(days: float) -> None:
         clock.now_ns += int(days * NS_PER_DAY)
-        maintain(brain, "decay", clock=clock)
+        maintain(brain.store, "decay", clock=clock)
 
     decay_after(1)
     start = brain.log.last_seq
@@ -241,7 +241,7 @@ def test_a_decay_too_small_for_todays_rule_carries_its_time_over_in_a_what_if(
 
     real = decays(brain)
     assert len(real) == 2 and 1 - real[0] < 1e-3
-    with scratch_replay(brain, start) as r:
+    with scratch_replay(brain.store, start) as r:
         assert len(decays(r.brain)) == 1, "the small decay is not recorded"
         alt = weights(r.brain.graph)
     # one decay over both spans takes off what the two recorded ones took together
@@ -266,7 +266,7 @@ def test_a_retracted_outcome_or_label_leaves_no_trace_in_any_what_if(brain: Brai
     only_taken = (touched(taken[0]) | touched(taken[1])) - touched(kept)
     assert only_taken
     for overrides in ({"eta": 0.5}, {"rule": "heuristic", "eta": 0.3}):
-        with scratch_replay(brain, 0, overrides) as r:
+        with scratch_replay(brain.store, 0, overrides) as r:
             assert (r.stats.retractions, r.stats.outcomes) == (2, 2)
             real, alt = weights(brain.graph), weights(r.brain.graph)
             assert all(alt.get(p, 0.0) == pytest.approx(real.get(p, 0.0)) for p in only_taken)
@@ -281,10 +281,10 @@ def test_an_update_the_record_lacks_shifts_later_seqs_and_their_causes_follow(
     brain.set_config("learning.baseline_rate", 0.0)
     start = brain.log.last_seq
     brain.learn(1.0, trace_id=brain.query(QUESTIONS[0]).trace_id)  # records no update
-    maintain(brain, "decay,prune", clock=later(brain, 60), prune_below=0.2)
+    maintain(brain.store, "decay,prune", clock=later(brain, 60), prune_below=0.2)
     recorded = [r.event for r in brain.log.read(start + 1)]
     assert not any(isinstance(e, EdgesUpdated) and e.rule == "pg" for e in recorded)
-    with scratch_replay(brain, start, {"eta": 0.5}) as r:
+    with scratch_replay(brain.store, start, {"eta": 0.5}) as r:
         recs = {rec.seq: rec.event for rec in r.brain.log.read()}
         assert r.brain.log.last_seq == brain.log.last_seq + 1
         causes = {
@@ -304,7 +304,7 @@ def test_an_update_the_record_lacks_shifts_later_seqs_and_their_causes_follow(
 def test_the_report_compares_tiers_and_re_runs_the_recorded_queries(brain: Brain) -> None:
     start = brain.log.last_seq
     ask_and_learn(brain, 6)
-    same = what_if(brain, start)
+    same = what_if(brain.store, start)
     assert same.replay.records == brain.log.last_seq and same.to_seq == brain.log.last_seq
     w = same.weights
     assert (w.edges_changed, w.stops_changed, w.edges_within, w.edges, w.transitions) == (
@@ -325,7 +325,7 @@ def test_the_report_compares_tiers_and_re_runs_the_recorded_queries(brain: Brain
     )
     fired = [len(brain.query(t, record=False).fired) for t in QUESTIONS]
     assert q.real_mean_fired == round(sum(fired) / 3, 3)
-    other = what_if(brain, start, rule="heuristic", eta=0.5, queries=1, top=3)
+    other = what_if(brain.store, start, rule="heuristic", eta=0.5, queries=1, top=3)
     assert other.queries.count == 1 and len(other.weights.edges) == 3
     assert other.weights.tiers_after != other.weights.tiers_before
     assert other.replay.outcomes == same.replay.outcomes
@@ -345,7 +345,7 @@ def test_a_diff_lists_exactly_the_edges_the_records_in_between_changed(brain: Br
         if isinstance(rec.event, EdgesUpdated)
         for d in rec.event.deltas
     }
-    report = diff(brain, a, b, top=10_000)
+    report = diff(brain.store, a, b, top=10_000)
     g = report.graph
     assert {(c.source, c.target) for c in g.edges} == named
     assert g.edges_changed == sum(t != STOP for _, t in named)
@@ -353,27 +353,27 @@ def test_a_diff_lists_exactly_the_edges_the_records_in_between_changed(brain: Br
     assert (g.nodes_added, g.nodes_removed, g.nodes_changed, g.edges_added) == (0, 0, 0, 0)
     assert (report.from_seq, report.to_seq, report.records) == (a, b, b - a)
     assert report.from_time == iso(brain.log.ts_of(a))
-    assert diff(brain, a, b, threshold=0.05, top=5).graph.edges == g.edges[:5]
-    assert diff(brain, b).to_seq == brain.log.last_seq
+    assert diff(brain.store, a, b, threshold=0.05, top=5).graph.edges == g.edges[:5]
+    assert diff(brain.store, b).to_seq == brain.log.last_seq
 
 
 def test_a_diff_names_removed_edges_and_counts_from_the_empty_brain(brain: Brain) -> None:
     ask_and_learn(brain, 2)
     a = brain.log.last_seq
-    maintain(brain, "prune", clock=later(brain, 1), prune_below=0.31)
+    maintain(brain.store, "prune", clock=later(brain, 1), prune_below=0.31)
     removed = [
         (e.source, e.target)
         for rec in brain.log.read(a + 1)
         if isinstance(rec.event, EdgesRemoved)
         for e in rec.event.edges
     ]
-    report = diff(brain, a, top=len(removed) + 5)
+    report = diff(brain.store, a, top=len(removed) + 5)
     assert removed and report.graph.edges_removed == len(removed)
     assert {(c.source, c.target) for c in report.graph.edges if c.change == "removed"} == set(
         removed
     )
-    whole = diff(brain, 0).graph
+    whole = diff(brain.store, 0).graph
     assert whole.nodes_added == len(brain.graph.nodes) and whole.edges_added == (
         brain.graph.edge_count()
     )
-    assert diff(brain, 0).from_time == ""
+    assert diff(brain.store, 0).from_time == ""

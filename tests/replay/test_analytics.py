@@ -93,7 +93,7 @@ def learned_brain(built: Path) -> Brain:
     b.inject(
         "CORRECTION", "Never roll back without paging the on-call", chat_id="c0", all_fired=True
     )
-    maintain(b, "decay,prune", clock=TickClock(start_ns=b.log.last_ts + 10**14))
+    maintain(b.store, "decay,prune", clock=TickClock(start_ns=b.log.last_ts + 10**14))
     return b
 
 

@@ -41,7 +41,7 @@ def used(built: Path) -> Brain:
     for i in range(5):
         answer = b.query(QUESTION, chat_id=f"c{i}")
         b.learn(1.0 if i != 2 else -1.0, trace_id=answer.trace_id, rule="pg", source="human")
-    maintain(b, "decay", clock=TickClock(start_ns=b.log.last_ts + 30 * 86_400 * 10**9))
+    maintain(b.store, "decay", clock=TickClock(start_ns=b.log.last_ts + 30 * 86_400 * 10**9))
     return b
 
 

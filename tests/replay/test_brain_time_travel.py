@@ -39,7 +39,7 @@ def test_the_past_answers_as_it_did_then_and_records_nothing(built: Path) -> Non
         end = b.log.last_seq
     with Brain(built, as_of=point) as past:
         again = past.query(QUESTIONS[0], top=5)
-        assert past.settings()[0].max_hops == 3  # the config in force then
+        assert past.store.settings()[0].max_hops == 3  # the config in force then
         assert (again.fired, [h.score for h in again.results]) == (
             before.fired,
             [h.score for h in before.results],
@@ -63,7 +63,7 @@ def test_a_damaged_or_deleted_snapshot_is_ignored_and_rebuilt(built: Path) -> No
     newest.write_bytes(bytes(data))
     with Brain(built, writer=False, warn=warnings.append) as b:
         assert snaps(b) == good
-        found = verify_snapshots(b.log, b.snapshots)
+        found = verify_snapshots(b.log, b.store.snapshots)
     assert any("is damaged or outdated; ignored and rebuilt" in w for w in warnings)
     bad = [f for f in found if not f.ok]
     assert [f.what for f in bad] == [f"snapshot {newest.name}"]
@@ -84,7 +84,7 @@ def test_checkpoints_are_kept_one_per_interval(built: Path) -> None:
     assert len(checkpoints) == len(set(checkpoints)) >= 3  # one per interval
     with Brain(built, writer=False) as b:
         assert seqs[-1] == b.log.last_seq  # and the newest
-        assert all(f.ok for f in verify_snapshots(b.log, b.snapshots))
+        assert all(f.ok for f in verify_snapshots(b.log, b.store.snapshots))
 
 
 command = st.one_of(
@@ -123,14 +123,14 @@ def test_replay_verify_holds_after_any_sequence_of_commands(cmds: list[tuple[str
                     b.sync(ws)
                 elif verb == "decay":
                     clock.advance(int(arg) * 86_400 * 10**9)  # type: ignore[call-overload]
-                    maintain(b, ["decay"], clock=clock)
+                    maintain(b.store, ["decay"], clock=clock)
                 elif verb == "snapshot":
-                    b.load(*PROJECTIONS)
-                    b.save_snapshots(force=True)
+                    b.store.load(*PROJECTIONS)
+                    b.store.save_snapshots(force=True)
             live = snaps(b)
         with Brain(Path(tmp) / "b", writer=False) as b:
-            assert all(f.ok for f in verify_live(b.log, b.snapshots))
-            assert all(f.ok for f in verify_snapshots(b.log, b.snapshots))
+            assert all(f.ok for f in verify_live(b.log, b.store.snapshots))
+            assert all(f.ok for f in verify_snapshots(b.log, b.store.snapshots))
             full = rebuild(b.log)
             assert {n: PROJECTIONS[n].snapshot(full[n]) for n in PROJECTIONS} == live
 

@@ -84,7 +84,7 @@ def test_diff_json_agrees_with_the_library_and_the_updates_in_between(history: H
     assert (code, err) == (0, "")
     got = json.loads(out)
     with Brain(h.path, writer=False) as b:
-        report = diff(b, h.synced, h.rewarded, top=10_000)
+        report = diff(b.store, h.synced, h.rewarded, top=10_000)
         times = [iso(b.log.ts_of(s)) for s in (h.synced, h.rewarded)]
         named = {
             (d.source, d.target)

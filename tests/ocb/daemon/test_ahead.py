@@ -34,7 +34,7 @@ def recorded(brain: Path) -> tuple[list[tuple[str, str]], dict[str, list[float]]
     with Brain(brain, writer=False) as b:
         g = b.graph
         ids = sorted(g.files["notes/big.md"].chunks)
-        vecs = b.vectors_of(sorted(g.nodes))
+        vecs = b.store.vectors_of(sorted(g.nodes))
         return [(i, g.nodes[i].text) for i in ids], {
             i: vecs[k].tolist() for k, i in enumerate(sorted(g.nodes))
         }
@@ -63,7 +63,7 @@ def test_a_big_files_vectors_all_come_from_ahead_and_equal_the_writers(
         seq = live.log.last_seq
         ahead = embed_ahead(live, ws, {"notes/big.md"})
         made = set(ahead)
-        sync(live, ws, paths={"notes/big.md"}, embedded=ahead)
+        sync(live.store, ws, paths={"notes/big.md"}, embedded=ahead)
         inputs = new_inputs(live, seq)
     assert inputs and set(inputs) <= made  # the writer embedded nothing itself
     assert not ahead  # each vector taken once, and dropped
@@ -77,7 +77,7 @@ def test_a_line_added_to_a_big_file_embeds_only_its_new_chunk(built: Path) -> No
     text = big_text(AHEAD_MIN_CHARS + 5000, seed=2)
     (ws / "notes" / "big.md").write_text(text)
     with LiveBrain(built) as live:
-        sync(live, ws, paths={"notes/big.md"})
+        sync(live.store, ws, paths={"notes/big.md"})
         (ws / "notes" / "big.md").write_text(text + "## Later\n\nThe heron moved.\n")
         ahead = embed_ahead(live, ws, {"notes/big.md"})
     assert len(ahead) == 1 and next(iter(ahead)).endswith("The heron moved.")

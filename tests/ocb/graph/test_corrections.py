@@ -96,7 +96,7 @@ def test_a_correction_fires_only_for_questions_it_is_about(corrected: Brain, que
     are held, to ``traversal.correction_min_about``, by the correction and the question
     it corrected; otherwise neither it nor its vetoes take part."""
     node = corrected.graph.nodes["correction::1"]
-    share = about(question, f"{node.text}\n{node.anchor}", idf_of(corrected.search_index()))
+    share = about(question, f"{node.text}\n{node.anchor}", idf_of(corrected.store.search_index()))
     got = corrected.query(question, top=10, record=False)
     shown = set(got.fired) | {h.id for h in got.results}
     if share < 0.5:

@@ -59,7 +59,7 @@ def test_chunks_dated_inside_the_named_date_come_first(ws: Path, tmp_path: Path)
 def test_relative_dates_are_read_at_the_as_of_point(ws: Path, tmp_path: Path) -> None:
     path = tmp_path / "b"
     b, _ = Brain.init(path, ws, clock=at(dt.date(2026, 11, 13)))
-    first = b.horizon
+    first = b.store.horizon
     b.close()
     with Brain(path, clock=at(dt.date(2026, 11, 20))) as now:
         (ws / "memory" / "2026-11-19.md").write_text(

@@ -57,7 +57,7 @@ def label_first_step(b: Brain, trace_id: str, score: float) -> int:
     st0 = b.trace(trace_id).steps[0]
     line = {"trace_id": trace_id, "node": st0.node, "hop": st0.hop}
     line["scores"] = {st0.candidates[0].target: score}  # type: ignore[assignment]
-    return teach(b, [json.dumps(line)], apply=True, relevance=True).first_seq
+    return teach(b.store, [json.dumps(line)], apply=True, relevance=True).first_seq
 
 
 # --------------------------------------------------------------------------- outcomes
@@ -104,7 +104,7 @@ def test_later_changes_stay_when_an_older_outcome_is_retracted(brain: Brain) -> 
     first = brain.learn(1.0, trace_id=a.trace_id, rule="pg")
     w1 = values(brain.graph)
     clock = TickClock(start_ns=brain.log.last_ts + 20 * NS_PER_DAY)
-    maintain(brain, ["decay"], clock=clock)  # a later change to the same weights
+    maintain(brain.store, ["decay"], clock=clock)  # a later change to the same weights
     w2 = values(brain.graph)
     brain.retract(seq=first.outcome_seq)
     now = values(brain.graph)
@@ -238,9 +238,9 @@ def test_bad_retractions_are_refused_and_record_nothing(brain: Brain) -> None:
 
 def test_a_retracted_outcome_no_longer_trains_the_route_model(brain: Brain) -> None:
     def examples() -> int:
-        _, learn, _ = brain.settings()
+        _, learn, _ = brain.store.settings()
         got = collect_examples(
-            brain.log.read(), brain.graph, brain.search_index(), brain.embedder(), learn
+            brain.log.read(), brain.graph, brain.store.search_index(), brain.store.embedder(), learn
         )
         return len(got.y)
 

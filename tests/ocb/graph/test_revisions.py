@@ -17,7 +17,7 @@ def test_a_small_edit_keeps_what_a_chunk_learned(built: Path, tmp_path: Path) ->
         g = b.graph
         node = next(g.nodes[i] for i in ans.fired if g.out.get(i) and g.nodes[i].path)
         edges = {t: e.weight for t, e in sorted(g.out[node.id].items())}
-        vec = b.vectors_of([node.id])
+        vec = b.store.vectors_of([node.id])
         ws = Path(g.workspace)
         path = ws / node.path
         words = node.text.split()
@@ -30,7 +30,7 @@ def test_a_small_edit_keeps_what_a_chunk_learned(built: Path, tmp_path: Path) ->
         now = b.graph.nodes[node.id]
         assert now.text.endswith("Also page the owner.") and last in now.text
         assert {t: e.weight for t, e in sorted(b.graph.out[node.id].items())} == edges
-        assert (b.vectors_of([node.id]) != vec).any()
+        assert (b.store.vectors_of([node.id]) != vec).any()
         mine = chunk_view(b)
     fresh, _ = Brain.init(tmp_path / "fresh", ws)
     with fresh:

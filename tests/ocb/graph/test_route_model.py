@@ -38,7 +38,7 @@ def test_training_needs_labelled_decisions(brain: Brain) -> None:
     brain.query(QUESTIONS[0])
     seq = brain.log.last_seq
     with pytest.raises(InputError, match="labelled decision"):
-        train(brain)
+        train(brain.store)
     assert brain.log.last_seq == seq
 
 
@@ -50,16 +50,16 @@ def test_a_trained_model_is_recorded_and_used_by_the_learned_mode(brain: Brain) 
     for i in range(12):
         answer = brain.query(QUESTIONS[i % len(QUESTIONS)])
         brain.learn(1.0 if i % 3 else -1.0, trace_id=answer.trace_id)
-    report = train(brain)
+    report = train(brain.store)
     assert report.examples >= 20 and report.features == list(FEATURES)
     rec = next(brain.log.read(report.seq))
     assert isinstance(rec.event, RouteModelTrained)
-    scorer = load_scorer(brain.blobs.get(rec.event.blob, verify=True))
+    scorer = load_scorer(brain.store.blobs.get(rec.event.blob, verify=True))
     assert list(scorer.weights) == pytest.approx(report.weights)
     trace = brain.trace(brain.query(QUESTIONS[0], mode="learned", visit_penalty=0.0).trace_id)
     assert trace.params.mode == "learned"
-    index = brain.search_index()
-    cos = np.maximum(index.cosine(brain.embedder().embed([trace.query])[0]), 0.0)
+    index = brain.store.search_index()
+    cos = np.maximum(index.cosine(brain.store.embedder().embed([trace.query])[0]), 0.0)
     for st in trace.steps:
         for c in st.candidates:
             eff = c.weight * trace.params.damping**c.uses
@@ -77,10 +77,10 @@ def test_a_model_identical_to_the_one_in_force_is_not_recorded_again(brain: Brai
     for i in range(8):
         answer = brain.query(QUESTIONS[i % 4])
         brain.learn(1.0 if i % 3 else -1.0, trace_id=answer.trace_id, rule="pg")
-    first = train(brain)
+    first = train(brain.store)
     brain.query(QUESTIONS[0])  # a trace without an outcome teaches nothing new
     seq = brain.log.last_seq
-    again = train(brain)
+    again = train(brain.store)
     assert brain.log.last_seq == seq and (again.recorded, again.seq) == (False, first.seq)
     assert again.weights == first.weights
     assert train_text(again).startswith(
@@ -89,13 +89,15 @@ def test_a_model_identical_to_the_one_in_force_is_not_recorded_again(brain: Brai
     )
     model = brain.graph.route_model
     assert model is not None
-    brain.blobs.path(model.blob).unlink()  # a lost model blob: routing falls back ...
+    brain.store.blobs.path(model.blob).unlink()  # a lost model blob: routing falls back ...
     warnings: list[str] = []
     brain.warn = warnings.append
     assert brain.route_scorer() is None and "is missing); routing with edge+sim" in warnings[0]
     (blobs,) = [c for c in run_doctor(brain.path) if c.name == "blobs"]
     assert blobs.status == WARN and "fix: ocb train-route" in blobs.detail
-    assert not train(brain).recorded and brain.blobs.get(model.blob, verify=True)  # ... back
+    assert not train(brain.store).recorded and brain.store.blobs.get(
+        model.blob, verify=True
+    )  # ... back
     assert brain.log.last_seq == seq
     brain.learn(1.0, trace_id=brain.query(QUESTIONS[1]).trace_id, rule="pg")
-    assert train(brain).recorded
+    assert train(brain.store).recorded

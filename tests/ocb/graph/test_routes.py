@@ -262,7 +262,7 @@ def test_route_learning_is_deterministic_and_what_if_reproduces_it_exactly(
         with Brain(Path(tmp) / "a" / "brain", writer=False) as real:
             routed = sum(isinstance(r.event, RouteUpdated) for r in real.log.read())
             event(f"route updates: {min(routed, 3)}")
-            with scratch_replay(real, 0) as r:
+            with scratch_replay(real.store, 0) as r:
                 assert list(r.brain.log.read()) == list(real.log.read())
                 for name in sorted(PROJECTIONS):
                     assert snapshot_bytes(name, r.brain.state(name)) == snapshot_bytes(

@@ -31,7 +31,7 @@ def test_a_dry_run_shows_the_deltas_and_records_nothing(brain: Brain) -> None:
     tid, node, target, _ = first_decision(brain)
     before = log_bytes(brain.path)
     line = json.dumps({"trace_id": tid, "node": node, "chosen": [target]})
-    report = teach(brain, [line])
+    report = teach(brain.store, [line])
     assert report.labels == 1 and not report.applied
     assert any(d.source == node and d.target == target and d.delta > 0 for d in report.deltas)
     assert log_bytes(brain.path) == before
@@ -45,7 +45,7 @@ def test_applied_labels_record_the_label_then_its_update_at_the_teacher_weight(
     st = next(s for s in trace.steps if s.node == node)
     w0 = brain.graph.out[node][target].weight
     line = json.dumps({"trace_id": tid, "node": node, "scores": {target: 0.5}})
-    report = teach(brain, [line], apply=True, relevance=True)
+    report = teach(brain.store, [line], apply=True, relevance=True)
     recs = list(brain.log.read(report.first_seq))
     assert isinstance(recs[0].event, TeacherLabeled) and recs[0].event.scores == (0.5,)
     assert isinstance(recs[1].event, EdgesUpdated) and recs[1].event.cause_seq == recs[0].seq
@@ -62,7 +62,7 @@ def test_applied_labels_record_the_label_then_its_update_at_the_teacher_weight(
 def test_relevance_raises_the_edge_in_the_edge_route_mode(brain: Brain) -> None:
     tid, node, target, _ = first_decision(brain)
     line = json.dumps({"trace_id": tid, "node": node, "scores": {target: 1.0}})
-    teach(brain, [line], apply=True, relevance=True)
+    teach(brain.store, [line], apply=True, relevance=True)
     trace = brain.trace(brain.query(QUESTION, visit_penalty=0.0).trace_id)
     st = next((s for s in trace.steps if s.node == node), None)
     assert st is not None and trace.params.mode == "edge"
@@ -82,7 +82,7 @@ def test_malformed_label_lines_are_reported_by_number_and_nothing_is_recorded(
         json.dumps({"trace_id": tid, "node": node, "scores": {target: 3}}),
     ]
     with pytest.raises(InputError, match=r"3 malformed label line\(s\): line 2: not JSON") as exc:
-        teach(brain, lines, apply=True)
+        teach(brain.store, lines, apply=True)
     assert "line 3: unknown trace id" in exc.value.message
     assert "line 4: score of" in exc.value.message
     assert log_bytes(brain.path) == before
@@ -108,7 +108,7 @@ def test_a_callback_teacher_is_asked_every_decision_and_failures_are_skipped(
         return [min(c.target for c in dp.candidates)]
 
     try:
-        report = teach_with(brain, teacher, trace_ids=[tid], timeout_s=0.2, apply=True)
+        report = teach_with(brain.store, teacher, trace_ids=[tid], timeout_s=0.2, apply=True)
     finally:
         release.set()
     assert len(seen) == points and report.labels == points - 2
@@ -124,7 +124,7 @@ def test_a_teacher_answer_outside_the_candidates_or_range_is_ignored(brain: Brai
     tid = brain.query(QUESTION).trace_id
     warnings: list[str] = []
     brain.warn = warnings.append
-    report = teach_with(brain, lambda dp: {"nowhere.md::0": 0.5}, trace_ids=[tid])
+    report = teach_with(brain.store, lambda dp: {"nowhere.md::0": 0.5}, trace_ids=[tid])
     assert report.labels == 0 and warnings and "is not a candidate" in warnings[0]
-    report = teach_with(brain, lambda dp: {dp.candidates[0].target: 2.0}, trace_ids=[tid])
+    report = teach_with(brain.store, lambda dp: {dp.candidates[0].target: 2.0}, trace_ids=[tid])
     assert report.labels == 0 and "outside [-1, 1]" in warnings[-1]

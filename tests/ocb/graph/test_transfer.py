@@ -135,7 +135,7 @@ def test_retracting_the_outcome_takes_back_what_reached_the_related_question(
 
 
 def _index(brain: Brain) -> SearchIndex:
-    return brain.search_index()
+    return brain.store.search_index()
 
 
 def test_meaning_leaves_out_numbers_wrappers_and_words_the_brain_never_indexed(
@@ -219,7 +219,7 @@ WORDS = sorted({w for q in TAUGHT for w in q.split()} | {"Lena", "canary", "roll
 
 def _brute(brain: Brain, query: str, least: float) -> tuple[str, float]:
     """The route ``related_route`` must find, by comparing every route."""
-    index = brain.search_index()
+    index = brain.store.search_index()
     idf, vocab, state = idf_of(index), index.vocab, brain.state("routes")
     mine, named = meaning(query, vocab), names(query)
     best, top = "", 0.0
@@ -258,7 +258,7 @@ def test_the_pruned_search_finds_the_route_comparing_every_route_would(
     taught: Brain, words: list[str], least: float
 ) -> None:
     query = " ".join(words)
-    index = taught.search_index()
+    index = taught.store.search_index()
     got = related_route(taught.state("routes"), query, index.vocab, idf_of(index), least)
     want = _brute(taught, query, least)
     assert got[0] == want[0] and got[1] == pytest.approx(want[1], abs=1e-9)
@@ -320,7 +320,7 @@ def modelled(tmp_path_factory: pytest.TempPathFactory) -> Brain:
 
 def test_with_a_model_a_question_worded_otherwise_borrows_by_its_vector(modelled: Brain) -> None:
     modelled.set_config("routes.similar_vector", 0.9)
-    index = modelled.search_index()
+    index = modelled.store.search_index()
     mine, theirs = meaning(REASKED, index.vocab), meaning(ASKED, index.vocab)
     assert shared_meaning(mine, theirs, idf_of(index)) < 0.7  # by its words: only related
     learned = modelled.query(ASKED, top=10, record=False).fired

@@ -150,7 +150,7 @@ def test_a_grown_transcript_records_only_its_new_turns_and_a_late_correction_onc
     first = [citing(brain, QUESTIONS[0]), citing(brain, QUESTIONS[1])]
     path = write_session(tmp_path / "s.jsonl", first)
     brain.warm_sessions([path])
-    t2 = next(m.trace_id for m in warmed(brain).values() if m.turn == 1)
+    t2 = next(m.trace_id for m in warmed(brain.store).values() if m.turn == 1)
     # the user then said the second answer was wrong, and asked another question
     grown = [*first, Exchange(WRONG, "Sorry: helm rollback."), citing(brain, QUESTIONS[2])]
     write_session(path, grown)
@@ -215,7 +215,7 @@ def test_warming_a_transcript_in_pieces_records_every_turn_once(
     shutil.copy(full, part)
     b.warm_sessions([part])
     b.warm_sessions([part])
-    marks = warmed(b)
+    marks = warmed(b.store)
     assert sorted(m.turn for m in marks.values()) == list(range(len(session)))
     assert _traced(b) == Counter(x.question for x in session)
     negative = [e for e in events(b) if isinstance(e, OutcomeRecorded) and e.reward < 0]

@@ -49,11 +49,11 @@ def discord(b: Brain, clock: TickClock) -> int:
     """60/min from the docs, a day later 100/min from a daily note, a day later the
     owner; returns the seq before them."""
     base = b.log.last_seq
-    kg_set(b, "Discord API", "rate_limit", "60/min", source=DOCS)
+    kg_set(b.store, "Discord API", "rate_limit", "60/min", source=DOCS)
     clock.advance(DAY)
-    kg_set(b, "Discord API", "rate_limit", "100/min", source=LINK)
+    kg_set(b.store, "Discord API", "rate_limit", "100/min", source=LINK)
     clock.advance(DAY)
-    kg_set(b, "Discord API", "owner", "Alice", source="standup")
+    kg_set(b.store, "Discord API", "owner", "Alice", source="standup")
     return base
 
 
@@ -64,16 +64,16 @@ def test_the_latest_value_wins_and_older_values_stay_in_history(
     kb: Brain, clock: TickClock
 ) -> None:
     base = kb.log.last_seq
-    first = kg_set(kb, "Discord API", "rate_limit", "60/min", source=DOCS)
+    first = kg_set(kb.store, "Discord API", "rate_limit", "60/min", source=DOCS)
     assert (first.changed, first.previous, first.seq) == (True, None, base + 1)
     clock.advance(DAY)
-    second = kg_set(kb, "Discord API", "rate_limit", " 100/min ", source=LINK)
+    second = kg_set(kb.store, "Discord API", "rate_limit", " 100/min ", source=LINK)
     assert (second.value, second.changed, second.previous) == ("100/min", True, "60/min")
     assert second.time == "2027-01-16T08:00:00Z"
-    view = kg_get(kb, "Discord API")
+    view = kg_get(kb.store, "Discord API")
     [fact] = view.facts
     assert (fact.value, fact.source, fact.seq) == ("100/min", LINK, base + 2)
-    hist = kg_history(kb, "Discord API", "rate_limit")
+    hist = kg_history(kb.store, "Discord API", "rate_limit")
     assert [(s.value, s.source, s.seq) for s in hist.predicates[0].statements] == [
         ("60/min", DOCS, base + 1),
         ("100/min", LINK, base + 2),
@@ -82,25 +82,25 @@ def test_the_latest_value_wins_and_older_values_stay_in_history(
 
 
 def test_the_same_value_again_is_recorded_as_a_reverification(kb: Brain, clock: TickClock) -> None:
-    kg_set(kb, "Discord API", "rate_limit", "100/min", source=LINK)
+    kg_set(kb.store, "Discord API", "rate_limit", "100/min", source=LINK)
     clock.advance(5 * DAY)
-    again = kg_set(kb, "Discord API", "rate_limit", "100/min", source=LINK)
+    again = kg_set(kb.store, "Discord API", "rate_limit", "100/min", source=LINK)
     assert (again.changed, again.previous, again.seq) == (False, "100/min", kb.log.last_seq)
-    [fact] = kg_get(kb, "Discord API").facts
+    [fact] = kg_get(kb.store, "Discord API").facts
     assert (fact.since, fact.verified) == ("2027-01-15T08:00:00Z", "2027-01-20T08:00:00Z")
     assert fact.age_days == 0.0 and fact.conflicts == []
-    assert len(kg_history(kb, "Discord API").predicates[0].statements) == 2
+    assert len(kg_history(kb.store, "Discord API").predicates[0].statements) == 2
 
 
 def test_matching_is_case_insensitive_and_predicates_are_sorted(
     kb: Brain, clock: TickClock
 ) -> None:
     discord(kb, clock)
-    view = kg_get(kb, "  discord API ")
+    view = kg_get(kb.store, "  discord API ")
     assert view.subject == "Discord API"
     assert [f.predicate for f in view.facts] == ["owner", "rate_limit"]
-    assert [f.value for f in kg_get(kb, "DISCORD api", "RATE_LIMIT").facts] == ["100/min"]
-    assert [p.predicate for p in kg_history(kb, "discord api").predicates] == [
+    assert [f.value for f in kg_get(kb.store, "DISCORD api", "RATE_LIMIT").facts] == ["100/min"]
+    assert [p.predicate for p in kg_history(kb.store, "discord api").predicates] == [
         "owner",
         "rate_limit",
     ]
@@ -110,29 +110,29 @@ def test_time_travel_shows_the_value_of_that_time(built: Path, clock: TickClock)
     with Brain(built, clock=clock) as b:
         base = discord(b, clock)
     with Brain(built, as_of=base + 1) as past:
-        view = kg_get(past, "Discord API")
+        view = kg_get(past.store, "Discord API")
         assert [(f.predicate, f.value) for f in view.facts] == [("rate_limit", "60/min")]
         assert (view.seq, view.now) == (base + 1, "2027-01-15T08:00:00Z")
-        assert len(kg_history(past, "Discord API").predicates[0].statements) == 1
+        assert len(kg_history(past.store, "Discord API").predicates[0].statements) == 1
         with pytest.raises(InputError, match="records nothing"):
-            kg_set(past, "Discord API", "rate_limit", "1/min")
+            kg_set(past.store, "Discord API", "rate_limit", "1/min")
     with Brain(built, as_of="2027-01-16T09:00") as past:
-        assert [f.value for f in kg_get(past, "Discord API").facts] == ["100/min"]
+        assert [f.value for f in kg_get(past.store, "Discord API").facts] == ["100/min"]
     with Brain(built, as_of=base) as before:
         with pytest.raises(InputError, match="unknown subject 'Discord API'"):
-            kg_get(before, "Discord API")
+            kg_get(before.store, "Discord API")
 
 
 def test_a_fact_is_stale_after_30_days_and_not_before(kb: Brain, clock: TickClock) -> None:
-    kg_set(kb, "Discord API", "rate_limit", "100/min", source=LINK)
+    kg_set(kb.store, "Discord API", "rate_limit", "100/min", source=LINK)
     clock.advance(30 * DAY)
-    [fact] = kg_get(kb, "Discord API").facts
+    [fact] = kg_get(kb.store, "Discord API").facts
     assert (fact.age_days, fact.stale, fact.caveat) == (30.0, False, None)
     clock.advance(10 * DAY)
-    [fact] = kg_get(kb, "Discord API").facts
+    [fact] = kg_get(kb.store, "Discord API").facts
     assert (fact.age_days, fact.stale, fact.caveat) == (40.0, True, "last verified 40 days ago")
-    kg_set(kb, "Discord API", "rate_limit", "100/min", source=LINK)  # verified again
-    [fact] = kg_get(kb, "Discord API").facts
+    kg_set(kb.store, "Discord API", "rate_limit", "100/min", source=LINK)  # verified again
+    [fact] = kg_get(kb.store, "Discord API").facts
     assert (fact.stale, fact.since, fact.verified) == (
         False,
         "2027-01-15T08:00:00Z",
@@ -141,68 +141,68 @@ def test_a_fact_is_stale_after_30_days_and_not_before(kb: Brain, clock: TickCloc
 
 
 def test_a_recorded_stale_days_is_honoured(kb: Brain, clock: TickClock) -> None:
-    kg_set(kb, "Discord API", "rate_limit", "100/min", source=LINK)
+    kg_set(kb.store, "Discord API", "rate_limit", "100/min", source=LINK)
     clock.advance(11 * DAY)
-    assert kg_get(kb, "Discord API").facts[0].stale is False
+    assert kg_get(kb.store, "Discord API").facts[0].stale is False
     kb.set_config("memory.stale_days", 10)
-    view = kg_get(kb, "Discord API")
+    view = kg_get(kb.store, "Discord API")
     assert view.stale_days == 10.0
     assert view.facts[0].caveat == "last verified 11 days ago"
 
 
 def test_a_view_of_the_past_measures_age_at_its_own_time(built: Path, clock: TickClock) -> None:
     with Brain(built, clock=clock) as b:
-        kg_set(b, "Discord API", "rate_limit", "100/min", source=LINK)
+        kg_set(b.store, "Discord API", "rate_limit", "100/min", source=LINK)
         clock.advance(40 * DAY)
-        kg_set(b, "Discord API", "owner", "Alice")
+        kg_set(b.store, "Discord API", "owner", "Alice")
         point = b.log.last_seq
         clock.advance(400 * DAY)
-        kg_set(b, "Discord API", "owner", "Bob")
+        kg_set(b.store, "Discord API", "owner", "Bob")
     with Brain(built, as_of=point) as past:
-        facts = {f.predicate: f for f in kg_get(past, "Discord API").facts}
+        facts = {f.predicate: f for f in kg_get(past.store, "Discord API").facts}
     assert facts["owner"].value == "Alice" and facts["owner"].age_days == 0.0
     assert facts["rate_limit"].caveat == "last verified 40 days ago"
 
 
 def test_other_sources_recent_values_are_conflicts(kb: Brain, clock: TickClock) -> None:
     base = discord(kb, clock)
-    rate = kg_get(kb, "Discord API", "rate_limit").facts[0]
+    rate = kg_get(kb.store, "Discord API", "rate_limit").facts[0]
     assert [(c.value, c.source, c.time, c.seq) for c in rate.conflicts] == [
         ("60/min", DOCS, "2027-01-15T08:00:00Z", base + 1)
     ]
     # the same source updating its own value is no conflict
-    kg_set(kb, "Discord API", "owner", "Bob", source="standup")
-    assert kg_get(kb, "Discord API", "owner").facts[0].conflicts == []
+    kg_set(kb.store, "Discord API", "owner", "Bob", source="standup")
+    assert kg_get(kb.store, "Discord API", "owner").facts[0].conflicts == []
     # a source that moved to the current value no longer conflicts
-    kg_set(kb, "Discord API", "rate_limit", "100/min", source=DOCS)
-    assert kg_get(kb, "Discord API", "rate_limit").facts[0].conflicts == []
+    kg_set(kb.store, "Discord API", "rate_limit", "100/min", source=DOCS)
+    assert kg_get(kb.store, "Discord API", "rate_limit").facts[0].conflicts == []
 
 
 def test_conflicts_older_than_the_window_are_not_flagged(kb: Brain, clock: TickClock) -> None:
-    kg_set(kb, "Discord API", "rate_limit", "60/min", source=DOCS)
+    kg_set(kb.store, "Discord API", "rate_limit", "60/min", source=DOCS)
     clock.advance(31 * DAY)
-    kg_set(kb, "Discord API", "rate_limit", "100/min", source=LINK)
-    assert kg_get(kb, "Discord API").facts[0].conflicts == []
+    kg_set(kb.store, "Discord API", "rate_limit", "100/min", source=LINK)
+    assert kg_get(kb.store, "Discord API").facts[0].conflicts == []
     kb.set_config("memory.stale_days", 45)
-    assert [c.value for c in kg_get(kb, "Discord API").facts[0].conflicts] == ["60/min"]
+    assert [c.value for c in kg_get(kb.store, "Discord API").facts[0].conflicts] == ["60/min"]
 
 
 def test_unknown_subjects_and_predicates_suggest_close_names(kb: Brain, clock: TickClock) -> None:
     with pytest.raises(InputError, match="unknown subject 'Discord API'") as empty:
-        kg_get(kb, "Discord API")
+        kg_get(kb.store, "Discord API")
     assert empty.value.hint.startswith("no facts yet; state one: ocb kg set")
     discord(kb, clock)
     with pytest.raises(InputError, match="unknown subject 'discrod api'") as typo:
-        kg_get(kb, "discrod api")
+        kg_get(kb.store, "discrod api")
     assert typo.value.hint == "did you mean Discord API?"
     with pytest.raises(InputError) as far:
-        kg_history(kb, "Slack")
+        kg_history(kb.store, "Slack")
     assert far.value.hint == "known subjects: Discord API"
     with pytest.raises(InputError, match="unknown predicate 'rate_limt' of 'Discord API'") as p:
-        kg_get(kb, "Discord API", "rate_limt")
+        kg_get(kb.store, "Discord API", "rate_limt")
     assert p.value.hint == "did you mean rate_limit?"
     with pytest.raises(InputError) as none_close:
-        kg_get(kb, "Discord API", "colour")
+        kg_get(kb.store, "Discord API", "colour")
     assert none_close.value.hint == "Discord API has: owner, rate_limit"
 
 
@@ -225,7 +225,7 @@ def test_bad_input_is_refused_and_records_nothing(
 ) -> None:
     before = kb.log.last_seq
     with pytest.raises(InputError, match=message) as exc:
-        kg_set(kb, *args)
+        kg_set(kb.store, *args)
     assert exc.value.hint
     assert kb.log.last_seq == before
 
@@ -239,10 +239,10 @@ def test_sources_may_be_free_text_or_file_links(source: str) -> None:
 
 def test_replay_rebuilds_the_live_state(kb: Brain, clock: TickClock) -> None:
     discord(kb, clock)
-    kg_set(kb, "discord api", "Owner", "Bob")
+    kg_set(kb.store, "discord api", "Owner", "Bob")
     live = kg.snapshot(kb.state("kg"))
     assert kg.snapshot(rebuild(kb.log, ["kg"])["kg"]) == live
-    assert kg_get(kb, "Discord API").subject == "discord api"  # the latest spelling
+    assert kg_get(kb.store, "Discord API").subject == "discord api"  # the latest spelling
 
 
 # --------------------------------------------------------------------------- CLI
@@ -302,9 +302,9 @@ def test_cli_get_prints_current_facts_as_text_and_json(facts: tuple[Path, int]) 
 
 def test_cli_get_shows_the_stale_caveat(built: Path, clock: TickClock) -> None:
     with Brain(built, clock=clock) as b:
-        kg_set(b, "Discord API", "rate_limit", "100/min")
+        kg_set(b.store, "Discord API", "rate_limit", "100/min")
         clock.advance(45 * DAY)
-        kg_set(b, "Slack", "owner", "Bob")
+        kg_set(b.store, "Slack", "owner", "Bob")
         end = b.log.last_seq
     code, out, _ = ocb("kg", "get", "Discord API", "--brain", built, "--as-of", end)
     assert code == 0
@@ -385,7 +385,7 @@ def test_cli_set_records_and_reports_the_change(facts: tuple[Path, int]) -> None
     assert (code, out) == (0, f"Slack seats = -5 (new fact) at seq {base + 7}\n")
     with Brain(path, writer=False) as b:
         assert b.log.last_seq == base + 7
-        assert [f.value for f in kg_get(b, "Discord API", "rate_limit").facts] == ["120/min"]
+        assert [f.value for f in kg_get(b.store, "Discord API", "rate_limit").facts] == ["120/min"]
 
 
 @pytest.mark.parametrize(

@@ -338,7 +338,7 @@ def test_weak_matches_rank_after_strong_ones_whatever_their_salience_or_access(
 def test_the_fact_index_is_cached_on_disk_and_a_damaged_cache_is_rebuilt(mb: Brain) -> None:
     want = [(r.id, r.score) for r in mb.recall("orders endpoint", record=False).results]
     (cache,) = sorted((mb.path / "cache").glob("facts-*.idx"))
-    assert cache.name == f"facts-{mb.state('memory').facts_seq}-{mb.embedder().id}.idx"
+    assert cache.name == f"facts-{mb.state('memory').facts_seq}-{mb.store.embedder().id}.idx"
     path = mb.path
     mb.close()
     with Brain(path, clock=clock(), writer=False) as b:

@@ -63,7 +63,7 @@ def test_reflect_writes_the_summary_and_moves_the_opinion(tmp_path: Path) -> Non
     ws = make_ws(tmp_path)
     with open_brain(tmp_path, ws) as b:
         before = outside_bank(ws)
-        report = reflect(b, "7d")
+        report = reflect(b.store, "7d")
         assert (ws / "bank/entities/Peter.md").read_bytes() == PETER.encode()
         assert (ws / "bank/opinions.md").read_text() == (
             "# Opinions\n\n"
@@ -93,7 +93,7 @@ def test_reflect_writes_the_summary_and_moves_the_opinion(tmp_path: Path) -> Non
         assert summary.evidence == report.changes[0].sources
 
         seq, files = b.log.last_seq, tree(ws)
-        again = reflect(b, "7d")
+        again = reflect(b.store, "7d")
         assert (again.seq, again.changes, again.written) == (0, [], [])
         assert b.log.last_seq == seq and tree(ws) == files
         live = memory.snapshot(b.state("memory"))
@@ -106,7 +106,7 @@ def test_an_existing_page_keeps_its_other_sections(tmp_path: Path) -> None:
     page = head + "## Summary\n- S @Peter: an old summary\n\n" + notes
     ws = make_ws(tmp_path, BASE[:2], pages={"bank/entities/Peter.md": page})
     with open_brain(tmp_path, ws) as b:
-        reflect(b, "7d")
+        reflect(b.store, "7d")
         text = (ws / "bank/entities/Peter.md").read_text()
         assert text == (
             head + "## Summary\n"
@@ -117,14 +117,14 @@ def test_an_existing_page_keeps_its_other_sections(tmp_path: Path) -> None:
         )
         assert text.splitlines()[9] == "- W @Peter: sits next to the window"
         seq = b.log.last_seq
-        assert reflect(b, "7d").seq == 0 and b.log.last_seq == seq
+        assert reflect(b.store, "7d").seq == 0 and b.log.last_seq == seq
 
 
 def test_a_page_without_a_summary_gets_one_after_its_title(tmp_path: Path) -> None:
     page = "# Peter\nIntro line.\n## Notes\nfree text\n"
     ws = make_ws(tmp_path, BASE[:1], pages={"bank/entities/Peter.md": page})
     with open_brain(tmp_path, ws) as b:
-        reflect(b, "7d")
+        reflect(b.store, "7d")
         assert (ws / "bank/entities/Peter.md").read_text() == (
             "# Peter\nIntro line.\n\n## Summary\n"
             "- S @Peter: Owns the billing service. Prefers green tea over coffee.\n"
@@ -158,7 +158,7 @@ def test_confidence_moves_by_the_evidence(
     opinions = f"# Opinions\n\n- O(c={start}) @Peter: prefers green tea over coffee\n"
     ws = make_ws(tmp_path, tea_facts(saliences), opinions)
     with open_brain(tmp_path, ws) as b:
-        report = reflect(b, "7d")
+        report = reflect(b.store, "7d")
         [op] = [c for c in report.changes if c.change == "opinion_confidence"]
         assert (op.before, op.after) == (start, expected)
         assert len(op.supporting) == len(saliences)
@@ -176,7 +176,7 @@ def test_contradicting_evidence_moves_it_down_and_both_count_as_used(tmp_path: P
     )
     ws = make_ws(tmp_path, tea_facts([0.8, 0.8, 0.4], negated=2), opinions)
     with open_brain(tmp_path, ws) as b:
-        reflect(b, "7d")
+        reflect(b.store, "7d")
         text = (ws / "bank/opinions.md").read_text()
         assert text == (
             "# Opinions\n\n"
@@ -194,7 +194,7 @@ def test_contradicting_evidence_moves_it_down_and_both_count_as_used(tmp_path: P
         ]
         assert b.state("memory").applied["f1"] == ("f4", "f5", "f6")
         seq = b.log.last_seq
-        assert reflect(b, "7d").seq == 0 and b.log.last_seq == seq
+        assert reflect(b.store, "7d").seq == 0 and b.log.last_seq == seq
 
 
 def test_recalled_facts_within_the_window_are_priority(tmp_path: Path) -> None:
@@ -202,11 +202,11 @@ def test_recalled_facts_within_the_window_are_priority(tmp_path: Path) -> None:
     clock = TickClock(start_ns=NOW, step_ns=10**9)
     b, _ = Brain.init(tmp_path / "brain", ws, clock=clock)
     with b:
-        reflect(b, "7d")
+        reflect(b.store, "7d")
         b.recall(entities=["Alice"], kinds=["W"])
         clock.advance(10 * DAY_NS)
-        assert reflect(b, "7d").seq == 0  # the recall is out of the window
-        report = reflect(b, "30d")
+        assert reflect(b.store, "7d").seq == 0  # the recall is out of the window
+        report = reflect(b.store, "30d")
         assert "f5" in report.priority
         assert report.written == ["bank/entities/Alice.md", "bank/opinions.md"]
         assert (ws / "bank/entities/Alice.md").read_text().splitlines()[4:] == [
@@ -228,7 +228,7 @@ def test_summarize_and_judge_callbacks(tmp_path: Path) -> None:
         return f"{name} has {len(facts)} facts,\n  first {facts[0].id}"
 
     with open_brain(tmp_path, ws) as b:
-        report = reflect(b, "7d", summarize=summarize, judge=lambda o, f: -1)
+        report = reflect(b.store, "7d", summarize=summarize, judge=lambda o, f: -1)
         assert report.changes[0].after.splitlines()[0] == "- S @Peter: Peter has 4 facts, first f3"
         assert (report.changes[1].after, report.changes[1].contradicting) == ("0.57", ("f4",))
 
@@ -244,7 +244,7 @@ def test_decide_is_pure_and_empty_after_its_writes_are_applied(tmp_path: Path) -
         for w in plan.writes:
             (ws / w.path).parent.mkdir(parents=True, exist_ok=True)
             (ws / w.path).write_text(w.text)
-        b.record([plan.event], "reflect", expected_seq=b.log.last_seq)
+        b.store.record([plan.event], "reflect", expected_seq=b.log.last_seq)
         b.sync(ws, cause="reflect")
         again = decide_reflect(b.state("memory"), bank_texts(ws), NOW, NOW - 7 * DAY_NS)
         assert (again.event, again.writes) == (None, ())
@@ -264,13 +264,13 @@ def test_bad_input_and_read_only_brains(tmp_path: Path) -> None:
     ws = make_ws(tmp_path)
     with open_brain(tmp_path, ws) as b:
         with pytest.raises(InputError, match="cannot read --since '3x'"):
-            reflect(b, "3x")
+            reflect(b.store, "3x")
     with Brain(tmp_path / "brain", as_of=2) as past:
         with pytest.raises(InputError, match="as of seq 2"):
-            reflect(past)
+            reflect(past.store)
     with Brain.create(tmp_path / "empty", clock=TickClock()) as empty:
         with pytest.raises(WorkspaceError, match="no workspace"):
-            reflect(empty)
+            reflect(empty.store)
     assert not (ws / "bank/entities").exists()
 
 
@@ -358,10 +358,10 @@ def test_a_second_run_on_the_example_workspace_writes_and_records_nothing(
 ) -> None:
     b, _ = Brain.init(tmp_path / "brain", workspace, clock=TickClock(start_ns=NOW))
     with b:
-        first = reflect(b, "2026-01-01")
+        first = reflect(b.store, "2026-01-01")
         assert first.seq > 0 and len(first.written) > 10
         seq, files = b.log.last_seq, tree(workspace)
-        again = reflect(b, "2026-01-01")
+        again = reflect(b.store, "2026-01-01")
         assert (again.seq, again.changes, again.written) == (0, [], [])
         assert b.log.last_seq == seq and tree(workspace) == files
 
@@ -376,11 +376,11 @@ def test_facts_of_equal_rank_keep_their_order_when_reflect_revises_one(tmp_path:
     )
     ws = make_ws(tmp_path, BASE[:2], opinions)
     with open_brain(tmp_path, ws) as b:
-        first = reflect(b, "7d")
+        first = reflect(b.store, "7d")
         assert [c.subject for c in first.changes] == ["Peter", "f2"]
         assert first.changes[0].sources[1:3] == ("bank/opinions.md#L3", "bank/opinions.md#L4-L5")
         seq, files = b.log.last_seq, tree(ws)
-        assert reflect(b, "7d").seq == 0
+        assert reflect(b.store, "7d").seq == 0
         assert b.log.last_seq == seq and tree(ws) == files
 
 
@@ -417,9 +417,9 @@ def test_a_second_run_changes_no_byte_and_records_nothing(
     pages = {p: page(lines) for p, lines in files.items()}
     ws = make_ws(tmp, BASE[:1], page(ops, "# Opinions\n\n"), pages)
     with open_brain(tmp, ws) as b:
-        reflect(b, "7d")
+        reflect(b.store, "7d")
         seq, before = b.log.last_seq, tree(ws)
-        again = reflect(b, "7d")
+        again = reflect(b.store, "7d")
         assert (again.seq, again.changes, again.written) == (0, [], [])
         assert tree(ws) == before and b.log.last_seq == seq
 
@@ -433,7 +433,7 @@ def test_existing_bank_files_keep_their_mode(tmp_path: Path) -> None:
     os.chmod(ws / "bank/entities/Peter.md", 0o644)
     os.chmod(ws / "bank/opinions.md", 0o664)
     with open_brain(tmp_path, ws) as b:
-        assert reflect(b, "7d").written == ["bank/entities/Peter.md", "bank/opinions.md"]
+        assert reflect(b.store, "7d").written == ["bank/entities/Peter.md", "bank/opinions.md"]
     assert stat.S_IMODE((ws / "bank/entities/Peter.md").stat().st_mode) == 0o644
     assert stat.S_IMODE((ws / "bank/opinions.md").stat().st_mode) == 0o664
     assert "## Summary\n- S @Peter: " in (ws / "bank/entities/Peter.md").read_text()
@@ -444,13 +444,13 @@ def test_a_symlinked_page_stays_a_link_and_its_target_gets_the_summary(tmp_path:
     (ws / "bank/entities").mkdir()
     os.symlink("../people/peter.md", ws / "bank/entities/Peter.md")
     with open_brain(tmp_path, ws) as b:
-        assert reflect(b, "7d").written == ["bank/entities/Peter.md", "bank/opinions.md"]
+        assert reflect(b.store, "7d").written == ["bank/entities/Peter.md", "bank/opinions.md"]
         assert os.readlink(ws / "bank/entities/Peter.md") == "../people/peter.md"
         text = (ws / "bank/people/peter.md").read_text()
         assert text.startswith("# Peter\n\n## Summary\n- S @Peter: Owns the billing service.")
         assert text.endswith("\n\n## Notes\nfree text\n")
         seq, files = b.log.last_seq, tree(ws)
-        assert reflect(b, "7d").seq == 0  # the links to both names follow its edit
+        assert reflect(b.store, "7d").seq == 0  # the links to both names follow its edit
         assert b.log.last_seq == seq and tree(ws) == files
 
 
@@ -463,7 +463,7 @@ def test_a_page_linked_out_of_the_workspace_is_left_alone(tmp_path: Path) -> Non
     warnings: list[str] = []
     b, _ = Brain.init(tmp_path / "brain", ws, clock=TickClock(start_ns=NOW), warn=warnings.append)
     with b:
-        assert reflect(b, "7d").written == ["bank/opinions.md"]
+        assert reflect(b.store, "7d").written == ["bank/opinions.md"]
     assert outside.read_text() == "# Peter\n"
     assert os.readlink(ws / "bank/entities/Peter.md") == str(outside)
     assert "skipped bank/entities/Peter.md: symlink points outside the workspace" in warnings
@@ -476,7 +476,7 @@ def test_two_pages_of_one_file_are_refused_before_anything_is_written(tmp_path: 
     with open_brain(tmp_path, ws) as b:
         seq, files = b.log.last_seq, tree(ws)
         with pytest.raises(WorkspaceError) as err:
-            reflect(b, "7d")
+            reflect(b.store, "7d")
         assert err.value.message == (
             "reflect will not write bank/entities/Peter.md: it is the same file as"
             " bank/entities/Pete.md"

@@ -68,7 +68,7 @@ def test_doctor_names_the_fix_and_repair_regenerates_every_vector_blob(
         (workspace / "notes" / "glossary.md").write_text("# Glossary\n\nSLO: a target.\n")
         b.sync(workspace)  # ... naming other text: vectors follow the text of their time
         copy_and_ask(b, workspace)
-        report = maintain(b, ["merge", "split"], split_over_chars=500, split_chars=250)
+        report = maintain(b.store, ["merge", "split"], split_over_chars=500, split_chars=250)
         counts = {o.op: o.counts for o in report.ops}
         assert counts["merge"]["merged"] >= 1 and counts["split"]["split"] >= 1
     before, blobs = answers(built), stored(built)
@@ -110,7 +110,7 @@ def test_a_blob_that_cannot_be_reproduced_is_reported_and_never_written(built: P
         seq = b.log.last_seq
         # a blob whose rows are not what its nodes' texts embed to
         fake = NodesEmbedded(
-            embedder_id=b.embedder().id, blob="ab" * 32, node_ids=("MEMORY.md::0",)
+            embedder_id=b.store.embedder().id, blob="ab" * 32, node_ids=("MEMORY.md::0",)
         )
         b.log.append([fake], actor="test", expected_seq=seq)
     shutil.rmtree(built / "cache", ignore_errors=True)

@@ -76,14 +76,14 @@ def test_forgetting_a_text_erases_it_from_every_byte_and_keeps_the_history_verif
             rec.event.what == f"a text of {len(TOKEN)} characters" and rec.event.reason == "pasted"
         )
         full = rebuild(b.log)
-        b.load(*PROJECTIONS)
+        b.store.load(*PROJECTIONS)
         for name in PROJECTIONS:
             assert PROJECTIONS[name].snapshot(b.state(name)) == PROJECTIONS[name].snapshot(
                 full[name]
             )
         node = next(n for n in b.graph.nodes.values() if MARKER in n.text)
-        again = b.embedder().embed(["\n".join(p for p in (node.heading, node.text) if p)])
-        assert (b.vectors_of([node.id]) == again).all(), "the vector is of the redacted text"
+        again = b.store.embedder().embed(["\n".join(p for p in (node.heading, node.text) if p)])
+        assert (b.store.vectors_of([node.id]) == again).all(), "the vector is of the redacted text"
         assert b.query("staging password rotate demo").results
     for command in ("verify", "doctor"):
         code, out, _ = ocb(command, "--brain", path)
@@ -299,7 +299,7 @@ def test_forgetting_a_secret_erases_it_from_every_field_of_an_old_brain(
         assert code == 0, out
     with Brain(path) as b:
         full = rebuild(b.log)
-        b.load(*PROJECTIONS)
+        b.store.load(*PROJECTIONS)
         for name in PROJECTIONS:
             assert PROJECTIONS[name].snapshot(b.state(name)) == PROJECTIONS[name].snapshot(
                 full[name]

@@ -17,7 +17,7 @@ QUESTION = "how do I roll back a bad deploy"
 def test_a_fresh_brain_is_healthy_and_proposes_nothing(brain: Brain) -> None:
     for _ in range(3):
         brain.query(QUESTION)
-    report, recs = check(brain, apply=True)
+    report, recs = check(brain.store, apply=True)
     assert report.window == 3 and report.avg_fired > report.avg_seeds
     assert report.findings == [] and report.proposals == [] and recs == []
     assert abs(sum(report.tiers.values()) - 1.0) < 1e-9
@@ -33,24 +33,24 @@ def test_brain_death_is_detected_and_the_applied_proposal_routes_again(brain: Br
         )
         for src, ts in sorted(g.out.items())
     )
-    brain.record(
+    brain.store.record(
         [EdgesUpdated(updates=kill, rule="decay", cause_seq=0)],
         "maintenance",
         expected_seq=brain.log.last_seq,
     )
     dead = brain.query(QUESTION)
     report, _ = check(
-        brain,
+        brain.store,
     )
     assert report.dormant_share > 0.9 and report.findings[0].startswith("brain death")
     assert [p.key for p in report.proposals] == ["traversal.habitual"]
-    report, recs = check(brain, apply=True)
+    report, recs = check(brain.store, apply=True)
     assert [type(r.event) for r in recs] == [ConfigChanged]
-    assert brain.settings()[0].habitual == report.proposals[0].proposed
+    assert brain.store.settings()[0].habitual == report.proposals[0].proposed
     alive = brain.query(QUESTION)
     assert len(alive.fired) > len(dead.fired)
     healed, _ = check(
-        brain,
+        brain.store,
     )
     assert healed.dormant_share < 0.9
 

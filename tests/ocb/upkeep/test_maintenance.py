@@ -66,7 +66,7 @@ def set_weight(brain: Brain, source: str, target: str, w: float) -> None:
         rule="test",
         cause_seq=0,
     )
-    brain.record([ev], "test", expected_seq=brain.log.last_seq)
+    brain.store.record([ev], "test", expected_seq=brain.log.last_seq)
 
 
 def recorded(brain: Brain, seq: int) -> list[Record]:
@@ -106,21 +106,21 @@ def test_ops_parse_in_their_fixed_order_and_unknown_ops_are_refused() -> None:
 def test_bad_input_is_refused_and_nothing_is_recorded(brain: Brain) -> None:
     before = log_bytes(brain.path)
     with pytest.raises(InputError, match="unknown maintenance op"):
-        maintain(brain, ["decay", "vacuum"])
+        maintain(brain.store, ["decay", "vacuum"])
     with pytest.raises(InputError, match="half_life_days must be above 0, got -3"):
-        maintain(brain, ["decay"], half_life_days=-3)
+        maintain(brain.store, ["decay"], half_life_days=-3)
     with pytest.raises(InputError, match="prune_below must be at least 0"):
-        maintain(brain, ["prune"], prune_below=-0.1)
+        maintain(brain.store, ["prune"], prune_below=-0.1)
     with pytest.raises(InputError, match="unknown node 'runbooks/rollback.md::99'") as exc:
-        anchor(brain, "canonical", node_ids=["runbooks/rollback.md::99"])
+        anchor(brain.store, "canonical", node_ids=["runbooks/rollback.md::99"])
     assert exc.value.hint.startswith("did you mean runbooks/rollback.md::")
     with pytest.raises(InputError, match="unknown file 'runbooks/rollbak.md'") as exc:
-        anchor(brain, "canonical", path="runbooks/rollbak.md")
+        anchor(brain.store, "canonical", path="runbooks/rollbak.md")
     assert exc.value.hint.startswith(f"did you mean {ROLLBACK}")
     with pytest.raises(InputError, match="unknown authority 'sacred'"):
-        anchor(brain, "sacred", path=ROLLBACK)
+        anchor(brain.store, "sacred", path=ROLLBACK)
     with pytest.raises(InputError, match="nothing to anchor"):
-        anchor(brain, "canonical")
+        anchor(brain.store, "canonical")
     assert log_bytes(brain.path) == before
 
 
@@ -131,11 +131,13 @@ def test_decay_halves_weights_after_a_half_life_canonical_slower_constitutional_
     timed: tuple[Brain, TickClock],
 ) -> None:
     brain, clock = timed
-    anchor(brain, "constitutional", path="runbooks/deploy.md")
-    anchor(brain, "canonical", node_ids=[f"{ROLLBACK}::1"])
+    anchor(brain.store, "constitutional", path="runbooks/deploy.md")
+    anchor(brain.store, "canonical", node_ids=[f"{ROLLBACK}::1"])
     auth = {n: brain.graph.nodes[n].authority for n in brain.graph.nodes}
     before, seq = weights(brain), brain.log.last_seq
-    report = maintain(brain, ["decay"], clock=clock)  # first run: 30 days since the first record
+    report = maintain(
+        brain.store, ["decay"], clock=clock
+    )  # first run: 30 days since the first record
     recs = recorded(brain, seq + 1)
     run, update = recs[0].event, recs[1].event
     assert isinstance(run, MaintenanceRan) and run.op == "decay" and len(recs) == 2
@@ -157,10 +159,10 @@ def test_decay_halves_weights_after_a_half_life_canonical_slower_constitutional_
     u, v = next((u, v) for u, v in before if auth[u] == "canonical" and auth[v] == "overlay")
     assert 1 - after[(u, v)] / before[(u, v)] == pytest.approx(1 - math.sqrt(0.5))
     clock.advance(30 * DAY)
-    maintain(brain, ["decay"], clock=clock)
+    maintain(brain.store, ["decay"], clock=clock)
     assert weights(brain)[(u, v)] == pytest.approx(before[(u, v)] * 0.5)
     seq = brain.log.last_seq
-    again = maintain(brain, ["decay"], clock=clock)  # no time has passed
+    again = maintain(brain.store, ["decay"], clock=clock)  # no time has passed
     assert brain.log.last_seq == seq and again.ops[0].events == 0
     assert_healthy(brain)
 
@@ -221,11 +223,11 @@ def test_decay_of_no_visible_size_records_nothing_and_the_time_carries_over(buil
     clock = TickClock(start_ns=FIRST_TS + 60 * 10**9, step_ns=0)  # a minute after init
     with Brain(built, clock=clock) as brain:
         seq, before = brain.log.last_seq, weights(brain)
-        report = maintain(brain, ["decay"], clock=clock)
+        report = maintain(brain.store, ["decay"], clock=clock)
         assert brain.log.last_seq == seq and report.ops[0].events == 0
         assert report.ops[0].summary.startswith("nothing to decay: 0.0007 day(s)")
         clock.advance(2 * 3600 * 10**9)  # two hours more: measured from init, not a minute ago
-        report = maintain(brain, ["decay"], clock=clock)
+        report = maintain(brain.store, ["decay"], clock=clock)
         factor = report.ops[0].params["factor"]
         assert report.ops[0].events == 2 and factor == decay_factor(7260 * 10**9, 30.0)
         after = weights(brain)
@@ -270,7 +272,7 @@ def test_prune_removes_dead_edges_only(brain: Brain) -> None:
     g = brain.graph
     a, b, c = f"{ROLLBACK}::3", f"{ROLLBACK}::4", f"{ROLLBACK}::5"
     fix = brain.inject("CORRECTION", "Never roll back with kubectl", targets=[c]).node_id
-    anchor(brain, "constitutional", node_ids=["runbooks/deploy.md::1"])
+    anchor(brain.store, "constitutional", node_ids=["runbooks/deploy.md::1"])
     d = "runbooks/deploy.md::1"
     d2 = sorted(g.out[d])[0]
     set_weight(brain, a, b, 0.01)  # dead
@@ -279,7 +281,7 @@ def test_prune_removes_dead_edges_only(brain: Brain) -> None:
     set_weight(brain, fix, c, -0.015)  # a correction's veto
     set_weight(brain, d, d2, 0.001)  # touches a constitutional node
     seq = brain.log.last_seq
-    report = maintain(brain, ["prune"])
+    report = maintain(brain.store, ["prune"])
     recs = recorded(brain, seq + 1)
     assert [type(r.event) for r in recs] == [MaintenanceRan, EdgesRemoved]
     removed = recs[1].event
@@ -290,7 +292,7 @@ def test_prune_removes_dead_edges_only(brain: Brain) -> None:
     assert b not in out[a] and c not in out[b]
     assert out[b][a].weight == pytest.approx(0.1) and d2 in out[d]
     assert out[fix][c].weight == pytest.approx(-0.015)
-    assert maintain(brain, ["prune"]).ops[0].events == 0
+    assert maintain(brain.store, ["prune"]).ops[0].events == 0
     assert_healthy(brain)
 
 
@@ -302,7 +304,7 @@ def test_scale_brings_a_node_back_within_its_budget_keeping_proportions(brain: B
         set_weight(brain, u, t, 0.9 - 0.1 * i)
     before = {t: brain.graph.out[u][t].weight for t in targets}
     seq = brain.log.last_seq
-    maintain(brain, ["scale"], budget=1.0)
+    maintain(brain.store, ["scale"], budget=1.0)
     update = recorded(brain, seq + 2)[0].event
     assert isinstance(update, EdgesUpdated) and update.rule == "scale"
     assert update.cause_seq == seq + 1
@@ -310,7 +312,7 @@ def test_scale_brings_a_node_back_within_its_budget_keeping_proportions(brain: B
     assert sum(after.values()) == pytest.approx(1.0)
     k = 1.0 / sum(before.values())
     assert all(after[t] == pytest.approx(before[t] * k) for t in targets)
-    assert maintain(brain, ["scale"], budget=1.0).ops[0].events == 0
+    assert maintain(brain.store, ["scale"], budget=1.0).ops[0].events == 0
 
 
 # --------------------------------------------------------------------------- connect
@@ -320,7 +322,7 @@ def detach(brain: Brain, node: str) -> None:
     g = brain.graph
     refs = [EdgeRef(source=node, target=t) for t in sorted(g.out.get(node, {}))]
     refs += [EdgeRef(source=s, target=node) for s in g.incoming(node)]
-    brain.record([EdgesRemoved(edges=tuple(refs), cause_seq=0)], "test", expected_seq=g.seq)
+    brain.store.record([EdgesRemoved(edges=tuple(refs), cause_seq=0)], "test", expected_seq=g.seq)
 
 
 def test_connect_links_nodes_without_edges_to_their_most_similar_chunks(brain: Brain) -> None:
@@ -331,7 +333,7 @@ def test_connect_links_nodes_without_edges_to_their_most_similar_chunks(brain: B
     detach(brain, teach)
     detach(brain, fix)
     seq = brain.log.last_seq
-    report = maintain(brain, ["connect"])
+    report = maintain(brain.store, ["connect"])
     recs = recorded(brain, seq + 1)
     assert [type(r.event) for r in recs] == [MaintenanceRan, EdgesCreated]
     created = recs[1].event
@@ -342,7 +344,7 @@ def test_connect_links_nodes_without_edges_to_their_most_similar_chunks(brain: B
     assert all(g.nodes[t].kind == "chunk" for t in g.out[teach])
     assert fix not in g.out and len(g.incoming(fix)) == 3  # a correction only receives
     assert report.ops[0].counts == {"lonely": 2, "connected": 2, "edges": 9}
-    assert maintain(brain, ["connect"]).ops[0].events == 0
+    assert maintain(brain.store, ["connect"]).ops[0].events == 0
     assert_healthy(brain)
 
 
@@ -353,7 +355,7 @@ def duplicate(brain: Brain, workspace: Path) -> list[tuple[str, str]]:
     """``copy_and_ask``, then merge: the (kept, absorbed) pairs."""
     copy_and_ask(brain, workspace)
     seq = brain.log.last_seq
-    report = maintain(brain, ["merge"])
+    report = maintain(brain.store, ["merge"])
     recs = recorded(brain, seq + 1)
     run = recs[0].event
     assert isinstance(run, MaintenanceRan) and run.op == "merge"
@@ -380,7 +382,7 @@ def test_merge_keeps_both_sources_citable_and_the_duplicate_out_of_results(
     hit = next(h for h in answer.results if h.id == kept.id)
     assert (hit.source, hit.also) == (f"{ROLLBACK}#L5-L13", (f"{COPY}#L5-L13",))
     assert answer_json(answer)["results"][ids.index(kept.id)]["also"] == [f"{COPY}#L5-L13"]
-    assert maintain(brain, ["merge"]).ops[0].events == 0  # idempotent
+    assert maintain(brain.store, ["merge"]).ops[0].events == 0  # idempotent
     assert_healthy(brain)
 
 
@@ -467,9 +469,9 @@ def test_removing_the_duplicate_file_drops_the_citation(brain: Brain, workspace:
 
 
 def test_constitutional_chunks_are_never_merged(brain: Brain, workspace: Path) -> None:
-    anchor(brain, "constitutional", path=ROLLBACK)
+    anchor(brain.store, "constitutional", path=ROLLBACK)
     copy_and_ask(brain, workspace)
-    report = maintain(brain, ["merge"])
+    report = maintain(brain.store, ["merge"])
     assert not any(ROLLBACK in c.source or ROLLBACK in c.target for c in report.ops[0].changes)
     assert all(
         n.authority == "constitutional" for n in brain.graph.nodes.values() if n.path == ROLLBACK
@@ -499,7 +501,7 @@ def test_split_cuts_oversized_chunks_into_exact_line_ranges(brain: Brain, worksp
     )
     edges_of = {n: (set(g.out.get(n, {})), set(g.incoming(n))) for n in big}
     seq = brain.log.last_seq
-    report = maintain(brain, ["split"], split_over_chars=500, split_chars=250)
+    report = maintain(brain.store, ["split"], split_over_chars=500, split_chars=250)
     recs = recorded(brain, seq + 1)
     splits = [r.event for r in recs if isinstance(r.event, NodeSplit)]
     assert sorted(s.node_id for s in splits) == big and report.ops[0].counts["split"] == len(big)
@@ -522,7 +524,9 @@ def test_split_cuts_oversized_chunks_into_exact_line_ranges(brain: Brain, worksp
         ids = [p.id for p in s.parts]
         entry = g.files[path].chunks
         assert entry[entry.index(ids[0]) : entry.index(ids[0]) + len(ids)] == tuple(ids)
-    assert maintain(brain, ["split"], split_over_chars=500, split_chars=250).ops[0].events == 0
+    assert (
+        maintain(brain.store, ["split"], split_over_chars=500, split_chars=250).ops[0].events == 0
+    )
     assert_healthy(brain)
     rollback = workspace / ROLLBACK
     rollback.write_text(rollback.read_text() + "\n## Later\n\nA new line.\n")
@@ -544,10 +548,10 @@ def test_a_dry_run_records_nothing_and_plans_what_a_run_then_does(
     opts = {"split_over_chars": 500, "split_chars": 250, "budget": 0.5, "prune_below": 0.25}
     clock = TickClock(start_ns=FIRST_TS + 90 * DAY, step_ns=0)
     before = log_bytes(brain.path)
-    plan = maintain(brain, dry_run=True, clock=clock, **opts)
+    plan = maintain(brain.store, dry_run=True, clock=clock, **opts)
     assert log_bytes(brain.path) == before
     assert plan.dry_run and all(o.seq == 0 for o in plan.ops) and plan.events > 0
-    done = maintain(brain, clock=clock, **opts)
+    done = maintain(brain.store, clock=clock, **opts)
     summary = [(o.op, o.events, o.summary, o.counts) for o in done.ops]
     assert [(o.op, o.events, o.summary, o.counts) for o in plan.ops] == summary
     assert [o.op for o in done.ops] == list(OPS) and all(o.events for o in done.ops)
@@ -571,10 +575,10 @@ def test_a_dry_run_records_nothing_and_plans_what_a_run_then_does(
 
 
 def test_anchoring_a_file_reaches_its_future_chunks(brain: Brain, workspace: Path) -> None:
-    report = anchor(brain, "canonical", path=str(workspace / ROLLBACK))
+    report = anchor(brain.store, "canonical", path=str(workspace / ROLLBACK))
     assert report.path == ROLLBACK and report.seq == brain.log.last_seq
     assert len(report.node_ids) == len(brain.graph.files[ROLLBACK].chunks)
-    assert anchor(brain, "canonical", path=ROLLBACK).seq == 0  # nothing to change
+    assert anchor(brain.store, "canonical", path=ROLLBACK).seq == 0  # nothing to change
     rollback = workspace / ROLLBACK
     rollback.write_text(rollback.read_text() + "\n## Later\n\nA new line.\n")
     brain.sync(workspace)

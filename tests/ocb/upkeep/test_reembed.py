@@ -52,7 +52,7 @@ def test_a_brain_built_with_the_local_model_records_it_and_answers(
             ("memory/2026-11-05.md#L", "runbooks/rollback.md#L")
         )
     with Brain(tmp_path / "b") as again:  # the recorded spec makes the embedder again
-        assert again.embedder().id == "hash-ngram-v1-d384+minilm-l6-v2-int8@0.5"
+        assert again.store.embedder().id == "hash-ngram-v1-d384+minilm-l6-v2-int8@0.5"
 
 
 def test_another_embedder_is_refused_with_the_fix_and_nothing_recorded(
@@ -87,12 +87,12 @@ def test_reembed_switches_every_vector_in_one_append(ws: Path, tmp_path: Path) -
     assert got.returncode == 0, got.stderr
     assert '"after":"hash-ngram-v1-d384"' in got.stdout.replace(" ", "")
     with Brain(tmp_path / "b") as back:  # the index cached before the switch is not used
-        assert back.search_index().vectors.shape[1] == 384
+        assert back.store.search_index().vectors.shape[1] == 384
         back.query("who owns billing", top=1, record=False)  # caches the hashed index
     assert cli("reembed", "--embedder", "minilm", "--brain", tmp_path / "b").returncode == 0
     with Brain(tmp_path / "b") as later:
-        assert later.search_index().vectors.shape[1] == 768
-        assert later.embedder().id == "hash-ngram-v1-d384+minilm-l6-v2-int8@0.5"
+        assert later.store.search_index().vectors.shape[1] == 768
+        assert later.store.embedder().id == "hash-ngram-v1-d384+minilm-l6-v2-int8@0.5"
 
 
 def test_an_embedder_that_fails_half_way_records_nothing(ws: Path, tmp_path: Path) -> None:
