@@ -425,7 +425,9 @@ def scratch_replay(
     """
     end = store.horizon
     if not 0 <= start <= end:
-        raise InputError(f"--from {start} is outside the history", f"valid: 0 to {end}")
+        raise InputError(
+            f"`start` {start} is outside the history", f"valid: 0 to {end}", param="start"
+        )
     with tempfile.TemporaryDirectory(prefix="ocb-whatif-") as tmp:
         clock = _Clock()
         scratch = Store.create(

@@ -1,6 +1,6 @@
 """A brain's storage: its log, blobs, snapshots and caches, and the projections folded
 from the log. Every command reads and records through a ``Store``; ``ocb.brain.Brain``
-is a Store with one method per command.
+holds one (``brain.store``) and has one method per command.
 
 The log is any ``EventLog``: the segment log in ``<path>/log`` by default, or one given
 as ``log=`` (e.g. ``ocb_events.memory.MemoryLog``, a brain that lives in memory; its
@@ -227,10 +227,14 @@ class Store:
             InputError: a negative ``since`` or a ``limit`` below 1.
         """
         if since < 0:
-            raise InputError(f"--since must be a seq of 0 or more, got {since}", "pass --since 0")
+            raise InputError(
+                f"`since` must be a seq of 0 or more, got {since}", "pass `since=0`", param="since"
+            )
         if limit is not None and limit < 1:
             raise InputError(
-                f"--limit must be at least 1, got {limit}", "pass --limit 20, or leave it out"
+                f"`limit` must be at least 1, got {limit}",
+                "pass `limit=20`, or leave it out",
+                param="limit",
             )
         return self._events(since, set(types), limit)
 
@@ -298,7 +302,8 @@ class Store:
         if self.as_of is not None:
             raise InputError(
                 f"this brain is opened as of seq {self.as_of} and records nothing",
-                "drop --as-of to change the brain",
+                "drop `as_of` to change the brain",
+                param="as_of",
             )
         events = screened(events, self.secrets(), self.warn)
         return self._append(events, actor, expected_seq=expected_seq, blobs=blobs)

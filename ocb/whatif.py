@@ -68,10 +68,12 @@ def point(log: EventLog, spec: str | int, flag: str) -> int:
 def _check_report(threshold: float, top: int) -> None:
     if not threshold >= 0:
         raise InputError(
-            f"--threshold must be at least 0, got {threshold}", "pass --threshold 0.05"
+            f"`threshold` must be at least 0, got {threshold}",
+            "pass `threshold=0.05`",
+            param="threshold",
         )
     if top < 1:
-        raise InputError(f"--top must be at least 1, got {top}", "pass --top 20")
+        raise InputError(f"`top` must be at least 1, got {top}", "pass `top=20`", param="top")
 
 
 # --------------------------------------------------------------------------- diff
@@ -120,7 +122,11 @@ def diff(
     a = point(store.log, start, "--from")
     b = point(store.log, end, "--to") if end is not None else store.horizon
     if a > b:
-        raise InputError(f"--from {a} is after --to {b}", "give the earlier point as --from")
+        raise InputError(
+            f"`start` {a} is after `end` {b}",
+            "give the earlier point as `start`",
+            param=("start", "end"),
+        )
     (ga, ta), (gb, tb) = _view_at(store, a), _view_at(store, b)
     graph = diff_graphs(ga, gb, tiers_before=ta, tiers_after=tb, threshold=threshold, top=top)
     times = [iso(store.log.ts_of(s)) if s else "" for s in (a, b)]
@@ -259,7 +265,9 @@ def what_if(
     """
     _check_report(threshold, top)
     if queries < 0:
-        raise InputError(f"--queries must be at least 0, got {queries}", "pass --queries 50")
+        raise InputError(
+            f"`queries` must be at least 0, got {queries}", "pass `queries=50`", param="queries"
+        )
     settings = check_overrides(**overrides)
     seq = point(store.log, start, "--from")
     with scratch_replay(store, seq, settings, queries=queries, progress=progress) as r:

@@ -2,7 +2,9 @@
 
 Each instance carries a one-line message, a ``hint`` naming the fix, and the data
 that describes the condition. The CLI prints ``error: <message>`` and
-``hint: <hint>`` and exits 1; callers of the library catch ``OcbError``.
+``hint: <hint>`` and exits 1; callers of the library catch ``OcbError``. An
+``InputError`` names the library's parameters (``top``), listed in its ``params``; the
+CLI and other front ends render them as they name them (``--top``).
 
     OcbError
     ├── LogError
@@ -217,7 +219,24 @@ class AnalyticsError(OcbError):
 
 
 class InputError(OcbError):
-    """An argument that names nothing, or a value out of its range."""
+    """An argument that names nothing, or a value out of its range.
+
+    The message and the fix speak of the library's parameters by their names (``top
+    must be at least 1, got 0``; ``pass top=5``), which ``params`` lists, the one the
+    error is about first; a front end that names them otherwise (the CLI's ``--top``)
+    renders them in its own words.
+    """
+
+    def __init__(self, message: str, hint: str = "", *, param: str | Sequence[str] = "") -> None:
+        super().__init__(message, hint)
+        names = (param,) if isinstance(param, str) else tuple(param)
+        self.params: tuple[str, ...] = tuple(n for n in names if n)
+        """The parameters the message and the fix name (empty: none)."""
+
+    @property
+    def param(self) -> str:
+        """The parameter the error is about ("" when it names none)."""
+        return self.params[0] if self.params else ""
 
 
 def unknown(
@@ -228,19 +247,28 @@ def unknown(
     where: str = "",
     *,
     cutoff: float = 0.6,
+    param: str | Sequence[str] = "",
 ) -> InputError:
     """An InputError for a name that names nothing (``where`` ends its message),
-    suggesting the close matches of ``known`` (the one "did you mean" of the product)."""
-    return unknown_with(kind, name, close_matches(name, known, cutoff), hint, where)
+    suggesting the close matches of ``known`` (the one "did you mean" of the product);
+    ``param``: the parameters the message or the hint names."""
+    close = close_matches(name, known, cutoff)
+    return unknown_with(kind, name, close, hint, where, param=param)
 
 
 def unknown_with(
-    kind: str, name: str, close: Sequence[str], hint: str, where: str = ""
+    kind: str,
+    name: str,
+    close: Sequence[str],
+    hint: str,
+    where: str = "",
+    *,
+    param: str | Sequence[str] = "",
 ) -> InputError:
     """``unknown`` with the suggestions already chosen (``close``: may be empty)."""
     if close:
         hint = "did you mean " + ", ".join(close) + "?"
-    return InputError(f"unknown {kind} {name!r}{where}", hint)
+    return InputError(f"unknown {kind} {name!r}{where}", hint, param=param)
 
 
 def close_matches(name: str, known: Sequence[str], cutoff: float = 0.6) -> list[str]:

@@ -247,7 +247,9 @@ def doctor(
         BrainNotFound: no brain at ``path``.
     """
     if repair and as_of is not None:
-        raise InputError("--repair mends the brain as it is now", "drop --as-of")
+        raise InputError(
+            "`repair` mends the brain as it is now", "drop `as_of`", param=("repair", "as_of")
+        )
     fixed = None
     if repair:
         try:

@@ -105,12 +105,13 @@ def handled(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         # Imported here: the event package loads the whole log stack, which ``--help`` and
         # usage errors never need.
+        from ocb.cli.flags import rendered
         from ocb_events.errors import OcbError
 
         try:
             return fn(*args, **kwargs)
         except OcbError as exc:
-            message, hint = _explained(exc)
+            message, hint = rendered(exc, *_explained(exc))
             typer.echo(f"error: {message}", err=True)
             if hint:
                 typer.echo(f"hint: {hint}", err=True)

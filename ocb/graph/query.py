@@ -88,7 +88,7 @@ def decide_query(
             "the query is empty", 'ask a question, e.g. ocb query "how do I roll back"'
         )
     if top < 1:
-        raise InputError(f"--top must be at least 1, got {top}", "pass --top 5")
+        raise InputError(f"`top` must be at least 1, got {top}", "pass `top=5`", param="top")
     when = date_in_query(query, now, s.date_around)
     dated, w = None, when.window
     if w is not None and w.start_ns > 0 and w.end_ns is not None:

@@ -517,7 +517,8 @@ def retract(
     if store.as_of is not None:
         raise InputError(
             f"this brain is opened as of seq {store.as_of} and records nothing",
-            "drop --as-of to retract",
+            "drop `as_of` to retract",
+            param="as_of",
         )
     store.load("config", "graph", "traces", "routes")
     secrets = store.secrets()

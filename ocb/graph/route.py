@@ -44,7 +44,9 @@ def train(store: Store, *, min_examples: int = 20) -> TrainReport:
     """
     if min_examples < 1:
         raise InputError(
-            f"--min-examples must be at least 1, got {min_examples}", "pass --min-examples 20"
+            f"`min_examples` must be at least 1, got {min_examples}",
+            "pass `min_examples=20`",
+            param="min_examples",
         )
     store.load("config", "graph", "vectors")
     learn = store.setting(Learning)

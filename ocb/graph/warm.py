@@ -307,7 +307,9 @@ def warm(
             past point.
     """
     if store.as_of is not None and not dry_run:
-        raise InputError("a brain opened as of a past point records nothing", "leave out --as-of")
+        raise InputError(
+            "a brain opened as of a past point records nothing", "leave out `as_of`", param="as_of"
+        )
     transcripts = [read_transcript(p) for p in find_transcripts(paths)]
     store.load("config", "graph", "traces", "routes")
     report = WarmReport(dry_run=dry_run, transcripts=[], with_corrections=corrections)

@@ -560,7 +560,8 @@ def reflect(
     if store.as_of is not None:
         raise InputError(
             f"this brain is opened as of seq {store.as_of}; reflect writes files and records",
-            "drop --as-of to reflect",
+            "drop `as_of` to reflect",
+            param="as_of",
         )
     now = store.clock()
     window = since_window(since, now)

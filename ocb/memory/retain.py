@@ -328,12 +328,14 @@ def _when(
 
 def _check_recall(k: int, depth: int, min_salience: float, max_chars: int | None) -> None:
     if k < 1:
-        raise InputError(f"--k must be at least 1, got {k}", "ask for 1 or more results")
+        raise InputError(f"`k` must be at least 1, got {k}", "ask for 1 or more results", param="k")
     if depth < 0:
-        raise InputError("--associative-depth must be 0 or more", "use 0, 1 or 2")
+        raise InputError("`depth` must be 0 or more", "use 0, 1 or 2", param="depth")
     check_fraction("min salience", min_salience)
     if max_chars is not None and max_chars < 1:
-        raise InputError("--max-chars must be at least 1", "give a budget such as 2000")
+        raise InputError(
+            "`max_chars` must be at least 1", "give a budget such as 2000", param="max_chars"
+        )
 
 
 def recall(

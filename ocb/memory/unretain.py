@@ -80,7 +80,8 @@ def retract_fact(
     if store.as_of is not None:
         raise InputError(
             f"this brain is opened as of seq {store.as_of}; a retraction writes",
-            "drop --as-of to retract",
+            "drop `as_of` to retract",
+            param="as_of",
         )
     store.load("config", "graph", "vectors", "memory")
     f = _fact(store, fact_id)

@@ -297,15 +297,17 @@ def _check(
     if seq is not None:
         if not 1 <= seq <= store.log.last_seq:
             raise InputError(
-                f"--seq {seq} is outside the history (1..{store.log.last_seq})",
+                f"`seq` {seq} is outside the history (1..{store.log.last_seq})",
                 "list records with ocb events",
+                param="seq",
             )
         return f"record {seq}"
     if text is not None:
         if len(text) < MIN_TEXT:
             raise InputError(
-                f"--text must be at least {MIN_TEXT} characters, got {len(text)}",
+                f"`text` must be at least {MIN_TEXT} characters, got {len(text)}",
                 "give the exact text to erase, e.g. the whole token",
+                param="text",
             )
         return f"a text of {len(text)} characters"
     if fact is not None:
@@ -428,7 +430,9 @@ def forget(
             content could not be erased (the same forget again finishes it).
     """
     if store.as_of is not None:
-        raise InputError("a view of the past changes nothing", "drop --as-of to forget")
+        raise InputError(
+            "a view of the past changes nothing", "drop `as_of` to forget", param="as_of"
+        )
     log = store.log
     if not isinstance(log, SegmentLog):
         raise InputError(

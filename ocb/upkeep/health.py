@@ -126,7 +126,9 @@ def check(
         InputError: a window below 1.
     """
     if window < 1:
-        raise InputError(f"--window must be at least 1, got {window}", "pass --window 100")
+        raise InputError(
+            f"`window` must be at least 1, got {window}", "pass `window=100`", param="window"
+        )
     store.load("config", "graph", "traces")
     trav = store.setting(Traversal)
     refs = sorted(store.state("traces").by_id.values(), key=lambda r: r.seq)[-window:]

@@ -125,16 +125,16 @@ def test_bad_input_is_refused_before_anything_happens(brain: Brain) -> None:
         ({"rule": "magic"}, r"unknown learning rule 'magic'"),
         ({"eta": -0.1}, r"learning.eta must be at least 0, got -0.1"),
         ({"gamma": 2}, r"learning.gamma must be at least 0 and at most 1, got 2"),
-        ({"threshold": -1.0}, r"--threshold must be at least 0"),
-        ({"top": 0}, r"--top must be at least 1"),
-        ({"queries": -1}, r"--queries must be at least 0"),
+        ({"threshold": -1.0}, r"`threshold` must be at least 0"),
+        ({"top": 0}, r"`top` must be at least 1"),
+        ({"queries": -1}, r"`queries` must be at least 0"),
         ({"tau": 2}, r"unknown setting 'learning.tau'"),
     ]
     for kwargs, pattern in cases:
         with pytest.raises(InputError, match=pattern) as err:
             what_if(brain.store, **kwargs)
         assert err.value.hint
-    with pytest.raises(InputError, match=r"--from 3 is after --to 2") as err:
+    with pytest.raises(InputError, match=r"`start` 3 is after `end` 2") as err:
         diff(brain.store, 3, 2)
     assert "valid: seq 1 to" in _hint(lambda: diff(brain.store, 1, end + 5))
     assert tree_bytes(brain.path) == before and brain.log.last_seq == end

@@ -1,0 +1,176 @@
+"""The library's errors name its parameters, not the CLI's flags: a Python or MCP caller
+is told about ``depth``, and the CLI prints ``--associative-depth`` for it, as it
+always did."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ocb.brain import Brain
+from ocb.cli.app import app
+from ocb.cli.flags import flag_of, in_flags
+from ocb_events.errors import InputError, unknown
+
+ROOT = Path(__file__).resolve().parents[2]
+LIBRARY = ("ocb", "ocb_events", "workspace_sync", "replay", "projections")
+FRONT_ENDS = ("ocb/cli/", "ocb/daemon/", "ocb/mcp/")
+CALLS = {"InputError", "unknown", "unknown_with"}
+FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
+PARAM = re.compile(r"`([a-z_][a-z0-9_]*)(?:=[^`]*)?`")
+
+# Library errors that still name a CLI flag, by module: CLI examples in hints
+# (``ocb query --json``) and replay's points and limits. The list only shrinks: a new
+# one fails, and so does one that no longer happens.
+KNOWN_FLAGS: dict[str, list[str]] = {
+    "ocb/checks/verify.py": ["--head", "--head", "--head", "--head", "--repair"],
+    "ocb/engine/dates.py": ["--between", "--since"],
+    "ocb/engine/embedders.py": ["--embedder", "--embedder"],
+    "ocb/graph/inject.py": [
+        "--all", "--chat-id", "--chat-id", "--content", "--json", "--node", "--target",
+        "--target", "--trace", "--trace", "--type",
+    ],
+    "ocb/graph/learn.py": [
+        "--again", "--chat-id", "--chat-id", "--cited", "--cited", "--fired-ids", "--json",
+        "--json", "--outcome", "--outcome", "--outcome", "--request-id", "--trace", "--trace",
+        "--used", "--used", "--used",
+    ],
+    "ocb/graph/query.py": ["--chat-id", "--json"],
+    "ocb/graph/retract.py": [
+        "--chat-id", "--chat-id", "--chat-id", "--chat-id", "--limit", "--node", "--seq",
+        "--seq", "--since", "--source", "--trace", "--trace", "--type", "--type",
+    ],
+    "ocb/graph/route.py": ["--apply"],
+    "ocb/graph/transcripts.py": ["--sessions"],
+    "ocb/memory/kg.py": ["--source"],
+    "ocb/memory/retain.py": [
+        "--confidence", "--entity", "--entity", "--json", "--speaker", "--type",
+    ],
+    "ocb/memory/unretain.py": ["--json"],
+    "ocb/store.py": ["--brain", "--brain"],
+    "ocb/upkeep/forget.py": ["--fact", "--file", "--reason", "--seq", "--text", "--text"],
+    "ocb/upkeep/maintain.py": ["--file", "--json", "--node"],
+    "replay/audit.py": ["--limit", "--limit"],
+    "replay/timetravel.py": ["--as-of", "--as-of", "--as-of"],
+}  # fmt: skip
+
+
+def _error_calls() -> list[tuple[str, ast.Call]]:
+    """Every InputError (or ``unknown``) a library module builds, with its module."""
+    out = []
+    for package in LIBRARY:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel.startswith(FRONT_ENDS):
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Call):
+                    f = node.func
+                    name = f.id if isinstance(f, ast.Name) else getattr(f, "attr", "")
+                    if name in CALLS:
+                        out.append((rel, node))
+    return out
+
+
+def _texts(call: ast.Call) -> list[str]:
+    """The string parts of a call's positional arguments (its message and hint)."""
+    return [
+        n.value
+        for arg in call.args
+        for n in ast.walk(arg)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str)
+    ]
+
+
+def _declared(call: ast.Call) -> set[str]:
+    """The names a call's ``param=`` lists."""
+    for kw in call.keywords:
+        if kw.arg == "param":
+            return {n.value for n in ast.walk(kw.value) if isinstance(n, ast.Constant)}
+    return set()
+
+
+def test_no_library_error_names_a_new_cli_flag() -> None:
+    named: dict[str, Counter[str]] = {}
+    for rel, call in _error_calls():
+        flags = [f for text in _texts(call) for f in FLAG.findall(text)]
+        if flags:
+            named.setdefault(rel, Counter()).update(flags)
+    found = {rel: sorted(flags.elements()) for rel, flags in sorted(named.items())}
+    assert found == KNOWN_FLAGS, "speak in parameter names (`top`, param=) in the library"
+
+
+def test_every_parameter_an_error_names_is_declared() -> None:
+    undeclared = sorted(
+        f"{rel}:{call.lineno} {name}"
+        for rel, call in _error_calls()
+        for name in {m for text in _texts(call) for m in PARAM.findall(text)}
+        if name not in _declared(call)
+    )
+    assert undeclared == [], "list each named parameter in param= so the CLI renders it"
+
+
+def test_an_input_error_carries_the_parameters_it_names() -> None:
+    err = InputError("`start` 3 is after `end` 2", "give the earlier point", param=("start", "end"))
+    assert (err.param, err.params, err.message) == ("start", ("start", "end"), err.args[0])
+    assert InputError("empty").params == () and InputError("empty").param == ""
+    near = unknown("node", "a.md::9", ["a.md::0"], "hint", param="node_ids")
+    assert near.params == ("node_ids",)
+
+
+def test_the_cli_writes_each_named_parameter_as_its_flag() -> None:
+    params = ("depth", "max_hops")
+    assert flag_of("depth") == "--associative-depth" and flag_of("max_hops") == "--max-hops"
+    assert in_flags("`depth` must be 0 or more", params) == "--associative-depth must be 0 or more"
+    assert in_flags("pass `depth=2` or `max_hops=3`", params) == (
+        "pass --associative-depth 2 or --max-hops 3"
+    )
+    # only what the error lists: a CLI example or another name stays as it is
+    assert in_flags("list ids from `ocb query --json`, not `top`", params) == (
+        "list ids from `ocb query --json`, not `top`"
+    )
+
+
+def test_python_callers_see_parameter_names(brain: Brain) -> None:
+    with pytest.raises(InputError) as err:
+        brain.recall("deploy", depth=-1)
+    assert (err.value.message, err.value.param) == ("`depth` must be 0 or more", "depth")
+    with pytest.raises(InputError) as err:
+        brain.query("deploy", top=0)
+    assert (err.value.message, err.value.hint) == (
+        "`top` must be at least 1, got 0",
+        "pass `top=5`",
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "lines"),
+    [
+        (
+            ["query", "deploy", "--top", "0"],
+            ["error: --top must be at least 1, got 0", "hint: pass --top 5"],
+        ),
+        (
+            ["recall", "deploy", "--associative-depth", "-1"],
+            ["error: --associative-depth must be 0 or more", "hint: use 0, 1 or 2"],
+        ),
+        (
+            ["events", "--since", "-5"],
+            ["error: --since must be a seq of 0 or more, got -5", "hint: pass --since 0"],
+        ),
+        (
+            ["diff", "--from", "3", "--to", "2"],
+            ["error: --from 3 is after --to 2", "hint: give the earlier point as --from"],
+        ),
+    ],
+)
+def test_cli_errors_name_the_flags_as_before(
+    built: Path, args: list[str], lines: list[str]
+) -> None:
+    res = CliRunner().invoke(app, [*args, "--brain", str(built)], prog_name="ocb")
+    assert (res.exit_code, res.stderr.splitlines()) == (1, lines)
