@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import re
 
-import click
-
 __all__ = ["FLAGS", "flag_of", "in_flags", "rendered"]
 
 FLAGS: dict[str, str] = {
@@ -35,9 +33,12 @@ FLAGS: dict[str, str] = {
 """The flag of each library parameter, in every command unless ``_IN_COMMAND`` says
 otherwise."""
 
-_IN_COMMAND: dict[tuple[str, str], str] = {}
-"""(command path without ``ocb``, parameter) -> its flag, where a command names a
-parameter otherwise."""
+_IN_COMMAND: dict[tuple[str, str], str] = {
+    ("anchor", "node_ids"): "--node",
+    ("anchor", "path"): "--file",
+    ("forget", "path"): "--file",
+}
+"""(command, parameter) -> its flag, where a command names a parameter otherwise."""
 
 
 def flag_of(param: str, command: str = "") -> str:
@@ -56,12 +57,10 @@ def in_flags(text: str, params: tuple[str, ...], command: str = "") -> str:
     return text
 
 
-def rendered(exc: object, message: str, hint: str) -> tuple[str, str]:
-    """The message and hint of ``exc`` as the running command prints them: the
-    parameters an ``InputError`` lists, as its flags."""
+def rendered(exc: object, message: str, hint: str, command: str = "") -> tuple[str, str]:
+    """The message and hint of ``exc`` as ``command`` prints them: the parameters an
+    ``InputError`` lists, as its flags."""
     params: tuple[str, ...] = getattr(exc, "params", ())
     if not params:
         return message, hint
-    ctx = click.get_current_context(silent=True)
-    command = ctx.command_path.partition(" ")[2] if ctx is not None else ""
     return in_flags(message, params, command), in_flags(hint, params, command)

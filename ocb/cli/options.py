@@ -111,7 +111,7 @@ def handled(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except OcbError as exc:
-            message, hint = rendered(exc, *_explained(exc))
+            message, hint = rendered(exc, *_explained(exc), fn.__name__.replace("_", "-"))
             typer.echo(f"error: {message}", err=True)
             if hint:
                 typer.echo(f"hint: {hint}", err=True)

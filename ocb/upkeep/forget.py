@@ -291,8 +291,9 @@ def _check(
     given = [x for x in (seq, path, fact, text) if x is not None]
     if len(given) != 1:
         raise InputError(
-            "say what to forget: one of --seq, --file, --fact or --text",
-            'e.g. ocb forget --text "ghp_..." --reason "a token pasted by mistake"',
+            "say what to forget: one of `seq`, `path`, `fact` or `text`",
+            'e.g. `text="ghp_..."` `reason="a token pasted by mistake"`',
+            param=("seq", "path", "fact", "text", "reason"),
         )
     if seq is not None:
         if not 1 <= seq <= store.log.last_seq:

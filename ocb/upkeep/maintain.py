@@ -262,7 +262,11 @@ def anchor(
             f"unknown authority {authority!r}", f"use one of: {', '.join(AUTHORITIES)}"
         )
     if not node_ids and not path:
-        raise InputError("nothing to anchor", "pass --node ID (repeatable) or --file PATH")
+        raise InputError(
+            "nothing to anchor",
+            "pass `node_ids=ID` (repeatable) or `path=PATH`",
+            param=("node_ids", "path"),
+        )
     g = store.graph
     seq = store.log.last_seq  # what ``changed`` is read from
     for nid in node_ids:

@@ -53,8 +53,7 @@ KNOWN_FLAGS: dict[str, list[str]] = {
     ],
     "ocb/memory/unretain.py": ["--json"],
     "ocb/store.py": ["--brain", "--brain"],
-    "ocb/upkeep/forget.py": ["--fact", "--file", "--reason", "--seq", "--text", "--text"],
-    "ocb/upkeep/maintain.py": ["--file", "--json", "--node"],
+    "ocb/upkeep/maintain.py": ["--json"],
     "replay/audit.py": ["--limit", "--limit"],
     "replay/timetravel.py": ["--as-of", "--as-of", "--as-of"],
 }  # fmt: skip
@@ -162,6 +161,17 @@ def test_python_callers_see_parameter_names(brain: Brain) -> None:
         (
             ["events", "--since", "-5"],
             ["error: --since must be a seq of 0 or more, got -5", "hint: pass --since 0"],
+        ),
+        (
+            ["anchor", "--authority", "canonical"],
+            ["error: nothing to anchor", "hint: pass --node ID (repeatable) or --file PATH"],
+        ),
+        (
+            ["forget", "--reason", "r"],
+            [
+                "error: say what to forget: one of --seq, --file, --fact or --text",
+                'hint: e.g. --text "ghp_..." --reason "a token pasted by mistake"',
+            ],
         ),
         (
             ["diff", "--from", "3", "--to", "2"],
