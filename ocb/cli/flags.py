@@ -20,6 +20,7 @@ FLAGS: dict[str, str] = {
     "k": "--k",
     "max_chars": "--max-chars",
     "min_examples": "--min-examples",
+    "node_id": "--node",
     "queries": "--queries",
     "repair": "--repair",
     "since": "--since",
@@ -28,6 +29,7 @@ FLAGS: dict[str, str] = {
     "text": "--text",
     "threshold": "--threshold",
     "top": "--top",
+    "trace_id": "--trace",
     "window": "--window",
 }
 """The flag of each library parameter, in every command unless ``_IN_COMMAND`` says
@@ -37,6 +39,7 @@ _IN_COMMAND: dict[tuple[str, str], str] = {
     ("anchor", "node_ids"): "--node",
     ("anchor", "path"): "--file",
     ("forget", "path"): "--file",
+    ("warm", "paths"): "--sessions",
 }
 """(command, parameter) -> its flag, where a command names a parameter otherwise."""
 

@@ -463,12 +463,15 @@ def _choose(
     given = [x for x in (seq is not None, bool(node_id), bool(trace_id), bool(chat_id)) if x]
     if len(given) != 1:
         raise InputError(
-            "retract needs exactly one of --seq, --node, --trace or --chat-id",
-            "e.g. ocb retract --seq 1234, or --chat-id c1 for that chat's last outcome",
+            "retract needs exactly one of `seq`, `node_id`, `trace_id` or `chat_id`",
+            "e.g. `seq=1234`, or `chat_id=c1` for that chat's last outcome",
+            param=("seq", "node_id", "trace_id", "chat_id"),
         )
     if source and not (trace_id or chat_id):
         raise InputError(
-            "--source picks among the outcomes of --trace or --chat-id", "add one of them"
+            "`source` picks among the outcomes of `trace_id` or `chat_id`",
+            "add one of them",
+            param=("source", "trace_id", "chat_id"),
         )
     if trace_id or chat_id:
         return outcome_seq(store, trace_id=trace_id, chat_id=chat_id, source=source)

@@ -101,7 +101,9 @@ def find_transcripts(paths: Sequence[Path]) -> list[Path]:
     """
     if not paths:
         raise InputError(
-            "no transcripts given", "pass --sessions PATH (a session JSONL file or a directory)"
+            "no transcripts given",
+            "pass `paths=PATH` (a session JSONL file or a directory)",
+            param="paths",
         )
     found: dict[Path, None] = {}
     for p in paths:

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from ocb.brain import Brain
 from ocb.cli.app import app
-from ocb.cli.flags import flag_of, in_flags
+from ocb.cli.flags import flag_of, in_flags, rendered
 from ocb_events.errors import InputError, unknown
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,12 +41,8 @@ KNOWN_FLAGS: dict[str, list[str]] = {
         "--used", "--used", "--used",
     ],
     "ocb/graph/query.py": ["--chat-id", "--json"],
-    "ocb/graph/retract.py": [
-        "--chat-id", "--chat-id", "--chat-id", "--chat-id", "--limit", "--node", "--seq",
-        "--seq", "--since", "--source", "--trace", "--trace", "--type", "--type",
-    ],
+    "ocb/graph/retract.py": ["--chat-id", "--limit", "--since", "--type", "--type"],
     "ocb/graph/route.py": ["--apply"],
-    "ocb/graph/transcripts.py": ["--sessions"],
     "ocb/memory/kg.py": ["--source"],
     "ocb/memory/retain.py": [
         "--confidence", "--entity", "--entity", "--json", "--speaker", "--type",
@@ -129,6 +125,12 @@ def test_the_cli_writes_each_named_parameter_as_its_flag() -> None:
     assert in_flags("pass `depth=2` or `max_hops=3`", params) == (
         "pass --associative-depth 2 or --max-hops 3"
     )
+    # a command that names a parameter otherwise
+    warm = InputError("no transcripts given", "pass `paths=PATH`", param="paths")
+    assert rendered(warm, warm.message, warm.hint, "warm") == (
+        "no transcripts given",
+        "pass --sessions PATH",
+    )
     # only what the error lists: a CLI example or another name stays as it is
     assert in_flags("list ids from `ocb query --json`, not `top`", params) == (
         "list ids from `ocb query --json`, not `top`"
@@ -171,6 +173,13 @@ def test_python_callers_see_parameter_names(brain: Brain) -> None:
             [
                 "error: say what to forget: one of --seq, --file, --fact or --text",
                 'hint: e.g. --text "ghp_..." --reason "a token pasted by mistake"',
+            ],
+        ),
+        (
+            ["retract"],
+            [
+                "error: retract needs exactly one of --seq, --node, --trace or --chat-id",
+                "hint: e.g. --seq 1234, or --chat-id c1 for that chat's last outcome",
             ],
         ),
         (

@@ -210,7 +210,7 @@ def test_bad_retractions_are_refused_and_record_nothing(brain: Brain) -> None:
     learned = brain.learn(1.0, chat_id="c1")
     done = brain.retract(seq=learned.outcome_seq)
     cases: list[tuple[dict[str, object], str]] = [
-        ({}, "exactly one of --seq, --node, --trace or --chat-id"),
+        ({}, "exactly one of `seq`, `node_id`, `trace_id` or `chat_id`"),
         ({"seq": 1, "chat_id": "c1"}, "exactly one of"),
         ({"seq": 10**6}, "no record at seq 1000000"),
         ({"seq": 1}, r"at seq 1 \(workspace_attached\) cannot be retracted"),
@@ -221,7 +221,7 @@ def test_bad_retractions_are_refused_and_record_nothing(brain: Brain) -> None:
         ({"trace_id": "t1"}, "unknown trace id"),
         ({"node_id": "runbooks/ci.md::0"}, "is a chunk of runbooks/ci.md"),
         ({"node_id": "correction::9"}, "unknown injected node"),
-        ({"seq": 1, "source": "human"}, "--source picks among"),
+        ({"seq": 1, "source": "human"}, "`source` picks among"),
     ]
     last = brain.log.last_seq
     for how, message in cases:
