@@ -69,7 +69,8 @@ def test_lint(command: list[str]) -> None:
 
 # ------------------------------------------------------------------ the layers of ocb
 
-# Inside ocb, imports point down these layers and never up (DESIGN.md, "Packages"):
+# Inside ocb, imports point down these layers and never up (docs/design.md, "The map of
+# packages"):
 #
 #   cli -> brain (the facade) -> whatif, checks -> graph, memory, upkeep
 #       -> engine, store -> settings, redaction, reports
