@@ -14,8 +14,9 @@ from ocb.store import Store
 from ocb.upkeep.blobs import ROUTE_MODEL, BlobReport, find_lost, regenerate_blobs
 from ocb_events.errors import InputError, LogError, OcbError
 from ocb_events.log import verify_log
+from projections import PROJECTIONS
 from projections.graph import CHUNK, State as GraphState
-from replay import PROJECTIONS, rebuild
+from replay import rebuild
 from replay.verify import (
     FAIL,
     PASS,

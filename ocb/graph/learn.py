@@ -16,13 +16,13 @@ import msgspec
 
 from ocb.engine.citations import Citation, match_citations
 from ocb.engine.claims import confirmed_by
-from ocb.engine.learning import decide_deltas, group_by_source
+from ocb.engine.learning import decide_deltas, group_by_source, rule_of
 from ocb.engine.policy import tier_of
 from ocb.engine.routes import decide_route
 from ocb.graph.query import trace_of
 from ocb.redaction import redact_key
 from ocb.reports import LearnReport
-from ocb.settings import REWARD_SOURCES, ROUTE_RULES, Learning, Routes, Traversal
+from ocb.settings import REWARD_SOURCES, Learning, Routes, Traversal
 from ocb.store import Store
 from ocb_events.errors import InputError, unknown
 from ocb_events.schema import (
@@ -190,7 +190,7 @@ def decide_learn(
         cited=tuple(cited),
         confirmed=tuple(confirmed),
     )
-    if s.rule in ROUTE_RULES:
+    if rule_of(s.rule).learns_routes:
         if route is None:
             return Learned(outcome)
         got = decide_route(
@@ -329,9 +329,10 @@ def _confirmed(store: Store, target: _Target, source: str) -> list[str]:
 
 def path_rule(s: Learning) -> Learning:
     """The settings an outcome of an explicit node path learns with: a path has no
-    question to anchor a route to, so under the ``route`` rule it teaches the edges
-    with ``pg``."""
-    return msgspec.structs.replace(s, rule="pg") if s.rule in ROUTE_RULES else s
+    question to anchor a route to, so under a rule that learns routes it teaches the
+    edges with the rule's ``path`` (``pg``; see ``ocb.engine.learning.RULES``)."""
+    path = rule_of(s.rule).path
+    return msgspec.structs.replace(s, rule=path) if path else s
 
 
 def _report(
