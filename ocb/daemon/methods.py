@@ -1,62 +1,93 @@
 """The daemon's methods: the ``Brain`` facade one to one over JSON-RPC, each answering
-with the object its command prints under ``--json``, and ``cli``, which runs any
+with the object its command prints under ``--json`` (``ocb.wire``); ``search`` and
+``context``, a query shaped as the memory tools show it; and ``cli``, which runs any
 ``ocb`` command for the thin client and returns its output and exit code.
 
 Params are named and checked (an unknown or mistyped one is an INVALID_PARAMS error).
+Each params struct mirrors the keywords and defaults of the ``Brain`` method it calls
+(a test holds them to it).
 """
 
 from __future__ import annotations
 
 import os
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
 import msgspec
 
-from ocb.cli.options import SERVED
-from ocb.cli.render.audit import edge_json, node_json
-from ocb.cli.render.doctor import doctor_json
-from ocb.cli.render.graph import answer_json, inject_json, learn_json, sync_json
-from ocb.cli.render.kg import get_json, history_json, set_json
-from ocb.cli.render.memory import recall_json, reflect_json, retain_json
-from ocb.cli.render.settings import settings_json
-from ocb.cli.render.sql import result_json
-from ocb.cli.render.upkeep import health_json, maintenance_json
-from ocb.daemon.client import LOCAL_COMMANDS, brain_of
+from ocb.daemon.client import brain_of
 from ocb.daemon.live import LiveBrain
 from ocb.daemon.protocol import CONFLICT, PROTOCOL, RpcError
+from ocb.daemon.served import SERVED
 from ocb.daemon.server import Method
 from ocb.daemon.streams import capture, install
+from ocb.settings import Actor
+from ocb.wire import (
+    answer_json,
+    context_json,
+    doctor_json,
+    edge_json,
+    get_json,
+    health_json,
+    history_json,
+    inject_json,
+    learn_json,
+    maintenance_json,
+    node_json,
+    recall_json,
+    reflect_json,
+    result_json,
+    retain_json,
+    search_json,
+    set_json,
+    settings_json,
+    sync_json,
+)
 from ocb_events.codec import record_to_json
 from ocb_events.errors import InputError
 
-__all__ = ["READ_COMMANDS", "command_kind", "methods", "own_brain"]
+__all__ = [
+    "CLIENTS",
+    "PARAMS",
+    "App",
+    "Asked",
+    "Kind",
+    "Params",
+    "methods",
+    "own_brain",
+]
 
 P = TypeVar("P", bound=msgspec.Struct)
 
-
-class _Params(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    pass
-
-
-ACTORS = ("cli", "mcp", "plugin")
-"""Who may ask a method that records: the ``actor`` of what it records."""
+Kind = Literal["read", "write", "history", "exclusive", "local"]
+"""How the daemon runs a command: beside the writer (``read``), on the writer thread
+(``write``), alone (``exclusive``), outside the gate over the history (``history``), or
+never (``local``: it runs only in its own process)."""
 
 
-class _Asked(_Params, kw_only=True):
+class Params(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """The params of a method that records nothing."""
+
+
+CLIENTS: tuple[Actor, ...] = ("cli", "mcp", "plugin")
+"""The actors a client may ask as: the ``actor`` of what a method records."""
+
+
+class Asked(Params, kw_only=True):
     """The params of a method that records: who asks (refused in one line when it is
-    none of ``ACTORS``)."""
+    none of ``CLIENTS``)."""
 
     actor: str = "cli"
 
     def __post_init__(self) -> None:
-        if self.actor not in ACTORS:
-            raise InputError(f"unknown actor {self.actor!r}", f"use one of: {', '.join(ACTORS)}")
+        if self.actor not in CLIENTS:
+            raise InputError(f"unknown actor {self.actor!r}", f"use one of: {', '.join(CLIENTS)}")
 
 
-class Query(_Asked):
+class Query(Asked):
     text: str
     top: int = 5
     chat_id: str = ""
@@ -64,7 +95,23 @@ class Query(_Asked):
     record: bool = True
 
 
-class Learn(_Asked):
+class Search(Query):
+    """A query shaped as a memory tool's hits (``ocb.wire.search``)."""
+
+    style: Literal["mcp", "openclaw"] = "mcp"
+    min_score: float | None = None
+
+
+class Context(Asked):
+    """A query as the cited context block put before a prompt."""
+
+    text: str
+    top: int = 5
+    chat_id: str = ""
+    budget: int = 2000
+
+
+class Learn(Asked):
     outcome: float
     trace_id: str = ""
     chat_id: str = ""
@@ -77,7 +124,7 @@ class Learn(_Asked):
     cited: list[str] = []
 
 
-class Inject(_Asked):
+class Inject(Asked):
     node_type: str
     content: str
     chat_id: str = ""
@@ -86,7 +133,7 @@ class Inject(_Asked):
     all_fired: bool = False
 
 
-class Recall(_Asked):
+class Recall(Asked):
     query: str = ""
     k: int = 10
     since: str | None = None
@@ -98,7 +145,7 @@ class Recall(_Asked):
     record: bool = True
 
 
-class Retain(_Asked):
+class Retain(Asked):
     content: str
     kind: str = "W"
     entities: list[str] | None = None
@@ -109,11 +156,11 @@ class Retain(_Asked):
     turn: int = 0
 
 
-class Reflect(_Asked):
+class Reflect(Asked):
     since: str = "7d"
 
 
-class Kg(_Asked):
+class Kg(Asked):
     subject: str
     action: Literal["get", "set", "history"] = "get"
     predicate: str | None = None
@@ -121,106 +168,90 @@ class Kg(_Asked):
     source: str = ""
 
 
-class Events(_Params):
+class Events(Params):
     since: int = 0
     types: list[str] = []
     limit: int = 1000
 
 
-class Audit(_Params):
+class Audit(Params):
     node: str = ""
     source: str = ""
     target: str = ""
     limit: int = 20
 
 
-class Read(_Params):
+class Read(Params):
     path: str
     start: int = msgspec.field(name="from", default=1)
     lines: int | None = None
 
 
-class Sql(_Params):
+class Sql(Params):
     statement: str
 
 
-class Health(_Asked):
+class Health(Asked):
     window: int = 100
     apply: bool = False
 
 
-class Maintain(_Asked):
+class Maintain(Asked):
     ops: list[str] = []
     dry_run: bool = False
     top: int = 10
 
 
-class Config(_Asked):
+class Config(Asked):
     key: str | None = None
     value: str | None = None
 
 
-class Sync(_Params):
+class Sync(Params):
     workspace: str
 
 
-class Cli(_Params):
+class Cli(Params):
     argv: list[str]
     protocol: int
 
 
-class Command(Protocol):
-    """The ``ocb`` app as a click command."""
+PARAMS: dict[str, type[Params]] = {
+    "query": Query, "search": Search, "context": Context, "learn": Learn,
+    "inject": Inject, "recall": Recall, "retain": Retain, "reflect": Reflect, "kg": Kg,
+    "events": Events, "audit": Audit, "read": Read, "sql": Sql, "doctor": Params,
+    "health": Health, "maintain": Maintain, "config": Config, "sync": Sync, "cli": Cli,
+}  # fmt: skip
+"""The params of every method but the server's own."""
 
-    def main(
-        self, args: Sequence[str] | None = ..., prog_name: str | None = ..., *a: Any, **k: Any
-    ) -> Any: ...
+
+class App(Protocol):
+    """The ``ocb`` command line as the daemon runs it for a thin client."""
+
+    def kind(self, argv: list[str]) -> Kind:
+        """How the daemon runs ``ocb <argv>`` (each command says so itself)."""
+        ...
+
+    def main(self, argv: list[str]) -> None:
+        """Run ``ocb <argv>`` (its exit code raised as ``SystemExit``)."""
+        ...
 
 
 def _p(kind: type[P], params: dict[str, Any]) -> P:
     return msgspec.convert(params, kind)
 
 
-READ_COMMANDS = frozenset(
-    {"events", "doctor", "verify", "diff", "what-if", "kg get", "kg history"}
-)  # fmt: skip
-"""Commands that record nothing: the daemon runs them beside the writer."""
-HISTORY_COMMANDS = frozenset({"sql", "report", "audit"})
-"""Commands over the history: the daemon runs them outside the gate (``Server``'s
-``history`` kind), their queries in worker processes."""
-EXCLUSIVE_COMMANDS = frozenset({"forget", "replay", "reembed"})
-"""Commands that replace what the daemon holds: they run alone."""
-
-
-def command_kind(argv: list[str]) -> str:
-    """How the daemon runs ``ocb <argv>``: ``read``, ``history``, ``write`` or
-    ``exclusive``."""
-    words = [a for a in argv if not a.startswith("-")][:2]
-    name = words[0] if words else ""
-    sub = " ".join(words[:2]) if name in ("kg", "audit") else name
-    if sub in EXCLUSIVE_COMMANDS:
-        return "exclusive"
-    if name in HISTORY_COMMANDS and "--help" not in argv:
-        return "history"
-    dry = "--dry-run" in argv and name in ("maintain", "retract", "warm")
-    if sub in READ_COMMANDS or name in READ_COMMANDS or "--help" in argv or dry:
-        return "read"
-    if "--as-of" in argv or any(a.startswith("--as-of=") for a in argv):
-        return "read"
-    return "write"
-
-
-def own_brain(brain: Path, argv: list[str]) -> None:
-    """Refuse ``ocb <argv>`` unless it is a command the daemon of ``brain`` may run for a
-    client: one on this brain (``--brain`` naming it), never one that runs only in its
-    own process (``serve``, ``mcp`` ...).
+def own_brain(brain: Path, argv: list[str], kind: Kind) -> None:
+    """Refuse ``ocb <argv>`` (of ``kind``) unless it is a command the daemon of
+    ``brain`` may run for a client: one on this brain (``--brain`` naming it), never one
+    that runs only in its own process (``serve``, ``mcp`` ...).
 
     Raises:
         InputError: naming what to run instead.
     """
     words = [a for a in argv if not a.startswith("-")]
     name = words[0] if words else ""
-    if name in LOCAL_COMMANDS:
+    if kind == "local":
         raise InputError(
             f"ocb {name} does not run inside a daemon",
             f"run it on its own: ocb --no-daemon {name} ... (to stop this daemon: "
@@ -239,12 +270,12 @@ def own_brain(brain: Path, argv: list[str]) -> None:
         )
 
 
-def _run_cli(brain: LiveBrain, root: Command, argv: list[str]) -> dict[str, Any]:
+def _run_cli(brain: LiveBrain, app: App, argv: list[str]) -> dict[str, Any]:
     token = SERVED.set(brain)
     code = 0
     with capture() as cap:
         try:
-            root.main(args=argv, prog_name="ocb", standalone_mode=True)
+            app.main(argv)
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
             if isinstance(exc.code, str):
@@ -257,11 +288,12 @@ def _run_cli(brain: LiveBrain, root: Command, argv: list[str]) -> dict[str, Any]
     return {"stdout": cap.out.getvalue(), "stderr": cap.err.getvalue(), "exit": code}
 
 
-def _cli(brain: LiveBrain, root: Command) -> Method:
+def _cli(brain: LiveBrain, app: App) -> Method:
     def kind(params: dict[str, Any]) -> str:
         argv = params.get("argv")
         if isinstance(argv, list) and all(isinstance(a, str) for a in argv):
-            return command_kind(argv)
+            got = app.kind(argv)
+            return "read" if got == "local" else got  # local: refused by run
         return "read"  # bad params: refused by run
 
     def run(params: dict[str, Any]) -> dict[str, Any]:
@@ -272,8 +304,8 @@ def _cli(brain: LiveBrain, root: Command) -> Method:
                 f"this daemon speaks protocol {PROTOCOL}, the client {p.protocol}",
                 "restart the daemon with this ocb: ocb serve stop, then ocb serve",
             )
-        own_brain(brain.path, p.argv)
-        return _run_cli(brain, root, p.argv)
+        own_brain(brain.path, p.argv, app.kind(p.argv))
+        return _run_cli(brain, app, p.argv)
 
     return Method(kind, run)
 
@@ -311,10 +343,18 @@ def _events(b: LiveBrain, p: Events) -> list[Any]:
     return [msgspec.json.decode(record_to_json(r)) for r in recs]
 
 
-def methods(brain: LiveBrain, root: Command | None) -> dict[str, Method]:
-    """Every method of the protocol but the server's own, over ``brain``; ``root`` is
-    the ``ocb`` command that ``cli`` runs (None: no ``cli``, and the standard streams
-    are left as they are, for a caller that serves on them, such as ``ocb mcp``)."""
+def _query(b: LiveBrain, p: Query | Context) -> Any:
+    record = p.record if isinstance(p, Query) else True
+    mode = p.mode if isinstance(p, Query) else None
+    return b.query(p.text, top=p.top, chat_id=p.chat_id, mode=mode, record=record,
+                   actor=p.actor)  # fmt: skip
+
+
+def methods(brain: LiveBrain, app: App | None = None) -> dict[str, Method]:
+    """Every method of the protocol but the server's own, over ``brain``; ``app`` is
+    the ``ocb`` command line that ``cli`` runs (None: no ``cli``, and the standard
+    streams are left as they are, for a caller that serves on them, such as ``ocb
+    mcp``)."""
     b = brain
 
     def m(kind: str | Callable[[dict[str, Any]], str], ptype: type[P],
@@ -326,10 +366,11 @@ def methods(brain: LiveBrain, root: Command | None) -> dict[str, Method]:
     ) -> Callable[[dict[str, Any]], str]:
         return lambda params: yes if params.get(flag, default) else no
 
+    recorded = when("record", "write", "read", True)
     table = {
-        "query": m(when("record", "write", "read", True), Query, lambda p: answer_json(
-            b.query(p.text, top=p.top, chat_id=p.chat_id, mode=p.mode, record=p.record,
-                    actor=p.actor))),
+        "query": m(recorded, Query, lambda p: answer_json(_query(b, p))),
+        "search": m(recorded, Search, lambda p: search_json(_query(b, p), p.style, p.min_score)),
+        "context": m("write", Context, lambda p: context_json(_query(b, p), p.budget)),
         "learn": m("write", Learn, lambda p: learn_json(b.learn(
             p.outcome, trace_id=p.trace_id, chat_id=p.chat_id, fired_ids=p.fired_ids,
             rule=p.rule, source=p.source, request_id=p.request_id, again=p.again,
@@ -337,7 +378,7 @@ def methods(brain: LiveBrain, root: Command | None) -> dict[str, Method]:
         "inject": m("write", Inject, lambda p: inject_json(b.inject(
             p.node_type, p.content, chat_id=p.chat_id, trace_id=p.trace_id,
             targets=p.targets, all_fired=p.all_fired, actor=p.actor))),
-        "recall": m(when("record", "write", "read", True), Recall, lambda p: recall_json(b.recall(
+        "recall": m(recorded, Recall, lambda p: recall_json(b.recall(
             p.query, k=p.k, since=p.since, kinds=p.kinds, entities=p.entities,
             min_salience=p.min_salience, depth=p.depth, max_chars=p.max_chars,
             record=p.record, actor=p.actor))),
@@ -352,7 +393,7 @@ def methods(brain: LiveBrain, root: Command | None) -> dict[str, Method]:
         "audit": m("history", Audit, lambda p: _audit(b, p)),
         "read": m("read", Read, lambda p: _read(b, p)),
         "sql": m("history", Sql, lambda p: result_json(b.sql(p.statement))),
-        "doctor": m("read", _Params, lambda p: doctor_json(b.doctor_at(b.path))),
+        "doctor": m("read", Params, lambda p: doctor_json(b.doctor_at(b.path))),
         "health": m(when("apply", "write", "read"), Health, lambda p: health_json(
             b.health(window=p.window, apply=p.apply, actor=p.actor))),
         "maintain": m(when("dry_run", "read", "write"), Maintain, lambda p: maintenance_json(
@@ -361,7 +402,7 @@ def methods(brain: LiveBrain, root: Command | None) -> dict[str, Method]:
                     lambda p: _config(b, p)),
         "sync": m("write", Sync, lambda p: sync_json(b.sync(Path(p.workspace)))),
     }  # fmt: skip
-    if root is not None:
+    if app is not None:
         install()
-        table["cli"] = _cli(brain, root)
+        table["cli"] = _cli(brain, app)
     return table
