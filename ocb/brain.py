@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from replay.report import HistoryReport
     from replay.store_meta import QueryResult
     from replay.verify import Check, Progress as Counted
+    from workspace_sync.reads import Excerpt
 
 __all__ = ["Answer", "Brain", "InjectReport", "LearnReport", "SyncReport"]
 
@@ -743,3 +744,16 @@ class Brain(Store):
             progress=progress,
             **learning,
         )
+
+    def read_lines(self, rel: str, start: int = 1, lines: int | None = None) -> Excerpt:
+        """Lines ``start`` .. ``start + lines - 1`` of the workspace file ``rel`` (at most
+        2,000; ``lines`` None: to the end), secrets redacted, as ``memory_get`` reads
+        them (``ocb.graph.reads``). Only a file the brain indexes is read.
+
+        Raises:
+            WorkspaceError: the brain has no workspace, or ``rel`` is refused.
+            InputError: ``start`` or ``lines`` is below 1, or ``start`` is past the end.
+        """
+        from ocb.graph.reads import read_workspace_lines
+
+        return read_workspace_lines(self, rel, start, lines)

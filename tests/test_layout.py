@@ -72,7 +72,7 @@ def test_lint(command: list[str]) -> None:
 # Inside ocb, imports point down these layers and never up (docs/design.md, "The map of
 # packages"):
 #
-#   cli -> brain (the facade) -> whatif, checks -> graph, memory, upkeep
+#   cli -> mcp -> daemon -> brain (the facade), wire -> whatif, checks -> graph, memory, upkeep
 #       -> engine, store -> settings, redaction, reports
 #       -> replay, projections, workspace_sync, ocb_events (ALLOWED, above)
 #
@@ -94,11 +94,14 @@ LAYERS: dict[str, set[str]] = {
     "ocb.whatif": {"ocb.scratch", *FEATURES, *CORE},
     "ocb.checks": FEATURES | CORE,
     "ocb.brain": {"ocb.checks", "ocb.scratch", "ocb.whatif", *FEATURES, *CORE},
+    # the JSON of what the facade returns: it names the features' result types only
+    "ocb.wire": {"ocb.checks", "ocb.whatif", *FEATURES, *CORE},
 }
-# the daemon serves the facade (the CLI hands it its methods and its app)
+# the daemon serves the facade: its methods answer with the wire's JSON (the CLI hands
+# it only the command line that its ``cli`` method runs)
 LAYERS["ocb.daemon"] = set(LAYERS) | {"ocb"}
 # the MCP server: a thin layer over the daemon's protocol (its client, or its methods
-# run in-process, handed over by the CLI)
+# run in-process)
 LAYERS["ocb.mcp"] = {"ocb.daemon", "ocb"}
 LAYERS["ocb.cli"] = set(LAYERS)  # the top: anything in ocb
 # the ocb script: the daemon's thin client, else the CLI
