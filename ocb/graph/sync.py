@@ -35,6 +35,7 @@ from ocb_events.schema import (
     NodesEmbedded,
     WorkspaceAttached,
 )
+from ocb_events.texts import chunks_of
 from projections.graph import CHUNK, State
 from projections.memory import State as MemoryState, spec_of
 from workspace_sync import (
@@ -60,21 +61,13 @@ _SIM_BLOCK = 1024
 
 
 class SyncPlan(msgspec.Struct):
-    """The events of a sync, the blobs they name, and a summary for the user."""
+    """The events of a sync, the blobs they name, and the summary for the user (its
+    counts of files, chunks and edges, completed once the plan is recorded)."""
 
     events: list[Event] = msgspec.field(default_factory=list)
     blobs: list[bytes] = msgspec.field(default_factory=list)
     skipped: list[Skipped] = msgspec.field(default_factory=list)
-    files_indexed: int = 0
-    files_changed: int = 0
-    files_removed: int = 0
-    chunks_added: int = 0
-    chunks_removed: int = 0
-    edges_created: int = 0
-    chunks_revised: int = 0
-    """Chunks that kept their id with a new text, heading or place (re-embedded)."""
-    files_moved: int = 0
-    """Files renamed or moved, their chunks keeping their ids."""
+    report: SyncReport = msgspec.field(default_factory=SyncReport)
     secrets: list[tuple[str, Finding]] = msgspec.field(default_factory=list)
     """Secrets redacted from the files this sync records, as (path, finding)."""
 
@@ -97,10 +90,8 @@ def _new_chunks(events: Sequence[Event]) -> list[tuple[str, ChunkText]]:
     the added and revised chunks of changed ones."""
     out: list[tuple[str, ChunkText]] = []
     for ev in events:
-        if isinstance(ev, FileIndexed):
-            out.extend((ev.path, c) for c in ev.chunks)
-        elif isinstance(ev, FileChanged):
-            out.extend((ev.path, c) for c in (*ev.added, *ev.revised))
+        if isinstance(ev, (FileIndexed, FileChanged)):
+            out.extend((ev.path, c) for c in chunks_of(ev))
     return out
 
 
@@ -244,7 +235,7 @@ def decide_sync(
         taken=graph.nodes,
     )
     plan.events.extend(file_events)
-    _count(plan, file_events)
+    _count(plan.report, file_events)
     new = _new_chunks(file_events)
     new_vecs = _embed(new, embedder, plan, progress)
     edges = sibling_edges(graph, file_events, s)
@@ -252,26 +243,26 @@ def decide_sync(
     edges += _similar(graph, file_events, new, new_vecs, existing_vectors, s, taken, progress)
     if edges:
         plan.events.append(EdgesCreated(edges=tuple(edges), cause="sync"))
-    plan.edges_created = len(edges)
+    plan.report.edges_created = len(edges)
     return plan
 
 
-def _count(plan: SyncPlan, file_events: Sequence[Event]) -> None:
+def _count(r: SyncReport, file_events: Sequence[Event]) -> None:
     """The summary of a sync's file events."""
     for ev in file_events:
         if isinstance(ev, FileIndexed):
-            plan.files_indexed += 1
-            plan.chunks_added += len(ev.chunks)
+            r.files_indexed += 1
+            r.chunks_added += len(ev.chunks)
         elif isinstance(ev, FileChanged):
-            plan.files_changed += 1
-            plan.chunks_added += len(ev.added)
-            plan.chunks_revised += len(ev.revised)
-            plan.chunks_removed += len(ev.removed)
+            r.files_changed += 1
+            r.chunks_added += len(ev.added)
+            r.chunks_revised += len(ev.revised)
+            r.chunks_removed += len(ev.removed)
         elif isinstance(ev, FileMoved):
-            plan.files_moved += 1
+            r.files_moved += 1
         elif isinstance(ev, FileRemoved):
-            plan.files_removed += 1
-            plan.chunks_removed += len(ev.removed)
+            r.files_removed += 1
+            r.chunks_removed += len(ev.removed)
 
 
 def _embed(
@@ -555,16 +546,10 @@ def _settled_plan(
 
 
 def _report(store: Store, plan: SyncPlan, problems: list[Problem]) -> SyncReport:
+    """The plan's summary, completed with what was recorded and the brain it left."""
     g = store.graph
-    return SyncReport(
-        files_indexed=plan.files_indexed,
-        files_changed=plan.files_changed,
-        files_removed=plan.files_removed,
-        chunks_added=plan.chunks_added,
-        chunks_removed=plan.chunks_removed,
-        edges_created=plan.edges_created,
-        chunks_revised=plan.chunks_revised,
-        files_moved=plan.files_moved,
+    return msgspec.structs.replace(
+        plan.report,
         events=len(plan.events),
         nodes=len(g.nodes),
         edges=g.edge_count(),

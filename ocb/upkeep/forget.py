@@ -49,20 +49,20 @@ from ocb_events.codec import encode_record
 from ocb_events.errors import BrainError, InputError, LogError
 from ocb_events.log import SegmentLog
 from ocb_events.schema import (
-    ChunkText,
     ContentForgotten,
+    Event,
     FactSpec,
     FactsRecorded,
     FileChanged,
     FileIndexed,
     FileMoved,
-    NodeInjected,
     NodesEmbedded,
     NodeSplit,
     Record,
     ReflectChange,
     ReflectRan,
 )
+from ocb_events.texts import embedded_texts
 from projections import graph as graph_projection
 from workspace_sync import FileText, scan_workspace
 
@@ -258,23 +258,10 @@ def _facts_of(store: Store, paths: frozenset[str], fact: str | None) -> dict[str
     return {p: tuple(sorted(c)) for p, c in sorted(out.items())}
 
 
-def _texts_changed(old: Any, new: Any) -> set[str]:
+def _texts_changed(old: Event, new: Event) -> set[str]:
     """Node ids (as the redacted record names them) whose embedded text changed."""
-    if isinstance(old, (FileIndexed, FileChanged, NodeSplit)):
-        pairs = zip(_chunks(old), _chunks(new), strict=True)
-        return {b.id for a, b in pairs if (a.text, a.heading) != (b.text, b.heading)}
-    if isinstance(old, NodeInjected) and isinstance(new, NodeInjected):
-        if (old.content, old.anchor_query) != (new.content, new.anchor_query):
-            return {new.node_id}
-    return set()
-
-
-def _chunks(ev: FileIndexed | FileChanged | NodeSplit) -> tuple[ChunkText, ...]:
-    if isinstance(ev, FileIndexed):
-        return ev.chunks
-    if isinstance(ev, FileChanged):
-        return (*ev.added, *ev.revised)
-    return ev.parts
+    pairs = zip(embedded_texts(old), embedded_texts(new), strict=True)
+    return {b_id for (_, a), (b_id, b) in pairs if a != b}
 
 
 # --------------------------------------------------------------------------- the command

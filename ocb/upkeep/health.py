@@ -24,10 +24,9 @@ from ocb.store import Store
 from ocb_events.errors import InputError
 from ocb_events.schema import ConfigChanged, QueryTraced, Record
 from projections.graph import State as GraphState
-from replay.diff import tier_counts
+from projections.tiers import DORMANT_LIMIT, tier_counts, tier_shares
 
 WINDOW = 100
-DORMANT_LIMIT = 0.9
 ROUTABLE_SHARE = 0.3
 
 
@@ -53,10 +52,6 @@ class Health(msgspec.Struct):
     findings: list[str]
     proposals: list[Proposal]
 
-    @property
-    def healthy(self) -> bool:
-        return not self.findings
-
 
 def _positive_weights(g: GraphState) -> list[float]:
     return sorted(e.weight for ts in g.out.values() for e in ts.values() if e.weight > 0)
@@ -66,7 +61,7 @@ def assess(g: GraphState, traces: list[QueryTraced], s: Traversal) -> Health:
     """The health of a graph under settings ``s``, given its recent traces."""
     counts = tier_counts(g, tiers(s))
     total = sum(counts.values())
-    shares = {k: (v / total if total else 0.0) for k, v in counts.items()}
+    shares = tier_shares(counts)
     n = len(traces)
     avg_fired = sum(len(t.fired) for t in traces) / n if n else 0.0
     avg_seeds = sum(len(t.seeds) for t in traces) / n if n else 0.0

@@ -23,8 +23,9 @@ from ocb.cli.render.encode import fields
 
 if TYPE_CHECKING:
     from ocb.memory.recall import RecallItem
+    from ocb.memory.recall_service import RecallAnswer
     from ocb.memory.reflect import ReflectItem, ReflectReport
-    from ocb.memory.retain import RecallAnswer, RetainReport
+    from ocb.memory.retain import RetainReport
 
 
 def retain_text(r: RetainReport) -> str:
