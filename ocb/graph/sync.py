@@ -17,8 +17,8 @@ from ocb.engine.embedders import embedder_spec
 from ocb.graph.names import check_root, secret_paths
 from ocb.redaction import warn_file
 from ocb.reports import SyncReport
-from ocb.settings import Indexing
-from ocb.store import Store
+from ocb.settings import Indexing, actor_of
+from ocb.store import Decision, Store
 from ocb_events.errors import BrainExists, WorkspaceError
 from ocb_events.schema import (
     ChunkSpan,
@@ -461,7 +461,7 @@ def sync(
     actor: str = "",
 ) -> SyncReport:
     """Index a workspace or bring the brain up to date with it, and record the sync
-    (see ``Brain.sync``) as ``actor`` (default: the cause); with ``paths``, only the
+    (see ``Brain.sync``) as ``actor`` (default: ``sync``); with ``paths``, only the
     files at those workspace-relative paths (a directory among them: the files under
     it). ``embedded`` holds vectors of chunk texts (``chunk_input``) embedded ahead,
     taken (and dropped from it) instead of embedding them.
@@ -472,8 +472,8 @@ def sync(
         BrainExists: the brain belongs to another workspace.
     """
     root = Path(workspace)
+    who = actor_of(actor) if actor else "sync"
     store.load("config", "graph", "vectors", "memory")
-    seq = store.log.last_seq  # what the plan is decided from
     g = store.graph
     root_s = str(root.resolve())
     if g.workspace and g.workspace != root_s:
@@ -491,15 +491,27 @@ def sync(
         scanned = None  # read before the brain's settings were known, at the default limit
     files, skipped, scope = read() if scanned is None else (*scanned, None)
     emb = store.embedder() if not embedded else Ahead(store.embedder(), embedded)
-    plan, problems = _settled_plan(store, root, (files, skipped, scope), read, cause, progress, emb)
-    for sk in plan.skipped:  # paths named with a secret shown redacted
-        store.warn(f"skipped {sk.path}: {sk.reason}")
-    for p in problems:
-        store.warn(f"skipped fact at {p}")
-    for path, found in plan.secrets:
-        warn_file(store.warn, path, [found], "before recording (the file is unchanged)")
-    if plan.events:
-        store.record(plan.events, actor or cause, expected_seq=seq, blobs=plan.blobs)
+    plans: list[tuple[SyncPlan, list[Problem]]] = []
+    warned: set[str] = set()  # by an earlier decision of this sync: not again
+
+    def decide(_seq: int) -> Decision:
+        scan = (files, skipped, scope)
+        plans.append(_settled_plan(store, root, scan, read, cause, progress, emb))
+        plan, problems = plans[-1]
+        said: list[str] = []
+        for sk in plan.skipped:  # paths named with a secret shown redacted
+            said.append(f"skipped {sk.path}: {sk.reason}")
+        said += [f"skipped fact at {p}" for p in problems]
+        for path, found in plan.secrets:
+            warn_file(said.append, path, [found], "before recording (the file is unchanged)")
+        for msg in said:
+            if msg not in warned:
+                store.warn(msg)
+        warned.update(said)
+        return Decision(plan.events, plan.blobs)
+
+    store.transact(who, decide)
+    plan, problems = plans[-1]
     store.search_index()
     store.save_snapshots(force=bool(plan.events) and paths is None)
     return _report(store, plan, problems)

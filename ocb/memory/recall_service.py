@@ -12,9 +12,10 @@ from ocb.engine.search import SearchIndex
 from ocb.memory.recall import FactIndex, RecallItem, RecallRequest, decide_recall
 from ocb.memory.retain import check_fraction, check_kind, entity_names
 from ocb.redaction import redact_input
-from ocb.settings import Memory, resolve
+from ocb.settings import Memory, actor_of, resolve
 from ocb.store import Store
 from ocb_events.errors import InputError, unknown
+from ocb_events.schema import RecallTraced
 from projections.memory import State as MemoryState
 
 __all__ = ["RecallAnswer", "check_entities", "fact_index", "recall"]
@@ -135,14 +136,19 @@ def recall(
         depth=depth,
         max_chars=max_chars,
     )
-    seq = store.log.last_seq
-    trace, kept, dropped = decide_recall(
-        mem, fact_index(store), store.embedder(), req, now_ns=now, trace_id=f"r{seq + 1}", s=s
-    )
-    trace = msgspec.structs.replace(trace, query=query)
     record = record and store.as_of is None
-    if record:
-        store.record([trace], actor, expected_seq=seq)
+    got: list[tuple[RecallTraced, list[RecallItem], int]] = []
+
+    def decide(seq: int) -> list[RecallTraced]:
+        trace, kept, dropped = decide_recall(
+            store.state("memory"), fact_index(store), store.embedder(), req, now_ns=now,
+            trace_id=f"r{seq + 1}", s=s,
+        )  # fmt: skip
+        got.append((msgspec.structs.replace(trace, query=query), kept, dropped))
+        return [got[-1][0]] if record else []
+
+    store.transact(actor_of(actor), decide)
+    trace, kept, dropped = got[-1]
     return RecallAnswer(
         trace.trace_id if record else "",
         query,

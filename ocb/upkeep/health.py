@@ -19,7 +19,7 @@ from __future__ import annotations
 import msgspec
 
 from ocb.engine.policy import tiers
-from ocb.settings import Traversal
+from ocb.settings import Traversal, actor_of
 from ocb.store import Store
 from ocb_events.errors import InputError
 from ocb_events.schema import ConfigChanged, QueryTraced, Record
@@ -123,11 +123,14 @@ def check(
     if window < 1:
         raise InputError(f"--window must be at least 1, got {window}", "pass --window 100")
     store.load("config", "graph", "traces")
-    trav = store.setting(Traversal)
-    refs = sorted(store.state("traces").by_id.values(), key=lambda r: r.seq)[-window:]
-    recent = [rec.event for ref in refs for rec in store.log.read(ref.seq, ref.seq)]
-    report = assess(store.graph, [t for t in recent if isinstance(t, QueryTraced)], trav)
-    events = decide_autotune(report) if apply else []
-    seq = store.log.last_seq
-    recs = store.record(events, actor, expected_seq=seq) if events else []
-    return report, recs
+    reports: list[Health] = []
+
+    def decide(_seq: int) -> list[ConfigChanged]:
+        trav = store.setting(Traversal)
+        refs = sorted(store.state("traces").by_id.values(), key=lambda r: r.seq)[-window:]
+        recent = [rec.event for ref in refs for rec in store.log.read(ref.seq, ref.seq)]
+        reports.append(assess(store.graph, [t for t in recent if isinstance(t, QueryTraced)], trav))
+        return decide_autotune(reports[-1]) if apply else []
+
+    recs = store.transact(actor_of(actor), decide)
+    return reports[-1], recs
