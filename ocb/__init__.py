@@ -23,8 +23,9 @@ if TYPE_CHECKING:
     from ocb.graph.warm import WarmReport
     from ocb.memory.kg import KgHistory, KgSetReport, KgView
     from ocb.memory.recall import RecallItem
+    from ocb.memory.recall_service import RecallAnswer
     from ocb.memory.reflect import ReflectReport
-    from ocb.memory.retain import RecallAnswer, RetainReport
+    from ocb.memory.retain import RetainReport
     from ocb.reports import Answer, Cited, Hit, InjectReport, LearnReport, SyncReport
     from ocb.store import Store
     from ocb.upkeep.blobs import BlobReport
@@ -51,7 +52,7 @@ _HOME = {
     "LearnReport": "ocb.reports",
     "MaintenanceReport": "ocb.upkeep.maintain",
     "OcbError": "ocb_events.errors",
-    "RecallAnswer": "ocb.memory.retain",
+    "RecallAnswer": "ocb.memory.recall_service",
     "RecallItem": "ocb.memory.recall",
     "ReflectReport": "ocb.memory.reflect",
     "RetainReport": "ocb.memory.retain",

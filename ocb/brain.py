@@ -39,8 +39,9 @@ if TYPE_CHECKING:
     from ocb.graph.teach import TeachReport
     from ocb.graph.warm import WarmReport
     from ocb.memory.kg import KgHistory, KgSetReport, KgView
+    from ocb.memory.recall_service import RecallAnswer
     from ocb.memory.reflect import Judge, ReflectReport, Summarize
-    from ocb.memory.retain import RecallAnswer, RetainReport
+    from ocb.memory.retain import RetainReport
     from ocb.memory.unretain import FactRetraction
     from ocb.scratch import Progress as Replaying
     from ocb.upkeep.blobs import BlobReport
@@ -399,12 +400,12 @@ class Brain(Store):
         record: bool = True,
         actor: str = "cli",
     ) -> RecallAnswer:
-        """Recall facts and record the trace (see ``ocb.memory.retain.recall``).
+        """Recall facts and record the trace (see ``ocb.memory.recall_service.recall``).
 
         Raises:
             InputError: a bad date, kind, fraction, or an entity no fact mentions.
         """
-        from ocb.memory.retain import recall
+        from ocb.memory.recall_service import recall
 
         return recall(
             self,

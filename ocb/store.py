@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Self, TypedDict, TypeVar, Unpack, cast
+from typing import Any, NamedTuple, Self, TypedDict, TypeVar, Unpack, cast
 
 import numpy as np
 
@@ -24,7 +24,7 @@ from ocb.engine.embed import Embedder, HashEmbedder, Matrix, builtin_embedder, u
 from ocb.engine.embedders import embedder_from_spec, embedder_spec
 from ocb.engine.search import SearchIndex
 from ocb.redaction import scanner_of, screened
-from ocb.settings import Indexing, Learning, S, Storage, Traversal, resolve
+from ocb.settings import Actor, Indexing, Learning, S, Storage, Traversal, resolve
 from ocb_events.blobs import BlobStore
 from ocb_events.clock import Clock, system_clock
 from ocb_events.durable import DIR_MODE, private_dir
@@ -33,6 +33,7 @@ from ocb_events.errors import (
     BrainNotFound,
     EmbedderMismatch,
     InputError,
+    LogConflict,
     LogTruncated,
 )
 from ocb_events.log import Durability, Recovery, SegmentLog
@@ -42,11 +43,18 @@ from projections.graph import State as GraphState
 from replay import PROJECTIONS, SnapshotStore, fold, load_states, resolve_point
 from workspace_sync.secrets import Scanner
 
-__all__ = ["SNAPSHOT_EVERY", "Store", "StoreOptions", "Warn"]
+__all__ = ["SNAPSHOT_EVERY", "Decision", "Store", "StoreOptions", "Warn"]
 
 Warn = Callable[[str], None]
 SNAPSHOT_EVERY = 500
 T = TypeVar("T")
+
+
+class Decision(NamedTuple):
+    """What a decide hands ``Store.transact``: events (none: nothing) and their blobs."""
+
+    events: Sequence[Event]
+    blobs: Sequence[bytes] = ()
 
 
 class StoreOptions(TypedDict, total=False):
@@ -283,12 +291,43 @@ class Store:
         g: GraphState = self.state("graph")
         return g
 
+    def transact(
+        self, actor: Actor, decide: Callable[[int], Decision | Sequence[Event]], attempts: int = 3
+    ) -> list[Record]:
+        """Decide and record as one step: ``decide(seq)`` runs on the brain at the log's
+        last seq, and what it decides is recorded as ``actor`` expecting that seq. When
+        another writer appended in between, its records are folded in and ``decide``
+        runs again (``attempts`` times in all). Returns the records ([]: no events).
+
+        Raises:
+            LogConflict: the log moved on at every attempt (nothing recorded).
+            InputError: the brain was opened as of a past point (read-only).
+        """
+        attempt = 1
+        while True:
+            seq = self.log.last_seq
+            got = decide(seq)
+            events, blobs = got if isinstance(got, Decision) else (got, ())
+            if not events:
+                return []
+            try:
+                return self.record(events, actor, expected_seq=seq, blobs=blobs)
+            except LogConflict:
+                if attempt >= attempts:
+                    raise
+                attempt += 1
+                if self._states:  # catch up with the other writer's records
+                    since = min(st.seq for st in self._states.values())
+                    fold(self.log.read(since + 1), self._states)
+
     def record(
         self, events: Sequence[Event], actor: str, *, expected_seq: int, blobs: Sequence[bytes] = ()
     ) -> list[Record]:
         """Record decided events (after storing the blobs they name) and fold them into
         the loaded projections. ``expected_seq`` is the log's last seq the decision was
-        made at; a log that moved on raises LogConflict and nothing is recorded. A
+        made at; a log that moved on raises LogConflict and nothing is recorded (a
+        command records through ``transact``, which decides again then; a replay
+        records each record's own actor). A
         field that still holds a secret is redacted first, with a warning
         (``ocb.redaction.screened``).
 

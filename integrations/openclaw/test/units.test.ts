@@ -7,7 +7,7 @@ import { dirname, join } from "node:path";
 import { promptSection } from "../src/prompt.ts";
 import { test } from "node:test";
 import { Daemon, DaemonError, rawCall } from "../src/daemon.ts";
-import { PathRefused, excerptOfRead, readExcerpt } from "../src/files.ts";
+import { PathRefused, excerptOfRead, resolveInWorkspace } from "../src/files.ts";
 import { mergeHint } from "../src/hints.ts";
 import { extractLearnings, messageText } from "../src/learnings.ts";
 import { parseSource, stripContext } from "../src/recall.ts";
@@ -27,13 +27,13 @@ function workspace(): string {
   return join(root, "ws");
 }
 
-test("memory_get reads lines and refuses paths out of the workspace", () => {
+test("memory_get refuses paths out of the workspace", () => {
   const ws = workspace();
-  const got = readExcerpt(ws, "notes/a.md", 2, 2);
-  assert.deepEqual(got, { path: "notes/a.md", from: 2, lines: 2, totalLines: 4, text: "two\nthree", truncated: true, nextFrom: 4 });
-  assert.equal(readExcerpt(ws, "in.md").text, "one\ntwo\nthree\nfour");
+  const real = resolveInWorkspace(ws, "notes/a.md#L2-L3");
+  assert.equal(readFileSync(real, "utf8"), "one\ntwo\nthree\nfour\n");
+  assert.equal(resolveInWorkspace(ws, "in.md"), real, "a link inside the workspace is followed");
   for (const bad of ["../secret.md", "notes/../../secret.md", "/etc/passwd", "notes/out.md", "missing.md", ""]) {
-    assert.throws(() => readExcerpt(ws, bad), PathRefused, bad);
+    assert.throws(() => resolveInWorkspace(ws, bad), PathRefused, bad);
   }
 });
 

@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ocb.memory.recall import RecallItem
+    from ocb.memory.recall_service import RecallAnswer
     from ocb.memory.reflect import ReflectItem, ReflectReport
-    from ocb.memory.retain import RecallAnswer, RetainReport
+    from ocb.memory.retain import RetainReport
 
 
 def retain_text(r: RetainReport) -> str:
