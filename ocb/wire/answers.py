@@ -49,7 +49,8 @@ if TYPE_CHECKING:
     from ocb.memory.kg import KgHistory, KgSetReport, KgView
     from ocb.memory.recall import RecallItem
     from ocb.memory.reflect import ReflectReport
-    from ocb.memory.retain import RecallAnswer, RetainReport
+    from ocb.memory.recall_service import RecallAnswer
+    from ocb.memory.retain import RetainReport
     from ocb.reports import Answer, Hit, InjectReport, LearnReport, ReembedReport, SyncReport
     from ocb.upkeep.blobs import BlobReport
     from ocb.upkeep.health import Health
