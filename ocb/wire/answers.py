@@ -48,8 +48,8 @@ if TYPE_CHECKING:
     from ocb.graph.teach import TeachReport
     from ocb.memory.kg import KgHistory, KgSetReport, KgView
     from ocb.memory.recall import RecallItem
-    from ocb.memory.reflect import ReflectReport
     from ocb.memory.recall_service import RecallAnswer
+    from ocb.memory.reflect import ReflectReport
     from ocb.memory.retain import RetainReport
     from ocb.reports import Answer, Hit, InjectReport, LearnReport, ReembedReport, SyncReport
     from ocb.upkeep.blobs import BlobReport
