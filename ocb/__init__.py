@@ -25,8 +25,9 @@ if TYPE_CHECKING:
     from ocb.graph.warm import WarmReport
     from ocb.memory.kg import KgHistory, KgSetReport, KgView
     from ocb.memory.recall import RecallItem
+    from ocb.memory.recall_service import RecallAnswer
     from ocb.memory.reflect import ReflectReport
-    from ocb.memory.retain import RecallAnswer, RetainReport
+    from ocb.memory.retain import RetainReport
     from ocb.memory.unretain import FactRetraction
     from ocb.reports import Answer, Cited, Hit, InjectReport, LearnReport, ReembedReport, SyncReport
     from ocb.store import Store
@@ -70,7 +71,7 @@ _HOME = {
     "OcbError": "ocb_events.errors",
     "QueryResult": "replay.store_meta",
     "QueryTraced": "ocb_events.schema",
-    "RecallAnswer": "ocb.memory.retain",
+    "RecallAnswer": "ocb.memory.recall_service",
     "RecallItem": "ocb.memory.recall",
     "Record": "ocb_events.schema",
     "ReembedReport": "ocb.reports",

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from ocb.upkeep.health import Health
     from ocb.upkeep.maintain import AnchorReport, MaintenanceReport
     from ocb.whatif import DiffReport, Relearning, WhatIfReport
+    from workspace_sync.reads import Excerpt
 
 __all__ = ["Answer", "Brain", "InjectReport", "LearnReport", "SyncReport"]
 
@@ -515,7 +516,7 @@ class Brain(MemoryCommands, HistoryCommands, CheckCommands):
 
     def write_snapshots(self) -> list[tuple[str, int]]:
         """Write a snapshot of every projection now: ``(projection, seq)`` of each."""
-        from replay import PROJECTIONS
+        from projections import PROJECTIONS
 
         self.store.load(*PROJECTIONS)
         return self.store.save_snapshots(force=True, strict=True)
@@ -564,3 +565,16 @@ class Brain(MemoryCommands, HistoryCommands, CheckCommands):
             progress=progress,
             **learning,
         )
+
+    def read_lines(self, rel: str, start: int = 1, lines: int | None = None) -> Excerpt:
+        """Lines ``start`` .. ``start + lines - 1`` of the workspace file ``rel`` (at most
+        2,000; ``lines`` None: to the end), secrets redacted, as ``memory_get`` reads
+        them (``ocb.graph.reads``). Only a file the brain indexes is read.
+
+        Raises:
+            WorkspaceError: the brain has no workspace, or ``rel`` is refused.
+            InputError: ``start`` or ``lines`` is below 1, or ``start`` is past the end.
+        """
+        from ocb.graph.reads import read_workspace_lines
+
+        return read_workspace_lines(self.store, rel, start, lines)

@@ -13,8 +13,9 @@ from ocb.store import Store
 
 if TYPE_CHECKING:
     from ocb.memory.kg import KgHistory, KgSetReport, KgView
+    from ocb.memory.recall_service import RecallAnswer
     from ocb.memory.reflect import Judge, ReflectReport, Summarize
-    from ocb.memory.retain import RecallAnswer, RetainReport
+    from ocb.memory.retain import RetainReport
 
 __all__ = ["Estimate", "MemoryCommands"]
 
@@ -80,12 +81,12 @@ class MemoryCommands:
         record: bool = True,
         actor: str = "cli",
     ) -> RecallAnswer:
-        """Recall facts and record the trace (see ``ocb.memory.retain.recall``).
+        """Recall facts and record the trace (see ``ocb.memory.recall_service.recall``).
 
         Raises:
             InputError: a bad date, kind, fraction, or an entity no fact mentions.
         """
-        from ocb.memory.retain import recall
+        from ocb.memory.recall_service import recall
 
         return recall(
             self.store,

@@ -43,17 +43,18 @@ class Answer(msgspec.Struct):
 
 
 class SyncReport(msgspec.Struct):
-    """What a sync recorded."""
+    """What a sync recorded: the one summary of a sync, counted while its plan is
+    decided (``ocb.graph.sync``) and completed with the brain's size once recorded."""
 
-    files_indexed: int
-    files_changed: int
-    files_removed: int
-    chunks_added: int
-    chunks_removed: int
-    edges_created: int
-    events: int
-    nodes: int
-    edges: int
+    files_indexed: int = 0
+    files_changed: int = 0
+    files_removed: int = 0
+    chunks_added: int = 0
+    chunks_removed: int = 0
+    edges_created: int = 0
+    events: int = 0
+    nodes: int = 0
+    edges: int = 0
     skipped: list[tuple[str, str]] = msgspec.field(default_factory=list)
     facts: int = 0
     fact_files: int = 0

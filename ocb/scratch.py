@@ -42,15 +42,15 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import get_args
 
 import msgspec
 
 from ocb.engine.embed import HashEmbedder
+from ocb.engine.learning import RULES
 from ocb.graph.learn import RouteInputs, decide_learn, path_rule, steps_from_ids
 from ocb.graph.query import trace_of
 from ocb.graph.retract import Change, Held, Target, decide_retract
-from ocb.settings import Indexing, Learning, Maintenance, Routes, Rule, Traversal, resolve
+from ocb.settings import Indexing, Learning, Maintenance, Routes, Traversal, resolve
 from ocb.store import Store
 from ocb.upkeep.weights import OpPlan, View, decide_decay, decide_scale
 from ocb_events.blobs import BlobStore
@@ -75,7 +75,7 @@ from ocb_events.schema import (
     TeacherLabeled,
 )
 
-LEARNING_RULES = get_args(Rule)
+LEARNING_RULES = tuple(RULES)
 """The rules of outcome updates, re-decided by what-if replay."""
 UPKEEP: dict[str, Callable[[View], OpPlan]] = {"decay": decide_decay, "scale": decide_scale}
 """The maintenance operations re-decided by what-if replay (the others are copied)."""

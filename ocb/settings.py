@@ -16,7 +16,7 @@ with a description; a field of any other type is refused when the module loads.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, get_args
 
 import msgspec
 from msgspec import Meta
@@ -29,9 +29,30 @@ REWARD_SOURCES = ("human", "self", "harvester", "teacher")
 
 RouteMode = Literal["edge", "edge+sim", "learned"]
 Rule = Literal["transfer", "route", "pg", "heuristic"]
-Actor = Literal["cli", "daemon", "mcp", "plugin", "watcher", "maintenance", "bench"]
+Actor = Literal[
+    "cli", "daemon", "mcp", "plugin", "watcher", "maintenance", "bench",
+    "sync", "human", "teacher", "reembed", "repair",
+]  # fmt: skip
 """Who records an event (its ``actor``): the CLI, the daemon on its own, an MCP client,
-the OpenClaw plugin, the workspace watcher, scheduled maintenance, a benchmark."""
+the OpenClaw plugin, the workspace watcher, scheduled maintenance, a benchmark; a sync
+that names no one, a person's own decision (an anchor, a retraction), a teacher's
+labels, a change of embedder, a repair of the log."""
+
+
+def actor_of(name: str) -> Actor:
+    """``name`` as an ``Actor``: who a caller says records, checked where it is recorded
+    (``ocb.store.Store.transact``).
+
+    Raises:
+        InputError: not an ``Actor``.
+    """
+    names: tuple[Actor, ...] = get_args(Actor)
+    for actor in names:
+        if actor == name:
+            return actor
+    raise InputError(f"unknown actor {name!r}", f"use one of: {', '.join(names)}")
+
+
 ROUTE_RULES = ("transfer", "route")
 """The rules that learn query-anchored routes (``ocb.engine.routes``), not edges."""
 

@@ -13,40 +13,47 @@ Example:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Self, TypedDict, TypeVar, Unpack, cast
+from typing import Any, NamedTuple, Self, TypedDict, TypeVar, Unpack, cast
 
 import numpy as np
 
 from ocb.engine.embed import Embedder, HashEmbedder, Matrix, builtin_embedder, unpack_matrix
 from ocb.engine.embedders import embedder_from_spec, embedder_spec
 from ocb.engine.search import SearchIndex
+from ocb.paths import check_brain_path
 from ocb.redaction import scanner_of, screened
-from ocb.settings import Indexing, Learning, S, Storage, Traversal, resolve
+from ocb.settings import Actor, Indexing, Learning, S, Storage, Traversal, resolve
 from ocb_events.blobs import BlobStore
 from ocb_events.clock import Clock, system_clock
-from ocb_events.durable import DIR_MODE, private_dir
 from ocb_events.errors import (
     BrainError,
-    BrainNotFound,
     EmbedderMismatch,
     InputError,
+    LogConflict,
     LogTruncated,
 )
 from ocb_events.log import Durability, Recovery, SegmentLog
 from ocb_events.protocol import EventLog
 from ocb_events.schema import Event, NodesEmbedded, Record, RouteModelTrained, tag_of
+from projections import PROJECTIONS, fold
 from projections.graph import State as GraphState
-from replay import PROJECTIONS, SnapshotStore, fold, load_states, resolve_point
+from replay import SnapshotStore, load_states, resolve_point
 from workspace_sync.secrets import Scanner
 
-__all__ = ["SNAPSHOT_EVERY", "Store", "StoreOptions", "Warn"]
+__all__ = ["SNAPSHOT_EVERY", "Decision", "Store", "StoreOptions", "Warn"]
 
 Warn = Callable[[str], None]
 SNAPSHOT_EVERY = 500
 T = TypeVar("T")
+
+
+class Decision(NamedTuple):
+    """What a decide hands ``Store.transact``: events (none: nothing) and their blobs."""
+
+    events: Sequence[Event]
+    blobs: Sequence[bytes] = ()
 
 
 class StoreOptions(TypedDict, total=False):
@@ -60,33 +67,6 @@ class StoreOptions(TypedDict, total=False):
     snapshot_every: int
     as_of: int | str | None
     log: EventLog | None
-
-
-def _check_brain_path(path: Path, *, create: bool) -> None:
-    """A brain directory can be (or be made) at ``path``; ``create`` makes it.
-
-    Raises:
-        InputError: ``path``, or a directory above it, is a file; or it cannot be made.
-        BrainNotFound: nothing is there and ``create`` is False.
-    """
-    for up in (path, *path.parents):
-        if up.is_dir():
-            break
-        if up.exists() or up.is_symlink():
-            what = "a file" if up.is_file() else "not a directory"
-            where = f"is {what}" if up == path else f"is under {up}, which is {what}"
-            raise InputError(f"brain path {path} {where}", "pass a directory path for --brain")
-    if not create:
-        raise BrainNotFound(path)
-    try:
-        private_dir(path)
-        if not any(path.iterdir()):  # new, or made empty for the brain: private
-            os.chmod(path, DIR_MODE)
-    except OSError as exc:
-        raise InputError(
-            f"cannot create brain directory {path}: {exc.strerror or exc}",
-            "pass a directory you can write for --brain",
-        ) from None
 
 
 class Store:
@@ -127,9 +107,9 @@ class Store:
         self.path = Path(path)
         self.clock = clock
         if log is not None:  # the directory holds only what is derived, and blobs
-            _check_brain_path(self.path, create=True)
+            check_brain_path(self.path, create=True)
         elif not (self.path / "log").is_dir():
-            _check_brain_path(self.path, create=create)
+            check_brain_path(self.path, create=create)
         self.warn: Warn = warn or (lambda _msg: None)
         if as_of is not None and writer:
             writer = False  # a view of the past records nothing
@@ -287,14 +267,44 @@ class Store:
         g: GraphState = self.state("graph")
         return g
 
+    def transact(
+        self, actor: Actor, decide: Callable[[int], Decision | Sequence[Event]], attempts: int = 3
+    ) -> list[Record]:
+        """Decide and record as one step: ``decide(seq)`` runs on the brain at the log's
+        last seq, and what it decides is recorded as ``actor`` expecting that seq. When
+        another writer appended in between, its records are folded in and ``decide``
+        runs again (``attempts`` times in all). Returns the records ([]: no events).
+
+        Raises:
+            LogConflict: the log moved on at every attempt (nothing recorded).
+            InputError: the brain was opened as of a past point (read-only).
+        """
+        attempt = 1
+        while True:
+            seq = self.log.last_seq
+            got = decide(seq)
+            events, blobs = got if isinstance(got, Decision) else (got, ())
+            if not events:
+                return []
+            try:
+                return self.record(events, actor, expected_seq=seq, blobs=blobs)
+            except LogConflict:
+                if attempt >= attempts:
+                    raise
+                attempt += 1
+                if self._states:  # catch up with the other writer's records
+                    since = min(st.seq for st in self._states.values())
+                    fold(self.log.read(since + 1), self._states)
+
     def record(
         self, events: Sequence[Event], actor: str, *, expected_seq: int, blobs: Sequence[bytes] = ()
     ) -> list[Record]:
         """Record decided events (after storing the blobs they name) and fold them into
         the loaded projections. ``expected_seq`` is the log's last seq the decision was
-        made at; a log that moved on raises LogConflict and nothing is recorded. A
-        field that still holds a secret is redacted first, with a warning
-        (``ocb.redaction.screened``).
+        made at; a log that moved on raises LogConflict and nothing is recorded (a
+        command records through ``transact``, which decides again then; a replay
+        records each record's own actor). A field that still holds a secret is redacted
+        first, with a warning (``ocb.redaction.screened``).
 
         Raises:
             InputError: the brain was opened as of a past point (read-only).

@@ -198,10 +198,6 @@ def _mean(values: list[int]) -> float:
     return round(sum(values) / len(values), 3) if values else 0.0
 
 
-def _alt(r: QueryRun) -> tuple[int, int]:
-    return r.what_if_fired, r.what_if_context_chars
-
-
 def compare_queries(real: Store, alt: Store, texts: list[str], top: int) -> QueryComparison:
     """Run each query on both brains (recording nothing, dates read at the same
     time) and compare what fired."""

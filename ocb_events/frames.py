@@ -130,12 +130,6 @@ class FrameInfo(msgspec.Struct, frozen=True):
     def more(self) -> bool:
         return bool(self.flags & MORE)
 
-    @property
-    def payload_start(self) -> int:
-        """Where the encoded record starts (a redacted frame keeps a digest first)."""
-        skip = DIGEST_BYTES if self.flags & REDACTED else 0
-        return self.offset + self.header + skip
-
 
 Buffer = bytes | bytearray | mmap.mmap
 

@@ -1,7 +1,8 @@
 """Pure folds of the event log. Each module exports State, initial, evolve, snapshot
-and restore; this package holds the registry of them all (``PROJECTIONS``), the event
-tags each one folds (``ROUTES``) and ``fold``, which hands every record to the
-projections that use it."""
+and restore, and declares beside ``evolve`` the events it folds (``FOLDS``); this
+package holds the registry of them all (``PROJECTIONS``), the event tags each one folds
+(``ROUTES``, built from those declarations) and ``fold``, which hands every record to
+the projections that use it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Iterable
 from types import ModuleType
 from typing import Any
 
-from ocb_events.schema import FoldRecord, Record
+from ocb_events.schema import Event, FoldRecord, Record
 from projections import config, graph, kg, memory, routes, traces, vectors
 
 __all__ = [
@@ -34,43 +35,19 @@ PROJECTIONS: dict[str, ModuleType] = {
     "traces": traces,
     "vectors": vectors,
 }
-"""Every projection by name; each module exports State, initial, evolve, snapshot, restore."""
+"""Every projection by name; each module exports State, initial, FOLDS, evolve, snapshot
+and restore."""
 
 
-ROUTES: dict[str, frozenset[str]] = {
-    "config": frozenset({"config_changed"}),
-    "graph": frozenset(
-        {
-            "authority_set",
-            "edge_relevance_set",
-            "edges_created",
-            "edges_removed",
-            "edges_updated",
-            "file_changed",
-            "file_indexed",
-            "file_moved",
-            "file_removed",
-            "maintenance_ran",
-            "node_injected",
-            "node_split",
-            "nodes_embedded",
-            "nodes_merged",
-            "retracted",
-            "route_model_trained",
-            "workspace_attached",
-        }
-    ),
-    "kg": frozenset({"kg_fact_set"}),
-    "memory": frozenset(
-        {"facts_recorded", "outcome_recorded", "recall_traced", "reflect_ran", "retracted"}
-    ),
-    "routes": frozenset({"route_updated"}),
-    "traces": frozenset({"outcome_recorded", "query_traced"}),
-    "vectors": frozenset({"embedder_configured", "file_changed", "file_removed", "nodes_embedded"}),
-}
-"""The event tags each projection folds. Every other record only moves its ``seq``
-(the ignored-payload property test holds each projection to this table), so a fold
-hands a record only to the projections that use it."""
+def _tags(folds: Iterable[type[Event]]) -> frozenset[str]:
+    return frozenset(str(kind.__struct_config__.tag) for kind in folds)
+
+
+ROUTES: dict[str, frozenset[str]] = {name: _tags(m.FOLDS) for name, m in PROJECTIONS.items()}
+"""The event tags each projection folds, from the ``FOLDS`` it declares beside its
+``evolve``. Every other record only moves its ``seq`` (the ignored-payload property
+test holds each projection to this table), so a fold hands a record only to the
+projections that use it."""
 
 
 def fold(records: Iterable[Record | FoldRecord], states: dict[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import msgspec
 
-from ocb_events.schema import ConfigChanged, FoldRecord, Record
+from ocb_events.schema import ConfigChanged, Event, FoldRecord, Record
 from projections._codec import struct_codec
 
 Value = float | int | bool | str
@@ -24,6 +24,10 @@ class State(msgspec.Struct, kw_only=True):
 def initial() -> State:
     """No setting changed: every default is in force."""
     return State()
+
+
+FOLDS: tuple[type[Event], ...] = (ConfigChanged,)
+"""The events ``evolve`` folds; every other record only moves ``seq``."""
 
 
 def evolve(state: State, rec: Record | FoldRecord) -> State:

@@ -45,6 +45,7 @@ from ocb_events.schema import (
     EdgesCreated,
     EdgesRemoved,
     EdgesUpdated,
+    Event,
     FileChanged,
     FileIndexed,
     FileMoved,
@@ -325,6 +326,29 @@ def _fold_edges(state: State, ev: object, seq: int) -> None:
                 state.remove_edge(ref.source, ref.target)
         case EdgeRelevanceSet():
             _set_relevance(state, ev)
+
+
+FOLDS: tuple[type[Event], ...] = (
+    EdgesCreated,
+    EdgesUpdated,
+    EdgesRemoved,
+    EdgeRelevanceSet,
+    AuthoritySet,
+    MaintenanceRan,
+    RouteModelTrained,
+    # the nodes (``_fold_nodes``)
+    FileIndexed,
+    FileChanged,
+    FileMoved,
+    FileRemoved,
+    NodeInjected,
+    NodesEmbedded,
+    WorkspaceAttached,
+    NodesMerged,
+    NodeSplit,
+    Retracted,
+)
+"""The events ``evolve`` folds; every other record only moves ``seq``."""
 
 
 def evolve(state: State, rec: Record | FoldRecord) -> State:

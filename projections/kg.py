@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import msgspec
 
-from ocb_events.schema import FoldRecord, KgFactSet, Record
+from ocb_events.schema import Event, FoldRecord, KgFactSet, Record
 from projections._codec import struct_codec
 
 SEP = "\x1f"
@@ -47,6 +47,10 @@ def key(subject: str, predicate: str) -> str:
 def initial() -> State:
     """No statements."""
     return State()
+
+
+FOLDS: tuple[type[Event], ...] = (KgFactSet,)
+"""The events ``evolve`` folds; every other record only moves ``seq``."""
 
 
 def evolve(state: State, rec: Record | FoldRecord) -> State:

@@ -18,6 +18,7 @@ import datetime as dt
 import msgspec
 
 from ocb_events.schema import (
+    Event,
     FactKind,
     FactSpec,
     FactsRecorded,
@@ -259,6 +260,16 @@ def _file(state: State, ev: FactsRecorded, rec: Record | FoldRecord) -> None:
     else:
         state.files.pop(ev.path, None)
     state.facts_seq = state.claims_seq = rec.seq
+
+
+FOLDS: tuple[type[Event], ...] = (
+    FactsRecorded,
+    RecallTraced,
+    ReflectRan,
+    OutcomeRecorded,
+    Retracted,
+)
+"""The events ``evolve`` folds; every other record only moves ``seq``."""
 
 
 def evolve(state: State, rec: Record | FoldRecord) -> State:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import msgspec
 
-from ocb_events.schema import FoldRecord, Record, RouteUpdated
+from ocb_events.schema import Event, FoldRecord, Record, RouteUpdated
 from projections._codec import struct_codec
 
 
@@ -68,6 +68,10 @@ def _update(state: State, ev: RouteUpdated, seq: int) -> None:
         else:
             route.credits[c.node] = value
             route.hashes[c.node] = c.text_hash
+
+
+FOLDS: tuple[type[Event], ...] = (RouteUpdated,)
+"""The events ``evolve`` folds; every other record only moves ``seq``."""
 
 
 def evolve(state: State, rec: Record | FoldRecord) -> State:

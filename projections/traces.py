@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import msgspec
 
-from ocb_events.schema import FoldRecord, OutcomeRecorded, QueryTraced, QueryTracedHead, Record
+from ocb_events.schema import (
+    Event,
+    FoldRecord,
+    OutcomeRecorded,
+    QueryTraced,
+    QueryTracedHead,
+    Record,
+)
 from projections._codec import struct_codec
 
 
@@ -36,6 +43,10 @@ class State(msgspec.Struct, kw_only=True):
 def initial() -> State:
     """No traces."""
     return State()
+
+
+FOLDS: tuple[type[Event], ...] = (QueryTraced, OutcomeRecorded)
+"""The events ``evolve`` folds; every other record only moves ``seq``."""
 
 
 def evolve(state: State, rec: Record | FoldRecord) -> State:

@@ -11,6 +11,7 @@ import msgspec
 
 from ocb_events.schema import (
     EmbedderConfigured,
+    Event,
     FileChanged,
     FileRemoved,
     FoldRecord,
@@ -40,6 +41,10 @@ class State(msgspec.Struct, kw_only=True):
 def initial() -> State:
     """No embedder, no vectors."""
     return State()
+
+
+FOLDS: tuple[type[Event], ...] = (EmbedderConfigured, NodesEmbedded, FileChanged, FileRemoved)
+"""The events ``evolve`` folds; every other record only moves ``seq``."""
 
 
 def evolve(state: State, rec: Record | FoldRecord) -> State:

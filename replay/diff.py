@@ -2,9 +2,10 @@
 by more than a threshold, and tier transitions, with counts and the largest changes.
 
 Pure: the comparison reads two ``projections.graph`` states (never mutating them) and
-the tier bounds in force at each, and returns values. STOP weights count as edges with
-target ``<STOP>`` (as in learning deltas); they have no tier. Everything ordered is
-sorted explicitly, so the same two states always give the same diff.
+the tier bounds in force at each (``projections.tiers``, the one tier rule), and returns
+values. STOP weights count as edges with target ``<STOP>`` (as in learning deltas); they
+have no tier. Everything ordered is sorted explicitly, so the same two states always
+give the same diff.
 
 Example:
     >>> d = diff_graphs(before, after, threshold=0.05, top=20)    # doctest: +SKIP
@@ -20,9 +21,17 @@ import msgspec
 
 from ocb_events.schema import STOP
 from projections.graph import Edge, Node, State as GraphState
+from projections.tiers import TIERS, Tiers, tier_counts
 
-TIERS = ("reflex", "habitual", "dormant", "inhibitory")
-"""The edge tiers, strongest first."""
+__all__ = [
+    "TIERS",
+    "EdgeChange",
+    "GraphDiff",
+    "NodeChange",
+    "Tiers",
+    "diff_graphs",
+    "tier_counts",
+]
 
 NODE_FIELDS = (
     "kind",
@@ -37,25 +46,6 @@ NODE_FIELDS = (
 )
 """The fields of a node a diff compares (not ``created_seq``: re-indexing the same text
 is no change)."""
-
-
-class Tiers(msgspec.Struct, frozen=True):
-    """The tier bounds of a point in history (``traversal.reflex``, ``.habitual`` and
-    ``.inhibitory`` in force there); the defaults are the settings' defaults."""
-
-    reflex: float = 0.6
-    habitual: float = 0.2
-    inhibitory: float = -0.01
-
-    def of(self, weight: float) -> str:
-        """The tier of a weight (the one tier rule: traversal, health and diffs)."""
-        if weight <= self.inhibitory:
-            return "inhibitory"
-        if weight >= self.reflex:
-            return "reflex"
-        if weight >= self.habitual:
-            return "habitual"
-        return "dormant"
 
 
 class NodeChange(msgspec.Struct, frozen=True):
@@ -111,15 +101,6 @@ class GraphDiff(msgspec.Struct, frozen=True):
     transitions: dict[str, int]
     nodes: list[NodeChange]
     edges: list[EdgeChange]
-
-
-def tier_counts(g: GraphState, tiers: Tiers) -> dict[str, int]:
-    """The number of edges in each tier, every tier named (strongest first)."""
-    counts = dict.fromkeys(TIERS, 0)
-    for targets in g.out.values():
-        for e in targets.values():
-            counts[tiers.of(e.weight)] += 1
-    return counts
 
 
 def _node_fields(a: Node, b: Node) -> tuple[str, ...]:

@@ -182,6 +182,23 @@ def tail_columns(table: str) -> tuple[str, ...]:
 
 
 _GRAPH_TAGS = ROUTES["graph"]
+EVENTS_ONLY = frozenset(
+    {
+        "content_forgotten",
+        "embedder_configured",
+        "facts_recorded",
+        "kg_fact_set",
+        "log_repaired",
+        "recall_traced",
+        "record_lost",
+        "reflect_ran",
+        "turn_warmed",
+    }
+)
+"""The event tags analytics keeps only as a row of ``events``: no table of their own,
+no change to the graph. Every other event type has a ``RowFold`` handler or is folded
+by the graph projection, so a new event type joins one of the three (a test over the
+schema's union holds it to that)."""
 
 
 class RowFold:
@@ -220,6 +237,11 @@ class RowFold:
             RouteUpdated: self._route,
         }
         self.reset()
+
+    @property
+    def handled(self) -> frozenset[type]:
+        """The event types with rows of their own (besides ``events``)."""
+        return frozenset(self._handlers)
 
     def reset(self) -> None:
         """Start a new batch of rows (the graph and the lookups carry on)."""

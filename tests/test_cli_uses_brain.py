@@ -4,9 +4,10 @@ Every module under ``ocb/cli/`` is parsed, and every import in it counts, at any
 depth (the commands import lazily, inside their functions). An import of one of our
 packages must be in ``ALLOWED``: the brain, the CLI itself, the result structs, the
 settings and the event errors, schema and codec (used to validate options and to
-print events). The feature modules (``ocb.graph``, ``ocb.memory``, ``ocb.upkeep``,
-``ocb.checks``, ``ocb.engine``, ``ocb.store``, ``ocb.whatif``, ``ocb.scratch``) and
-the ``replay`` and ``projections`` packages are reached through a ``Brain`` method.
+print events), and the JSON every client reads (``ocb.wire``). The feature modules
+(``ocb.graph``, ``ocb.memory``, ``ocb.upkeep``, ``ocb.checks``, ``ocb.engine``,
+``ocb.store``, ``ocb.whatif``, ``ocb.scratch``) and the ``replay`` and
+``projections`` packages are reached through a ``Brain`` method.
 The one exception: a renderer (``ocb/cli/render/``) may name a result type under
 ``if TYPE_CHECKING:``, which imports nothing when the program runs.
 
@@ -43,6 +44,8 @@ def allowed(module: str) -> bool:
     if module.startswith("ocb.daemon."):  # the serve commands run the daemon
         return True
     if module == "ocb.mcp" or module.startswith("ocb.mcp."):  # ocb mcp runs the MCP server
+        return True
+    if module == "ocb.wire" or module.startswith("ocb.wire."):  # --json prints the wire's JSON
         return True
     return module in ALLOWED or module == "ocb.cli" or module.startswith("ocb.cli.")
 

@@ -69,9 +69,10 @@ def test_lint(command: list[str]) -> None:
 
 # ------------------------------------------------------------------ the layers of ocb
 
-# Inside ocb, imports point down these layers and never up (DESIGN.md, "Packages"):
+# Inside ocb, imports point down these layers and never up (docs/design.md, "The map of
+# packages"):
 #
-#   cli -> brain (the facade) -> whatif, checks -> graph, memory, upkeep
+#   cli -> mcp -> daemon -> brain (the facade), wire -> whatif, checks -> graph, memory, upkeep
 #       -> engine, store -> settings, redaction, reports -> setting_checks
 #       -> replay, projections, workspace_sync, ocb_events (ALLOWED, above)
 #
@@ -87,7 +88,8 @@ LAYERS: dict[str, set[str]] = {
     "ocb.redaction": {"ocb.settings"},
     "ocb.reports": {"ocb.settings"},
     "ocb.engine": {"ocb.settings"},
-    "ocb.store": {"ocb.engine", *BASE},
+    "ocb.paths": set(),  # where a brain may live
+    "ocb.store": {"ocb.engine", "ocb.paths", *BASE},
     "ocb.graph": CORE,
     "ocb.memory": CORE,
     "ocb.upkeep": CORE,
@@ -99,11 +101,14 @@ LAYERS: dict[str, set[str]] = {
     "ocb.brain_history": CORE,
     "ocb.brain_memory": FEATURES | CORE,
     "ocb.brain": {*BRAIN_PARTS, "ocb.checks", "ocb.scratch", "ocb.whatif", *FEATURES, *CORE},
+    # the JSON of what the facade returns: it names the features' result types only
+    "ocb.wire": {"ocb.checks", "ocb.whatif", *FEATURES, *CORE},
 }
-# the daemon serves the facade (the CLI hands it its methods and its app)
+# the daemon serves the facade: its methods answer with the wire's JSON (the CLI hands
+# it only the command line that its ``cli`` method runs)
 LAYERS["ocb.daemon"] = set(LAYERS) | {"ocb"}
 # the MCP server: a thin layer over the daemon's protocol (its client, or its methods
-# run in-process, handed over by the CLI)
+# run in-process)
 LAYERS["ocb.mcp"] = {"ocb.daemon", "ocb"}
 LAYERS["ocb.cli"] = set(LAYERS)  # the top: anything in ocb
 # the ocb script: the daemon's thin client, else the CLI

@@ -85,12 +85,6 @@ def tokens(text: str) -> frozenset[str]:
     return frozenset(words(text))
 
 
-def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    """``|a & b| / |a | b|`` (0 for two empty sets)."""
-    union = len(a | b)
-    return len(a & b) / union if union else 0.0
-
-
 class PreviousChunk(msgspec.Struct, frozen=True):
     """A chunk the brain holds: its id, text hash, text and heading breadcrumb. With no
     text (an alias left by a merge, or a caller that does not know it) it is matched by

@@ -15,7 +15,7 @@ import { locate, readSettings, type Settings } from "./src/config.ts";
 import { ACTOR, Daemon, type Logger, errorText } from "./src/daemon.ts";
 import { recordRun } from "./src/end.ts";
 import { promptSection } from "./src/prompt.ts";
-import { type Answer, contextBlock } from "./src/recall.ts";
+import type { Recalled } from "./src/recall.ts";
 import { Sessions } from "./src/sessions.ts";
 import { registerTools } from "./src/tools.ts";
 import { registerBrainCli } from "./src/cli.ts";
@@ -83,10 +83,9 @@ export default definePluginEntry({
         const text = (event.currentUserMessage ?? event.prompt ?? "").trim();
         const d = daemonFor(ctx.workspaceDir);
         if (!text || !d) return;
-        const answer = await d.call<Answer>("query", { text, top: 5, chat_id: ctx.sessionKey ?? "", actor: ACTOR });
-        sessions.traced(ctx.sessionKey, answer);
-        const block = contextBlock(answer, settings.budgetChars);
-        return block.text ? { prependContext: block.text } : undefined;
+        const recalled = await d.call<Recalled>("context", { text, top: 5, chat_id: ctx.sessionKey ?? "", actor: ACTOR, budget: settings.budgetChars });
+        sessions.traced(ctx.sessionKey, recalled);
+        return recalled.text ? { prependContext: recalled.text } : undefined;
       } catch (err) {
         logger.warn(`ocb-memory: recall skipped: ${errorText(err)}`);
         return;

@@ -8,14 +8,16 @@ from pathlib import Path
 from ocb.checks.memory import MEMORY_CHECKS, memory_checks
 from ocb.checks.private import privacy_check
 from ocb.engine.embed import unpack_matrix
-from ocb.engine.policy import tier_of
+from ocb.engine.policy import tiers
 from ocb.settings import Memory, Traversal, resolve
 from ocb.store import Store
 from ocb.upkeep.blobs import ROUTE_MODEL, BlobReport, find_lost, regenerate_blobs
 from ocb_events.errors import InputError, LogError, OcbError
 from ocb_events.log import verify_log
+from projections import PROJECTIONS
 from projections.graph import CHUNK, State as GraphState
-from replay import PROJECTIONS, rebuild
+from projections.tiers import DORMANT_LIMIT, tier_counts, tier_shares
+from replay import rebuild
 from replay.verify import (
     FAIL,
     PASS,
@@ -23,8 +25,6 @@ from replay.verify import (
     WARN,
     Check,
 )
-
-DORMANT_LIMIT = 0.9
 
 
 def _log_check(path: Path) -> Check:
@@ -140,21 +140,13 @@ def _bounds_check(g: GraphState) -> Check:
     return Check("weight bounds", PASS, f"{len(ws)} weights within [-1, 1]")
 
 
-def tier_shares(g: GraphState, s: Traversal) -> dict[str, float]:
-    """Share of edges in each tier."""
-    counts = {"reflex": 0, "habitual": 0, "dormant": 0, "inhibitory": 0}
-    for ts in g.out.values():
-        for e in ts.values():
-            counts[tier_of(e.weight, s)] += 1
-    total = sum(counts.values()) or 1
-    return {k: v / total for k, v in counts.items()}
-
-
 def _tier_check(store: Store) -> Check:
-    shares = tier_shares(store.graph, resolve(Traversal, store.state("config").values))
+    trav = resolve(Traversal, store.state("config").values)
+    shares = tier_shares(tier_counts(store.graph, tiers(trav)))
     detail = ", ".join(f"{k} {v:.1%}" for k, v in shares.items())
     if shares["dormant"] > DORMANT_LIMIT:
-        return Check("tier distribution", WARN, detail + " (over 90% dormant: routing has died)")
+        over = f" (over {DORMANT_LIMIT:.0%} dormant: routing has died)"
+        return Check("tier distribution", WARN, detail + over)
     return Check("tier distribution", PASS, detail)
 
 

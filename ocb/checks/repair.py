@@ -85,7 +85,7 @@ def repair_brain(
         reason="ocb verify --repair" + renewed,
     )
     with Store(path, clock=clock, warn=warn) as store:
-        seq = store.record([event], "repair", expected_seq=store.log.last_seq)[0].seq
+        seq = store.transact("repair", lambda _seq: [event])[0].seq
     return BrainRepair(
         got.lost,
         got.torn_bytes,

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ocb.brain import Brain
-from ocb.cli.render.graph import answer_json
+from ocb.wire import answer_json
 from ocb_events.errors import InputError, OcbError
 
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ocb.cli.options import AsOfOpt, BrainOpt, JsonOpt, handled, open_brain, out, warn
+from ocb.cli.options import AsOfOpt, BrainOpt, JsonOpt, handled, open_brain, out, runs, warn
 
 group = typer.Typer()
 
@@ -23,6 +23,7 @@ HeadOpt = Annotated[
 
 
 @group.command()
+@runs("read")
 @handled
 def doctor(
     brain: BrainOpt,
@@ -41,7 +42,8 @@ def doctor(
       ocb doctor --brain /tmp/brain --as-of 1200
     """
     from ocb.brain import Brain
-    from ocb.cli.render.doctor import doctor_json, doctor_report_text
+    from ocb.cli.render.doctor import doctor_report_text
+    from ocb.wire import doctor_json
 
     checks, fixed = Brain.doctor_at(brain, repair=repair, as_of=as_of)
     out((checks, fixed), as_json, doctor_report_text, doctor_json)
@@ -50,6 +52,7 @@ def doctor(
 
 
 @group.command()
+@runs("exclusive")
 @handled
 def replay(
     brain: BrainOpt,
@@ -62,7 +65,8 @@ def replay(
     Example:
       ocb replay --brain /tmp/brain --verify
     """
-    from ocb.cli.render.verify import findings_json, findings_text
+    from ocb.cli.render.verify import findings_text
+    from ocb.wire import findings_json
 
     with open_brain(brain, writer=False) as b:
         found = b.check_projections()
@@ -72,6 +76,7 @@ def replay(
 
 
 @group.command("verify")
+@runs("read")
 @handled
 def verify_command(
     brain: BrainOpt,
@@ -99,7 +104,8 @@ def verify_command(
     """
     from ocb.brain import Brain
     from ocb.cli.progress import ProgressBar
-    from ocb.cli.render.verify import log_repair_text, verify_json, verify_text
+    from ocb.cli.render.verify import log_repair_text, verify_text
+    from ocb.wire import verify_json
 
     heads = Brain.parse_heads(head or [], repair=repair)
     fixed = None

@@ -9,7 +9,17 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ocb.cli.options import AsOfOpt, BrainOpt, JsonOpt, handled, init_brain, open_brain, out, warn
+from ocb.cli.options import (
+    AsOfOpt,
+    BrainOpt,
+    JsonOpt,
+    handled,
+    init_brain,
+    open_brain,
+    out,
+    runs,
+    warn,
+)
 
 if TYPE_CHECKING:
     from ocb.brain import Brain
@@ -18,6 +28,7 @@ group = typer.Typer()
 
 
 @group.command()
+@runs("write")
 @handled
 def init(
     brain: BrainOpt,
@@ -41,7 +52,8 @@ def init(
       ocb init --workspace notes --brain /tmp/b2 --embedder minilm
     """
     from ocb.cli.progress import ProgressBar
-    from ocb.cli.render.graph import sync_json, sync_text
+    from ocb.cli.render.graph import sync_text
+    from ocb.wire import sync_json
 
     bar = ProgressBar()
     report = init_brain(brain, workspace, bar, embedder)
@@ -50,6 +62,7 @@ def init(
 
 
 @group.command()
+@runs("write")
 @handled
 def query(
     brain: BrainOpt,
@@ -71,7 +84,8 @@ def query(
       ocb query --batch questions.jsonl --brain /tmp/brain --top 10
       ocb query "how do I roll back" --brain /tmp/brain --as-of 2026-11-03T10:00
     """
-    from ocb.cli.render.graph import answer_json, answer_text
+    from ocb.cli.render.graph import answer_text
+    from ocb.wire import answer_json
     from ocb_events.errors import InputError
 
     if batch is not None and text:
@@ -87,7 +101,7 @@ def query(
 def _answer_batch(b: Brain, batch: Path, *, top: int, chat_id: str, mode: str | None) -> None:
     """One JSON answer per line of ``batch``; a failed line fails the command at the end."""
     from ocb.cli.batch import run_batch
-    from ocb.cli.render.encode import dumps
+    from ocb.wire import dumps
     from ocb_events.errors import OcbError
 
     failed = 0
@@ -99,6 +113,7 @@ def _answer_batch(b: Brain, batch: Path, *, top: int, chat_id: str, mode: str | 
 
 
 @group.command()
+@runs("write")
 @handled
 def learn(
     brain: BrainOpt,
@@ -140,7 +155,8 @@ def learn(
       ocb learn --brain /tmp/brain --trace t31 --outcome 1 --request-id run-7
       ocb learn --brain /tmp/brain --chat-id c1 --outcome -1 --rule heuristic
     """
-    from ocb.cli.render.graph import learn_json, learn_text
+    from ocb.cli.render.graph import learn_text
+    from ocb.wire import learn_json
 
     ids = [i.strip() for i in fired_ids.split(",") if i.strip()]
     with open_brain(brain) as b:
@@ -160,6 +176,7 @@ def learn(
 
 
 @group.command()
+@runs("write")
 @handled
 def inject(
     brain: BrainOpt,
@@ -190,7 +207,8 @@ def inject(
       ocb inject --brain /tmp/brain --type CORRECTION \\
         --content "Never skip CI for hotfixes" --chat-id c1
     """
-    from ocb.cli.render.graph import inject_json, inject_text
+    from ocb.cli.render.graph import inject_text
+    from ocb.wire import inject_json
 
     with open_brain(brain) as b:
         report = b.inject(
@@ -205,6 +223,7 @@ def inject(
 
 
 @group.command()
+@runs("read")
 @handled
 def events(
     brain: BrainOpt,
@@ -249,6 +268,7 @@ def _event_types(types: list[str]) -> list[str]:
 
 
 @group.command(context_settings={"ignore_unknown_options": True})  # values may be negative
+@runs("write")
 @handled
 def config(
     brain: BrainOpt,
@@ -269,8 +289,9 @@ def config(
       ocb config --brain /tmp/brain memory.hop_decay
       ocb config --brain /tmp/brain traversal.max_hops 4
     """
-    from ocb.cli.render.settings import settings_json, settings_text
+    from ocb.cli.render.settings import settings_text
     from ocb.settings import check_key
+    from ocb.wire import settings_json
 
     if key is not None and value is not None:
         check_key(key, value)  # refuse before the brain is opened for writing
@@ -282,6 +303,7 @@ def config(
 
 
 @group.command()
+@runs("local")
 @handled
 def demo(
     workspace: Annotated[Path, typer.Option(help="Workspace to run on.")] = Path(
@@ -303,6 +325,7 @@ def demo(
 
 
 @group.command()
+@runs("write")
 @handled
 def snapshot(brain: BrainOpt, as_json: JsonOpt = False) -> None:
     """Write a snapshot of every projection now (snapshots are derived: delete freely).
@@ -311,7 +334,8 @@ def snapshot(brain: BrainOpt, as_json: JsonOpt = False) -> None:
     Example:
       ocb snapshot --brain /tmp/brain
     """
-    from ocb.cli.render.store import snapshot_json, snapshot_text
+    from ocb.cli.render.store import snapshot_text
+    from ocb.wire import snapshot_json
 
     with open_brain(brain) as b:
         written = b.write_snapshots()
@@ -319,6 +343,7 @@ def snapshot(brain: BrainOpt, as_json: JsonOpt = False) -> None:
 
 
 @group.command()
+@runs("exclusive")
 @handled
 def forget(
     brain: BrainOpt,
@@ -347,7 +372,8 @@ def forget(
       ocb forget --brain /tmp/brain --text "staging password hunter2" --reason "pasted"
       ocb forget --brain /tmp/brain --file notes/old-secrets.md --dry-run
     """
-    from ocb.cli.render.store import forget_json, forget_text
+    from ocb.cli.render.store import forget_text
+    from ocb.wire import forget_json
 
     with open_brain(brain) as b:
         report = b.forget(seq=seq, path=file, fact=fact, text=text, reason=reason, dry_run=dry_run)

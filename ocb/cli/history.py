@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ocb.cli.options import BrainOpt, JsonOpt, handled, note, open_brain, out
+from ocb.cli.options import BrainOpt, JsonOpt, handled, note, open_brain, out, runs
 
 if TYPE_CHECKING:
     from ocb.brain import Brain
@@ -39,6 +39,7 @@ def reading(brain: Path) -> Iterator[tuple[Brain, Callable[[int, int], None]]]:
 
 
 @group.command()
+@runs("history")
 @handled
 def sql(
     brain: BrainOpt,
@@ -58,7 +59,8 @@ def sql(
       ocb sql --brain /tmp/brain --json "SELECT * FROM deltas WHERE rule = 'pg' LIMIT 5"
     """
     from ocb.brain import Brain
-    from ocb.cli.render.sql import result_csv, result_json, result_text
+    from ocb.cli.render.sql import result_csv, result_text
+    from ocb.wire import result_json
     from ocb_events.errors import InputError
 
     if as_json and as_csv:
@@ -73,6 +75,7 @@ def sql(
 
 
 @group.command()
+@runs("history")
 @handled
 def report(
     brain: BrainOpt,
@@ -92,7 +95,8 @@ def report(
       ocb report --brain /tmp/brain --plot /tmp/plots --json
     """
     from ocb.cli.render.plot import check_plotting, write_plots
-    from ocb.cli.render.sql import report_json, report_text
+    from ocb.cli.render.sql import report_text
+    from ocb.wire import report_json
     from ocb_events.errors import InputError
 
     if top < 1:
@@ -108,6 +112,7 @@ def report(
 
 
 @audit.command("edge")
+@runs("history")
 @handled
 def audit_edge(
     brain: BrainOpt,
@@ -123,7 +128,8 @@ def audit_edge(
       ocb audit edge --brain /tmp/brain deploy.md::2 rollback.md::0
       ocb audit edge --brain /tmp/brain deploy.md::2 rollback.md::0 --json
     """
-    from ocb.cli.render.audit import edge_json, edge_text
+    from ocb.cli.render.audit import edge_text
+    from ocb.wire import edge_json
 
     with reading(brain) as (b, progress):
         got = b.audit_edge(source, target, progress=progress, waiting=note)
@@ -131,6 +137,7 @@ def audit_edge(
 
 
 @audit.command("node")
+@runs("history")
 @handled
 def audit_node(
     brain: BrainOpt,
@@ -146,7 +153,8 @@ def audit_node(
       ocb audit node --brain /tmp/brain runbooks/deploy.md::1
       ocb audit node --brain /tmp/brain fix::1 --limit 5 --json
     """
-    from ocb.cli.render.audit import node_json, node_text
+    from ocb.cli.render.audit import node_text
+    from ocb.wire import node_json
 
     with reading(brain) as (b, progress):
         got = b.audit_node(node, limit=limit, progress=progress, waiting=note)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ocb.cli.options import AsOfOpt, BrainOpt, JsonOpt, handled, open_brain, out
+from ocb.cli.options import AsOfOpt, BrainOpt, JsonOpt, handled, open_brain, out, runs
 
 group = typer.Typer(
     help="Current facts (subject, predicate, value) with their sources and staleness.",
@@ -23,6 +23,7 @@ PredicateOpt = Annotated[
 
 
 @group.command("set", context_settings={"ignore_unknown_options": True})  # values like -5
+@runs("write")
 @handled
 def kg_set(
     brain: BrainOpt,
@@ -41,7 +42,8 @@ def kg_set(
       ocb kg set "Discord API" rate_limit "100/min" --source memory/2026-11-20.md#L14 --brain B
       ocb kg set "Discord API" owner "Alice" --source "standup 2026-11-21" --brain B --json
     """
-    from ocb.cli.render.kg import set_json, set_text
+    from ocb.cli.render.kg import set_text
+    from ocb.wire import set_json
 
     with open_brain(brain) as b:
         report = b.kg_set(subject, predicate, value, source)
@@ -49,6 +51,7 @@ def kg_set(
 
 
 @group.command("get")
+@runs("read")
 @handled
 def kg_get(
     brain: BrainOpt,
@@ -65,7 +68,8 @@ def kg_get(
       ocb kg get "Discord API" --brain B
       ocb kg get "discord api" rate_limit --brain B --as-of 2026-11-21T09:00 --json
     """
-    from ocb.cli.render.kg import get_json, get_text
+    from ocb.cli.render.kg import get_text
+    from ocb.wire import get_json
 
     with open_brain(brain, writer=False, as_of=as_of) as b:
         view = b.kg_get(subject, predicate)
@@ -73,6 +77,7 @@ def kg_get(
 
 
 @group.command("history")
+@runs("read")
 @handled
 def kg_history(
     brain: BrainOpt,
@@ -88,7 +93,8 @@ def kg_history(
       ocb kg history "Discord API" --brain B
       ocb kg history "Discord API" rate_limit --brain B --json
     """
-    from ocb.cli.render.kg import history_json, history_text
+    from ocb.cli.render.kg import history_text
+    from ocb.wire import history_json
 
     with open_brain(brain, writer=False, as_of=as_of) as b:
         got = b.kg_history(subject, predicate)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ocb.cli.options import handled
+from ocb.cli.options import handled, runs
 from ocb.cli.serve import MaybeBrain, need_brain
 from ocb_events.errors import InputError
 
@@ -28,6 +28,7 @@ NoDaemon = Annotated[
 
 
 @group.command()
+@runs("local")
 @handled
 def mcp(
     brain: MaybeBrain = None,
@@ -53,13 +54,12 @@ def mcp(
       ocb mcp --brain /tmp/brain
       ocb mcp --brain /tmp/brain --no-daemon
     """
-    from ocb.cli.rpc import methods
     from ocb.mcp import backend
 
     serve = _server()
     b = need_brain(brain)
     if no_daemon:
-        with backend.in_process(b, lambda live: methods(live, None)) as local:
+        with backend.in_process(b) as local:
             serve(local)
         return
     serve(backend.attach(b, workspace.absolute() if workspace is not None else None))

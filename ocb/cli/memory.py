@@ -8,12 +8,13 @@ from typing import Annotated
 
 import typer
 
-from ocb.cli.options import AsOfOpt, BrainOpt, JsonOpt, handled, open_brain, out
+from ocb.cli.options import AsOfOpt, BrainOpt, JsonOpt, handled, open_brain, out, runs
 
 group = typer.Typer()
 
 
 @group.command()
+@runs("write")
 @handled
 def retain(
     brain: BrainOpt,
@@ -48,7 +49,8 @@ def retain(
       ocb retain "Peter prefers written updates" --type O --confidence 0.8 -e Peter --brain B
       ocb retain "the deploy failed on a rate limit" -t B --speaker assistant --turn 3 --brain B
     """
-    from ocb.cli.render.memory import retain_json, retain_text
+    from ocb.cli.render.memory import retain_text
+    from ocb.wire import retain_json
 
     with open_brain(brain) as b:
         report = b.retain(
@@ -59,6 +61,7 @@ def retain(
 
 
 @group.command()
+@runs("write")
 @handled
 def recall(
     brain: BrainOpt,
@@ -93,7 +96,8 @@ def recall(
       ocb recall --entity Peter --kind O --brain B
       ocb recall "deploy" --between 2026-11-20 2026-11-27 --brain B --json
     """
-    from ocb.cli.render.memory import recall_json, recall_text
+    from ocb.cli.render.memory import recall_text
+    from ocb.wire import recall_json
 
     with open_brain(brain, as_of=as_of) as b:
         answer = b.recall(

@@ -10,11 +10,12 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 import typer
+
+from ocb.daemon.served import SERVED
 
 if TYPE_CHECKING:
     from ocb.brain import Brain
@@ -33,8 +34,25 @@ AsOfOpt = Annotated[
 ]
 
 
-SERVED: ContextVar[Brain | None] = ContextVar("SERVED", default=None)
-"""The brain a daemon holds open, while it runs a command for a client."""
+Runs = Literal["read", "write", "history", "exclusive", "local"]
+"""How the daemon runs a command (``ocb.daemon.methods.Kind``): beside the writer
+(``read``), on the writer thread (``write``), alone (``exclusive``: it replaces what
+the daemon holds), outside the gate over the history (``history``), or never
+(``local``: it runs only in its own process)."""
+
+
+def runs(kind: Runs, *, dry_run_reads: bool = False) -> Callable[[F], F]:
+    """Mark a command with how the daemon runs it (every command has a mark: a test
+    says which lacks one). With ``dry_run_reads``, ``--dry-run`` makes it a read.
+    Whatever the mark, ``--help`` and ``--as-of`` make a command a read (but for an
+    exclusive one, and for one over the history, which keeps its kind with ``--as-of``).
+    """
+
+    def mark(fn: F) -> F:
+        fn.ocb_runs = (kind, dry_run_reads)  # type: ignore[attr-defined]
+        return fn
+
+    return mark
 
 
 def _served(path: Path) -> Brain | None:
@@ -157,6 +175,6 @@ def note(msg: str) -> None:
 
 def out(obj: Any, as_json: bool, text: Callable[[Any], str], to_json: Callable[[Any], Any]) -> None:
     """Print ``obj`` on stdout: ``to_json(obj)`` as one JSON object, or ``text(obj)``."""
-    from ocb.cli.render.encode import dumps
+    from ocb.wire import dumps
 
     typer.echo(dumps(to_json(obj)) if as_json else text(obj))

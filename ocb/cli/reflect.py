@@ -6,12 +6,13 @@ from typing import Annotated
 
 import typer
 
-from ocb.cli.options import BrainOpt, JsonOpt, handled, open_brain, out
+from ocb.cli.options import BrainOpt, JsonOpt, handled, open_brain, out, runs
 
 group = typer.Typer()
 
 
 @group.command()
+@runs("write")
 @handled
 def reflect(
     brain: BrainOpt,
@@ -27,7 +28,8 @@ def reflect(
       ocb reflect --brain B --since 7d
       ocb reflect --brain B --since 2026-11-14 --json
     """
-    from ocb.cli.render.memory import reflect_json, reflect_text
+    from ocb.cli.render.memory import reflect_text
+    from ocb.wire import reflect_json
 
     with open_brain(brain) as b:
         report = b.reflect(since)

@@ -6,12 +6,13 @@ from typing import Annotated
 
 import typer
 
-from ocb.cli.options import BrainOpt, JsonOpt, handled, open_brain, out
+from ocb.cli.options import BrainOpt, JsonOpt, handled, open_brain, out, runs
 
 group = typer.Typer()
 
 
 @group.command()
+@runs("write", dry_run_reads=True)
 @handled
 def retract(
     brain: BrainOpt,
@@ -46,7 +47,8 @@ def retract(
       ocb retract --brain /tmp/brain --fact f12
       ocb retract --brain /tmp/brain --seq 1234 --json
     """
-    from ocb.cli.render.retract import fact_json, fact_text, retract_json, retract_text
+    from ocb.cli.render.retract import fact_text, retract_text
+    from ocb.wire import fact_json, retract_json
 
     if fact:
         with open_brain(brain, writer=not dry_run) as b:

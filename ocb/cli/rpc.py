@@ -1,367 +1,80 @@
-"""The daemon's methods: the ``Brain`` facade one to one over JSON-RPC, each answering
-with the object its command prints under ``--json``, and ``cli``, which runs any
-``ocb`` command for the thin client and returns its output and exit code.
-
-Params are named and checked (an unknown or mistyped one is an INVALID_PARAMS error).
+"""The ``ocb`` command line as a daemon runs it for the thin client (``ocb.daemon.methods``'s
+``App``): each command says how the daemon runs it with its ``runs`` mark, and ``kind``
+reads that mark from the command ``argv`` names.
 """
 
 from __future__ import annotations
 
-import os
-import traceback
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar
-
-import msgspec
-
-from ocb.cli.options import SERVED
-from ocb.cli.render.audit import edge_json, node_json
-from ocb.cli.render.doctor import doctor_json
-from ocb.cli.render.graph import answer_json, inject_json, learn_json, sync_json
-from ocb.cli.render.kg import get_json, history_json, set_json
-from ocb.cli.render.memory import recall_json, reflect_json, retain_json
-from ocb.cli.render.settings import settings_json
-from ocb.cli.render.sql import result_json
-from ocb.cli.render.upkeep import health_json, maintenance_json
-from ocb.daemon.client import LOCAL_COMMANDS, brain_of
-from ocb.daemon.live import LiveBrain
-from ocb.daemon.protocol import CONFLICT, PROTOCOL, RpcError
-from ocb.daemon.server import Method
-from ocb.daemon.streams import capture, install
-from ocb_events.codec import record_to_json
-from ocb_events.errors import InputError
-
-__all__ = ["READ_COMMANDS", "command_kind", "methods", "own_brain"]
-
-P = TypeVar("P", bound=msgspec.Struct)
-
-
-class _Params(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    pass
-
-
-ACTORS = ("cli", "mcp", "plugin")
-"""Who may ask a method that records: the ``actor`` of what it records."""
-
-
-class _Asked(_Params, kw_only=True):
-    """The params of a method that records: who asks (refused in one line when it is
-    none of ``ACTORS``)."""
-
-    actor: str = "cli"
-
-    def __post_init__(self) -> None:
-        if self.actor not in ACTORS:
-            raise InputError(f"unknown actor {self.actor!r}", f"use one of: {', '.join(ACTORS)}")
-
-
-class Query(_Asked):
-    text: str
-    top: int = 5
-    chat_id: str = ""
-    mode: str | None = None
-    record: bool = True
-
-
-class Learn(_Asked):
-    outcome: float
-    trace_id: str = ""
-    chat_id: str = ""
-    fired_ids: list[str] = []
-    rule: str | None = None
-    source: str = "human"
-    request_id: str = ""
-    again: bool = False
-    used: list[str] = []
-    cited: list[str] = []
-
-
-class Inject(_Asked):
-    node_type: str
-    content: str
-    chat_id: str = ""
-    trace_id: str = ""
-    targets: list[str] = []
-    all_fired: bool = False
-
-
-class Recall(_Asked):
-    query: str = ""
-    k: int = 10
-    since: str | None = None
-    kinds: list[str] | None = None
-    entities: list[str] | None = None
-    min_salience: float = 0.0
-    depth: int = 0
-    max_chars: int | None = None
-    record: bool = True
-
-
-class Retain(_Asked):
-    content: str
-    kind: str = "W"
-    entities: list[str] | None = None
-    salience: float | None = None
-    confidence: float | None = None
-    speaker: str = "user"
-    session: str = ""
-    turn: int = 0
-
-
-class Reflect(_Asked):
-    since: str = "7d"
-
-
-class Kg(_Asked):
-    subject: str
-    action: Literal["get", "set", "history"] = "get"
-    predicate: str | None = None
-    value: str | None = None
-    source: str = ""
-
-
-class Events(_Params):
-    since: int = 0
-    types: list[str] = []
-    limit: int = 1000
-
-
-class Audit(_Params):
-    node: str = ""
-    source: str = ""
-    target: str = ""
-    limit: int = 20
-
-
-class Read(_Params):
-    path: str
-    start: int = msgspec.field(name="from", default=1)
-    lines: int | None = None
-
-
-class Sql(_Params):
-    statement: str
-
-
-class Health(_Asked):
-    window: int = 100
-    apply: bool = False
-
-
-class Maintain(_Asked):
-    ops: list[str] = []
-    dry_run: bool = False
-    top: int = 10
-
-
-class Config(_Asked):
-    key: str | None = None
-    value: str | None = None
-
-
-class Sync(_Params):
-    workspace: str
-
-
-class Cli(_Params):
-    argv: list[str]
-    protocol: int
-
-
-class Command(Protocol):
-    """The ``ocb`` app as a click command."""
-
-    def main(
-        self, args: Sequence[str] | None = ..., prog_name: str | None = ..., *a: Any, **k: Any
-    ) -> Any: ...
-
-
-def _p(kind: type[P], params: dict[str, Any]) -> P:
-    return msgspec.convert(params, kind)
-
-
-READ_COMMANDS = frozenset(
-    {"events", "doctor", "verify", "diff", "what-if", "kg get", "kg history"}
-)  # fmt: skip
-"""Commands that record nothing: the daemon runs them beside the writer."""
-HISTORY_COMMANDS = frozenset({"sql", "report", "audit"})
-"""Commands over the history: the daemon runs them outside the gate (``Server``'s
-``history`` kind), their queries in worker processes."""
-EXCLUSIVE_COMMANDS = frozenset({"forget", "replay", "reembed"})
-"""Commands that replace what the daemon holds: they run alone."""
-
-
-def command_kind(argv: list[str]) -> str:
-    """How the daemon runs ``ocb <argv>``: ``read``, ``history``, ``write`` or
-    ``exclusive``."""
-    words = [a for a in argv if not a.startswith("-")][:2]
-    name = words[0] if words else ""
-    sub = " ".join(words[:2]) if name in ("kg", "audit") else name
-    if sub in EXCLUSIVE_COMMANDS:
-        return "exclusive"
-    if name in HISTORY_COMMANDS and "--help" not in argv:
-        return "history"
-    dry = "--dry-run" in argv and name in ("maintain", "retract", "warm")
-    if sub in READ_COMMANDS or name in READ_COMMANDS or "--help" in argv or dry:
-        return "read"
-    if "--as-of" in argv or any(a.startswith("--as-of=") for a in argv):
-        return "read"
-    return "write"
-
-
-def own_brain(brain: Path, argv: list[str]) -> None:
-    """Refuse ``ocb <argv>`` unless it is a command the daemon of ``brain`` may run for a
-    client: one on this brain (``--brain`` naming it), never one that runs only in its
-    own process (``serve``, ``mcp`` ...).
-
-    Raises:
-        InputError: naming what to run instead.
-    """
-    words = [a for a in argv if not a.startswith("-")]
-    name = words[0] if words else ""
-    if name in LOCAL_COMMANDS:
-        raise InputError(
-            f"ocb {name} does not run inside a daemon",
-            f"run it on its own: ocb --no-daemon {name} ... (to stop this daemon: "
-            f"ocb serve stop --brain {brain})",
-        )
-    given, _ = brain_of(argv, {})
-    if given is None:
-        raise InputError(
-            "a command sent to the daemon must name its brain",
-            f"add --brain {brain}",
-        )
-    if os.path.realpath(given) != os.path.realpath(brain):
-        raise InputError(
-            f"this daemon serves {brain}, not {given}",
-            f"send it to the daemon of {given}, or run it with --no-daemon",
-        )
-
-
-def _run_cli(brain: LiveBrain, root: Command, argv: list[str]) -> dict[str, Any]:
-    token = SERVED.set(brain)
-    code = 0
-    with capture() as cap:
-        try:
-            root.main(args=argv, prog_name="ocb", standalone_mode=True)
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-            if isinstance(exc.code, str):
-                cap.err.write(exc.code + "\n")
-        except Exception:
-            cap.err.write(traceback.format_exc())
-            code = 1
-        finally:
-            SERVED.reset(token)
-    return {"stdout": cap.out.getvalue(), "stderr": cap.err.getvalue(), "exit": code}
-
-
-def _cli(brain: LiveBrain, root: Command) -> Method:
-    def kind(params: dict[str, Any]) -> str:
-        argv = params.get("argv")
-        if isinstance(argv, list) and all(isinstance(a, str) for a in argv):
-            return command_kind(argv)
-        return "read"  # bad params: refused by run
-
-    def run(params: dict[str, Any]) -> dict[str, Any]:
-        p = _p(Cli, params)
-        if p.protocol != PROTOCOL:
-            raise RpcError(
-                CONFLICT,
-                f"this daemon speaks protocol {PROTOCOL}, the client {p.protocol}",
-                "restart the daemon with this ocb: ocb serve stop, then ocb serve",
-            )
-        own_brain(brain.path, p.argv)
-        return _run_cli(brain, root, p.argv)
-
-    return Method(kind, run)
-
-
-def _kg(b: LiveBrain, p: Kg) -> Any:
-    if p.action == "set":
-        if p.predicate is None or p.value is None:
-            raise TypeError("kg set needs predicate and value")
-        return set_json(b.kg_set(p.subject, p.predicate, p.value, p.source, actor=p.actor))
-    if p.action == "history":
-        return history_json(b.kg_history(p.subject, p.predicate))
-    return get_json(b.kg_get(p.subject, p.predicate))
-
-
-def _audit(b: LiveBrain, p: Audit) -> Any:
-    if p.node:
-        return node_json(b.audit_node(p.node, limit=p.limit))
-    return edge_json(b.audit_edge(p.source, p.target))
-
-
-def _config(b: LiveBrain, p: Config) -> Any:
-    if p.key is not None and p.value is not None:
-        b.set_config(p.key, p.value, actor=p.actor)
-    return settings_json(b.state("config").values, p.key)
-
-
-def _read(b: LiveBrain, p: Read) -> dict[str, Any]:
-    got = b.read_lines(p.path, p.start, p.lines)
-    return {"path": got.path, "from": got.start_line, "to": got.end_line,
-            "total_lines": got.total_lines, "text": got.text}  # fmt: skip
-
-
-def _events(b: LiveBrain, p: Events) -> list[Any]:
-    recs = b.events(since=p.since, types=p.types, limit=p.limit)
-    return [msgspec.json.decode(record_to_json(r)) for r in recs]
-
-
-def methods(brain: LiveBrain, root: Command | None) -> dict[str, Method]:
-    """Every method of the protocol but the server's own, over ``brain``; ``root`` is
-    the ``ocb`` command that ``cli`` runs (None: no ``cli``, and the standard streams
-    are left as they are, for a caller that serves on them, such as ``ocb mcp``)."""
-    b = brain
-
-    def m(kind: str | Callable[[dict[str, Any]], str], ptype: type[P],
-          fn: Callable[[P], Any]) -> Method:  # fmt: skip
-        return Method(kind, lambda params: fn(_p(ptype, params)))
-
-    def when(
-        flag: str, yes: str, no: str, default: bool = False
-    ) -> Callable[[dict[str, Any]], str]:
-        return lambda params: yes if params.get(flag, default) else no
-
-    table = {
-        "query": m(when("record", "write", "read", True), Query, lambda p: answer_json(
-            b.query(p.text, top=p.top, chat_id=p.chat_id, mode=p.mode, record=p.record,
-                    actor=p.actor))),
-        "learn": m("write", Learn, lambda p: learn_json(b.learn(
-            p.outcome, trace_id=p.trace_id, chat_id=p.chat_id, fired_ids=p.fired_ids,
-            rule=p.rule, source=p.source, request_id=p.request_id, again=p.again,
-            used=p.used, cited=p.cited, actor=p.actor))),
-        "inject": m("write", Inject, lambda p: inject_json(b.inject(
-            p.node_type, p.content, chat_id=p.chat_id, trace_id=p.trace_id,
-            targets=p.targets, all_fired=p.all_fired, actor=p.actor))),
-        "recall": m(when("record", "write", "read", True), Recall, lambda p: recall_json(b.recall(
-            p.query, k=p.k, since=p.since, kinds=p.kinds, entities=p.entities,
-            min_salience=p.min_salience, depth=p.depth, max_chars=p.max_chars,
-            record=p.record, actor=p.actor))),
-        "retain": m("write", Retain, lambda p: retain_json(b.retain(
-            p.content, kind=p.kind, entities=p.entities, salience=p.salience,
-            confidence=p.confidence, speaker=p.speaker, session=p.session, turn=p.turn,
-            actor=p.actor))),
-        "reflect": m("write", Reflect, lambda p: reflect_json(b.reflect(p.since, actor=p.actor))),
-        "kg": m(lambda q: "write" if q.get("action") == "set" else "read", Kg,
-                lambda p: _kg(b, p)),
-        "events": m("read", Events, lambda p: _events(b, p)),
-        "audit": m("history", Audit, lambda p: _audit(b, p)),
-        "read": m("read", Read, lambda p: _read(b, p)),
-        "sql": m("history", Sql, lambda p: result_json(b.sql(p.statement))),
-        "doctor": m("read", _Params, lambda p: doctor_json(b.doctor_at(b.path))),
-        "health": m(when("apply", "write", "read"), Health, lambda p: health_json(
-            b.health(window=p.window, apply=p.apply, actor=p.actor))),
-        "maintain": m(when("dry_run", "read", "write"), Maintain, lambda p: maintenance_json(
-            b.maintain(p.ops, dry_run=p.dry_run, top=p.top, actor=p.actor))),
-        "config": m(lambda q: "write" if q.get("value") is not None else "read", Config,
-                    lambda p: _config(b, p)),
-        "sync": m("write", Sync, lambda p: sync_json(b.sync(Path(p.workspace)))),
-    }  # fmt: skip
-    if root is not None:
-        install()
-        table["cli"] = _cli(brain, root)
-    return table
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from ocb.cli.options import Runs
+
+__all__ = ["CommandLine", "marks"]
+
+
+Mark = tuple[Runs, bool]
+
+
+def _mark(cmd: Any) -> Mark | None:
+    got: Mark | None = getattr(cmd.callback, "ocb_runs", None)
+    return got
+
+
+def _subs(cmd: Any) -> Mapping[str, Any]:
+    """The sub commands of a group (typer's click command), none of a command."""
+    subs: Mapping[str, Any] = getattr(cmd, "commands", {})
+    return subs
+
+
+def marks(root: Any) -> Iterator[tuple[str, Mark | None]]:
+    """(``sub command`` path, its mark or None) of every command under ``root`` (the
+    app's click command) that runs something: each leaf, and each group that has a
+    callback of its own."""
+
+    def walk(cmd: Any, path: str) -> Iterator[tuple[str, Mark | None]]:
+        subs = _subs(cmd)
+        if not subs or (path and cmd.callback is not None):
+            yield path, _mark(cmd)
+        for name, sub in sorted(subs.items()):
+            yield from walk(sub, f"{path} {name}".strip())
+
+    return walk(root, "")
+
+
+class CommandLine:
+    """The ``ocb`` app (``root``, its click command) for a daemon."""
+
+    def __init__(self, root: Any) -> None:
+        self.root = root
+
+    def _named(self, argv: list[str]) -> Any:
+        """The command ``argv`` names (its words before the first option), or None."""
+        cmd = self.root
+        for word in argv:
+            if word.startswith("-") or not _subs(cmd):
+                break
+            sub = _subs(cmd).get(word)
+            if sub is None:
+                return None
+            cmd = sub
+        return None if cmd is self.root else cmd
+
+    def kind(self, argv: list[str]) -> Runs:
+        """How the daemon runs ``ocb <argv>``: as its command's mark says (a write when
+        it names none), a read with ``--help``, ``--as-of`` or (where marked)
+        ``--dry-run``."""
+        cmd = self._named(argv)
+        kind, dry = (_mark(cmd) if cmd is not None else None) or ("write", False)
+        if kind in ("exclusive", "local"):
+            return kind
+        if kind == "history" and "--help" not in argv:
+            return "history"
+        if kind == "read" or "--help" in argv or (dry and "--dry-run" in argv):
+            return "read"
+        if "--as-of" in argv or any(a.startswith("--as-of=") for a in argv):
+            return "read"
+        return "write"
+
+    def main(self, argv: list[str]) -> None:
+        self.root.main(args=argv, prog_name="ocb", standalone_mode=True)

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ocb.cli.options import JsonOpt, handled, out
+from ocb.cli.options import JsonOpt, handled, out, runs
 
 group = typer.Typer()
 """The ``watch`` command (top level)."""
@@ -34,6 +34,7 @@ def need_brain(brain: Path | None) -> Path:
 
 
 @serve.callback(invoke_without_command=True)
+@runs("local")
 @handled
 def run(
     ctx: typer.Context,
@@ -77,12 +78,13 @@ def run(
     if detach:
         _detach(b, ws, debounce, timeout, idle_timeout)
         return
-    from ocb.cli.rpc import methods
+    from ocb.cli.rpc import CommandLine
+    from ocb.daemon.methods import methods
     from ocb.daemon.run import serve as serve_brain
 
-    root = ctx.find_root().command
+    app = CommandLine(ctx.find_root().command)
     serve_brain(
-        b, ws, lambda live: methods(live, root), stdio=stdio, debounce_ms=debounce,
+        b, ws, lambda live: methods(live, app), stdio=stdio, debounce_ms=debounce,
         timeout=timeout, idle_s=idle_timeout, echo=sys.stderr,
     )  # fmt: skip
 
@@ -139,6 +141,7 @@ def _status_text(s: dict[str, Any]) -> str:
 
 
 @serve.command()
+@runs("local")
 @handled
 def status(brain: MaybeBrain = None, as_json: JsonOpt = False) -> None:
     """Show the daemon serving a brain: pid, uptime, seq, clients, files, memory.
@@ -151,6 +154,7 @@ def status(brain: MaybeBrain = None, as_json: JsonOpt = False) -> None:
 
 
 @serve.command()
+@runs("local")
 @handled
 def stop(
     brain: MaybeBrain = None,
@@ -189,6 +193,7 @@ def stop(
 
 
 @group.command()
+@runs("local")
 @handled
 def watch(
     brain: MaybeBrain = None,

@@ -7,12 +7,13 @@ from typing import Annotated
 
 import typer
 
-from ocb.cli.options import AsOfOpt, BrainOpt, JsonOpt, handled, open_brain, out
+from ocb.cli.options import AsOfOpt, BrainOpt, JsonOpt, handled, open_brain, out, runs
 
 group = typer.Typer()
 
 
 @group.command()
+@runs("write", dry_run_reads=True)
 @handled
 def maintain(
     brain: BrainOpt,
@@ -39,7 +40,8 @@ def maintain(
       ocb maintain --brain /tmp/brain --ops decay,prune --dry-run
       ocb maintain --brain /tmp/brain --half-life-days 14 --json
     """
-    from ocb.cli.render.upkeep import maintenance_json, maintenance_text
+    from ocb.cli.render.upkeep import maintenance_text
+    from ocb.wire import maintenance_json
 
     with open_brain(brain, writer=not dry_run) as b:
         report = b.maintain(
@@ -53,6 +55,7 @@ def maintain(
 
 
 @group.command()
+@runs("write")
 @handled
 def anchor(
     brain: BrainOpt,
@@ -68,7 +71,8 @@ def anchor(
       ocb anchor --brain /tmp/brain --file runbooks/deploy.md --authority constitutional
       ocb anchor --brain /tmp/brain --node notes/team.md::0 --authority canonical
     """
-    from ocb.cli.render.upkeep import anchor_json, anchor_text
+    from ocb.cli.render.upkeep import anchor_text
+    from ocb.wire import anchor_json
 
     with open_brain(brain) as b:
         report = b.anchor(authority, node_ids=node or [], path=file)
@@ -76,6 +80,7 @@ def anchor(
 
 
 @group.command()
+@runs("write")
 @handled
 def teach(
     brain: BrainOpt,
@@ -91,7 +96,8 @@ def teach(
       ocb teach --brain /tmp/brain --labels labels.jsonl            # prints the deltas
       ocb teach --brain /tmp/brain --labels labels.jsonl --apply --relevance
     """
-    from ocb.cli.render.upkeep import teach_json, teach_text
+    from ocb.cli.render.upkeep import teach_text
+    from ocb.wire import teach_json
 
     with open_brain(brain, writer=apply) as b:
         report = b.teach(labels, apply=apply, relevance=relevance)
@@ -99,6 +105,7 @@ def teach(
 
 
 @group.command("train-route")
+@runs("write")
 @handled
 def train_route(
     brain: BrainOpt,
@@ -112,7 +119,8 @@ def train_route(
       ocb train-route --brain /tmp/brain
       ocb query "how do I roll back" --brain /tmp/brain --mode learned
     """
-    from ocb.cli.render.upkeep import train_json, train_text
+    from ocb.cli.render.upkeep import train_text
+    from ocb.wire import train_json
 
     with open_brain(brain) as b:
         report = b.train_route(min_examples=min_examples)
@@ -120,6 +128,7 @@ def train_route(
 
 
 @group.command()
+@runs("write")
 @handled
 def health(
     brain: BrainOpt,
@@ -136,7 +145,8 @@ def health(
       ocb health --brain /tmp/brain --apply
       ocb health --brain /tmp/brain --as-of 2026-11-03T10:00
     """
-    from ocb.cli.render.upkeep import health_json, health_text
+    from ocb.cli.render.upkeep import health_text
+    from ocb.wire import health_json
 
     with open_brain(brain, writer=apply, as_of=as_of) as b:
         report, recs = b.health(window=window, apply=apply)
@@ -144,6 +154,7 @@ def health(
 
 
 @group.command()
+@runs("exclusive")
 @handled
 def reembed(
     brain: BrainOpt,
@@ -162,7 +173,8 @@ def reembed(
       ocb reembed --embedder hash --brain /tmp/brain --json
     """
     from ocb.cli.progress import ProgressBar
-    from ocb.cli.render.upkeep import reembed_json, reembed_text
+    from ocb.cli.render.upkeep import reembed_text
+    from ocb.wire import reembed_json
 
     bar = ProgressBar()
     with open_brain(brain) as b:

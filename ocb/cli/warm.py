@@ -7,12 +7,13 @@ from typing import Annotated
 
 import typer
 
-from ocb.cli.options import BrainOpt, JsonOpt, handled, open_brain, out
+from ocb.cli.options import BrainOpt, JsonOpt, handled, open_brain, out, runs
 
 group = typer.Typer()
 
 
 @group.command()
+@runs("write", dry_run_reads=True)
 @handled
 def warm(
     brain: BrainOpt,
@@ -47,7 +48,8 @@ def warm(
       ocb warm --sessions chats/ --brain /tmp/brain --dry-run --json
     """
     from ocb.cli.progress import ProgressBar
-    from ocb.cli.render.warm import warm_json, warm_text
+    from ocb.cli.render.warm import warm_text
+    from ocb.wire import warm_json
 
     bar = ProgressBar()
     with open_brain(brain, writer=not dry_run) as b:

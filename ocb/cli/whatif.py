@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ocb.cli.options import BrainOpt, JsonOpt, handled, open_brain, out
+from ocb.cli.options import BrainOpt, JsonOpt, handled, open_brain, out, runs
 
 group = typer.Typer()
 
@@ -18,6 +18,7 @@ TopOpt = Annotated[int, typer.Option(help="How many of the largest changes to li
 
 
 @group.command("diff")
+@runs("read")
 @handled
 def diff_command(
     brain: BrainOpt,
@@ -36,7 +37,8 @@ def diff_command(
       ocb diff --brain /tmp/brain --from 1000 --to 2000 --threshold 0.05
       ocb diff --brain /tmp/brain --from 2026-11-03T10:00 --top 10 --json
     """
-    from ocb.cli.render.whatif import diff_json, diff_text
+    from ocb.cli.render.whatif import diff_text
+    from ocb.wire import diff_json
 
     with open_brain(brain, writer=False) as b:
         report = b.diff(start, end, threshold=threshold, top=top)
@@ -44,6 +46,7 @@ def diff_command(
 
 
 @group.command("what-if")
+@runs("read")
 @handled
 def what_if_command(
     brain: BrainOpt,
@@ -71,7 +74,8 @@ def what_if_command(
       ocb what-if --brain /tmp/brain --from 1200 --gamma 0.5 --json
     """
     from ocb.cli.progress import ProgressBar
-    from ocb.cli.render.whatif import what_if_json, what_if_text
+    from ocb.cli.render.whatif import what_if_text
+    from ocb.wire import what_if_json
 
     bar = ProgressBar()
     with open_brain(brain, writer=False) as b:

@@ -2,7 +2,7 @@
 the answer, with the same output and exit code as running it in-process.
 
 A command is forwarded when its brain (``--brain`` or ``$OCB_BRAIN``) has a daemon
-listening on ``<brain>/run/ocb.sock``; ``serve``, ``watch``, ``demo``, ``repair`` and
+listening on ``<brain>/run/ocb.sock``; ``serve``, ``watch``, ``demo`` and
 ``mcp`` always run here, as does everything under ``--no-daemon`` or ``OCB_NO_DAEMON=1``.
 Relative paths among the options are made absolute first (the daemon runs elsewhere).
 
@@ -21,7 +21,7 @@ from ocb.daemon.protocol import PROTOCOL, RpcError, call, connect
 
 __all__ = ["LOCAL_COMMANDS", "PATH_OPTIONS", "brain_of", "forward", "split_no_daemon"]
 
-LOCAL_COMMANDS = frozenset({"serve", "watch", "demo", "repair", "mcp"})
+LOCAL_COMMANDS = frozenset({"serve", "watch", "demo", "mcp"})
 """Commands that never go to a daemon (they start one, or need the brain to themselves)."""
 PATH_OPTIONS = frozenset({"--batch", "--brain", "--labels", "--plot", "--sessions", "--workspace"})
 """The options whose value is a path (checked against the app by a test)."""

@@ -12,12 +12,10 @@ from typing import TypeVar, Unpack
 from ocb.brain import Brain
 from ocb.daemon.gate import Gate
 from ocb.redaction import screened
-from ocb.settings import Indexing
 from ocb.store import Store, StoreOptions
-from ocb_events.errors import BrainError, WorkspaceError
+from ocb_events.errors import BrainError
 from ocb_events.schema import Event, Record
-from replay import PROJECTIONS
-from workspace_sync.reads import Excerpt, read_lines
+from projections import PROJECTIONS
 
 __all__ = ["LiveBrain", "LiveStore"]
 
@@ -92,33 +90,6 @@ class LiveBrain(Brain):
         """The gate, shared: a command over the history reads the log and the settings
         under it (a slice at a time), and runs its queries outside it."""
         return self.gate.read()
-
-    def read_lines(self, rel: str, start: int = 1, lines: int | None = None) -> Excerpt:
-        """Lines of the file ``rel`` of the brain's workspace (``workspace_sync.reads``:
-        at most 2,000 from ``start``), secrets redacted as the brain redacts them, for a
-        client such as the MCP server.
-
-        Only a file the brain indexes is read, checked on the file the path leads to:
-        a regular file inside the workspace that a scan reads (not hidden, not under a
-        build directory, a text suffix, one link, within ``indexing.max_file_bytes``)
-        and that the graph holds.
-
-        Raises:
-            WorkspaceError: the brain has no workspace, or ``rel`` is refused (one line:
-                empty, absolute, ``..``, a symlink out or to a file the brain does not
-                index, not a regular file, hard-linked, binary, too large, not indexed).
-            InputError: ``start`` or ``lines`` is below 1.
-        """
-        root = self.graph.workspace
-        if not root:
-            raise WorkspaceError("this brain has no workspace to read", "ocb init --workspace DIR")
-        scanner = self.store.secrets()
-        return read_lines(
-            Path(root), rel, start, lines,
-            indexed=self.graph.files,
-            max_bytes=self.setting(Indexing).max_file_bytes,
-            redact=lambda t: scanner.redact(t).text,
-        )  # fmt: skip
 
     def drop_unflushed(self) -> None:
         """Forget what was folded from records a failed flush took back, and fold the

@@ -1,6 +1,7 @@
-"""Learning rules: from a scored trajectory to edge-weight deltas.
+"""Learning rules: what each rule does with an outcome (``RULES``), and from a scored
+trajectory to edge-weight deltas.
 
-Both rules credit the trajectory recorded in the trace, the policy's chosen action
+The edge rules credit the trajectory recorded in the trace, the policy's chosen action
 at each step in order, not the list of fired nodes.
 
 ``pg`` is REINFORCE over the route policy softmax((logits, STOP logit) / tau): for
@@ -23,12 +24,13 @@ clamped at zero.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import msgspec
 
 from ocb.engine.policy import softmax
 from ocb.settings import Learning
+from ocb_events.errors import InputError
 from ocb_events.schema import STOP, EdgeDelta, EdgeDeltas, LearnParams, NodeValue, Step
 
 _EPS = 1e-12
@@ -80,6 +82,65 @@ def heuristic_deltas(
     return out
 
 
+EdgeDeltasOf = Callable[
+    [Sequence[Step], float, Learning, float, float, float, Mapping[str, float]],
+    dict[tuple[str, str], float],
+]
+"""(steps, reward, settings, source weight, damping, tau, baselines) -> raw deltas."""
+
+
+def _pg(
+    steps: Sequence[Step], reward: float, s: Learning, weight: float, damping: float,
+    tau: float, baselines: Mapping[str, float],
+) -> dict[tuple[str, str], float]:  # fmt: skip
+    return pg_deltas(steps, reward, s, weight, damping, tau, baselines)
+
+
+def _heuristic(
+    steps: Sequence[Step], reward: float, s: Learning, weight: float, damping: float,
+    tau: float, baselines: Mapping[str, float],
+) -> dict[tuple[str, str], float]:  # fmt: skip
+    return heuristic_deltas(steps, reward, s, weight)
+
+
+class LearningRule(msgspec.Struct, frozen=True, kw_only=True):
+    """What a learning rule does with an outcome: move the edges walked (``edges``
+    computes the deltas) or, without ``edges``, learn the scored question's route
+    (``ocb.engine.routes``) and move no edge. ``borrows``: a question without a route
+    of its own may follow a related question's. ``path``: the rule an outcome of an
+    explicit node path learns with, when this one needs a question to anchor to."""
+
+    edges: EdgeDeltasOf | None = None
+    borrows: bool = False
+    path: str = ""
+
+    @property
+    def learns_routes(self) -> bool:
+        """Whether outcomes learn routes (and move no edge)."""
+        return self.edges is None
+
+
+RULES: dict[str, LearningRule] = {
+    "transfer": LearningRule(borrows=True, path="pg"),
+    "route": LearningRule(path="pg"),
+    "pg": LearningRule(edges=_pg),
+    "heuristic": LearningRule(edges=_heuristic),
+}
+"""Every learning rule (``ocb.settings.Rule``; a test holds the two to the same names)."""
+
+
+def rule_of(name: str) -> LearningRule:
+    """What the learning rule ``name`` does.
+
+    Raises:
+        InputError: ``name`` is not a learning rule.
+    """
+    rule = RULES.get(name)
+    if rule is None:
+        raise InputError(f"unknown learning rule {name!r}: use one of {', '.join(RULES)}")
+    return rule
+
+
 def group_by_source(deltas: Sequence[EdgeDelta]) -> tuple[EdgeDeltas, ...]:
     """Deltas sorted by (source, target), grouped by source as they are stored."""
     groups: dict[str, list[EdgeDelta]] = {}
@@ -127,13 +188,17 @@ def decide_deltas(
     tau: float = 1.0,
     baselines: Mapping[str, float] | None = None,
 ) -> Decision:
-    """The deltas an outcome causes under ``s.rule``, and the baselines it moves."""
+    """The deltas an outcome causes under ``s.rule``, and the baselines it moves.
+
+    Raises:
+        InputError: ``s.rule`` is not a learning rule, or one that moves no edge.
+    """
+    edges = rule_of(s.rule).edges
+    if edges is None:
+        raise InputError(f"learning rule {s.rule!r} moves no edge: it learns routes")
     weight = s.source_weight(source)
     base = baselines or {}
-    if s.rule == "pg":
-        raw = pg_deltas(steps, reward, s, weight, damping, tau, base)
-    else:
-        raw = heuristic_deltas(steps, reward, s, weight)
+    raw = edges(steps, reward, s, weight, damping, tau, base)
     if reward > 0:
         for st in steps:
             key = (st.node, st.chosen)

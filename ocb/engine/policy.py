@@ -1,6 +1,6 @@
 """The route policy's two rules, one home each: the softmax over an edge's logits and
-the tier of a damped weight (whose bounds are ``replay.diff.Tiers``, shared with the
-history's diffs and the analytics views)."""
+the tier of a damped weight (whose bounds are ``projections.tiers.Tiers``, shared with
+the history's diffs, health, the doctor and the analytics views)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import math
 from collections.abc import Sequence
 
 from ocb.settings import Traversal
-from replay.diff import Tiers
+from projections.tiers import Tiers
 
 
 def softmax(logits: Sequence[float], tau: float) -> list[float]:

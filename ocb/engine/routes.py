@@ -74,6 +74,7 @@ from functools import lru_cache
 import msgspec
 
 from ocb.engine.embed import Matrix
+from ocb.engine.learning import rule_of
 from ocb.settings import Routes
 from ocb_events.schema import QueryTraced, RouteCredit, RouteUpdated
 from projections.graph import State as Graph
@@ -304,7 +305,7 @@ def plan_route(
     rid = find_route(state, keys_of(query), s.match)
     route = state.routes.get(rid)
     if route is None:
-        if rule == "transfer" and vocab is not None and idf is not None:
+        if rule_of(rule).borrows and vocab is not None and idf is not None:
             return _borrow(state, graph, query, s, vocab, idf, near)
         return None
     live = live_credits(route, graph)

@@ -15,8 +15,8 @@ from ocb.engine.stance import idf_of, judge
 from ocb.graph.query import trace_of
 from ocb.redaction import redact_input, redact_key
 from ocb.reports import Cited, InjectReport
-from ocb.settings import Indexing
-from ocb.store import Store
+from ocb.settings import Indexing, actor_of
+from ocb.store import Decision, Store
 from ocb_events.errors import InputError, unknown
 from ocb_events.schema import (
     EdgeSpec,
@@ -289,25 +289,31 @@ def inject(
     if trace is not None:  # a trace recorded before scanning was on
         anchor = redact_input(store.warn, secrets, "anchor query", trace.query)
         trace = msgspec.structs.replace(trace, query=anchor)
-    seq = store.log.last_seq
-    got = decide_inject(
-        store.graph,
-        store.search_index(),
-        store.embedder(),
-        node_type,
-        content,
-        ix,
-        trace=trace,
-        chat_id=chat_id,
-        targets=targets,
-        all_fired=all_fired,
-    )
+    decided: list[tuple[Injection, list[Cited], list[Cited]]] = []
+
+    def decide(_seq: int) -> Decision:
+        got = decide_inject(
+            store.graph,
+            store.search_index(),
+            store.embedder(),
+            node_type,
+            content,
+            ix,
+            trace=trace,
+            chat_id=chat_id,
+            targets=targets,
+            all_fired=all_fired,
+        )
+        g = store.graph
+        vetoed = [Cited(n, g.nodes[n].source) for n in got.vetoed]
+        spared = [Cited(n, g.nodes[n].source) for n in got.spared]
+        decided.append((got, vetoed, spared))
+        return Decision(got.events if got.node is not None else [], got.blobs)
+
+    store.transact(actor_of(actor), decide)
+    got, vetoed, spared = decided[-1]
     if got.node is None:
         return InjectReport(got.node_id, False, 0, [])
-    g = store.graph
-    vetoed = [Cited(n, g.nodes[n].source) for n in got.vetoed]
-    spared = [Cited(n, g.nodes[n].source) for n in got.spared]
-    store.record(got.events, actor, expected_seq=seq, blobs=got.blobs)
     store.search_index()
     conns = got.node.connections
     inhibits = sorted(c.target for c in conns if c.weight < 0)

@@ -16,13 +16,13 @@ import msgspec
 
 from ocb.engine.citations import Citation, match_citations
 from ocb.engine.claims import confirmed_by
-from ocb.engine.learning import decide_deltas, group_by_source
+from ocb.engine.learning import decide_deltas, group_by_source, rule_of
 from ocb.engine.policy import tier_of
 from ocb.engine.routes import decide_route
 from ocb.graph.query import trace_of
 from ocb.redaction import redact_key
 from ocb.reports import LearnReport
-from ocb.settings import REWARD_SOURCES, ROUTE_RULES, Learning, Routes, Traversal
+from ocb.settings import REWARD_SOURCES, Learning, Routes, Traversal, actor_of
 from ocb.store import Store
 from ocb_events.errors import InputError, unknown
 from ocb_events.schema import (
@@ -190,7 +190,7 @@ def decide_learn(
         cited=tuple(cited),
         confirmed=tuple(confirmed),
     )
-    if s.rule in ROUTE_RULES:
+    if rule_of(s.rule).learns_routes:
         if route is None:
             return Learned(outcome)
         got = decide_route(
@@ -303,17 +303,20 @@ def learn(
         raise InputError(
             "nothing to learn from", "pass --trace ID, --chat-id ID or --fired-ids A,B,C"
         )
-    confirmed = _confirmed(store, target, source)
-    seq = store.log.last_seq
-    got = decide_learn(
-        target.steps, target.reward, settings, source=source, damping=target.damping,
-        tau=target.tau, outcome_seq=seq + 1, baselines=store.graph.baseline,
-        trace_id=target.trace_id, chat_id=chat_id, fired_ids=fired_ids,
-        request_id=request_id, used=target.used, route=target.route, cited=cited,
-        confirmed=confirmed,
-    )  # fmt: skip
-    store.record(got.events, actor, expected_seq=seq)
-    return _report(seq + 1, target.trace_id, settings.rule, got, target.unmatched)
+    decided: list[Learned] = []
+
+    def decide(seq: int) -> list[Event]:
+        decided.append(decide_learn(
+            target.steps, target.reward, settings, source=source, damping=target.damping,
+            tau=target.tau, outcome_seq=seq + 1, baselines=store.graph.baseline,
+            trace_id=target.trace_id, chat_id=chat_id, fired_ids=fired_ids,
+            request_id=request_id, used=target.used, route=target.route, cited=cited,
+            confirmed=_confirmed(store, target, source),
+        ))  # fmt: skip
+        return decided[-1].events
+
+    seq = store.transact(actor_of(actor), decide)[0].seq
+    return _report(seq, target.trace_id, settings.rule, decided[-1], target.unmatched)
 
 
 def _confirmed(store: Store, target: _Target, source: str) -> list[str]:
@@ -329,9 +332,10 @@ def _confirmed(store: Store, target: _Target, source: str) -> list[str]:
 
 def path_rule(s: Learning) -> Learning:
     """The settings an outcome of an explicit node path learns with: a path has no
-    question to anchor a route to, so under the ``route`` rule it teaches the edges
-    with ``pg``."""
-    return msgspec.structs.replace(s, rule="pg") if s.rule in ROUTE_RULES else s
+    question to anchor a route to, so under a rule that learns routes it teaches the
+    edges with the rule's ``path`` (``pg``; see ``ocb.engine.learning.RULES``)."""
+    path = rule_of(s.rule).path
+    return msgspec.structs.replace(s, rule=path) if path else s
 
 
 def _report(

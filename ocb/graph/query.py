@@ -27,7 +27,7 @@ from ocb.engine.traverse import (
 )
 from ocb.redaction import redact_input, redact_key
 from ocb.reports import Answer, Hit
-from ocb.settings import Learning, Routes, Traversal
+from ocb.settings import Learning, Routes, Traversal, actor_of
 from ocb.store import Store
 from ocb_events.errors import BlobMissing, InputError, unknown
 from ocb_events.schema import (
@@ -318,11 +318,15 @@ def query_at(
     Raises:
         InputError: an empty query or a bad setting.
     """
-    seq = store.log.last_seq
-    trace, hits = decide_at(store, text, now, top=top, chat_id=chat_id, **traversal)
     record = record and store.as_of is None  # the past is read-only
-    if record:
-        store.record([trace], actor, expected_seq=seq)
+    got: list[tuple[QueryTraced, list[Hit]]] = []
+
+    def decide(_seq: int) -> list[QueryTraced]:
+        got.append(decide_at(store, text, now, top=top, chat_id=chat_id, **traversal))
+        return [got[-1][0]] if record else []
+
+    store.transact(actor_of(actor), decide)
+    trace, hits = got[-1]
     return Answer(
         trace_id=trace.trace_id if record else "",
         query=trace.query,

@@ -527,21 +527,26 @@ def retract(
     secrets = store.secrets()
     chat_id = redact_key(store.warn, secrets, "chat id", chat_id)
     reason = redact_input(store.warn, secrets, "retract reason", reason)
-    at = _choose(store, seq, node_id, trace_id, chat_id, source)
-    rec = next(iter(store.log.read(at, at)))
-    changes = changes_of(store.log, at, store.horizon) if type(rec.event) in KINDS else ()
-    target = target_of(rec, store.graph, changes)
-    before = Before()
-    if changes:  # the graph as the changes found it: the target's seq
-        then = load_states(store.log, store.snapshots, ["graph"], to_seq=at, warn=store.warn)
-        before = before_of(then["graph"], changes)
-    last = store.log.last_seq
-    d = decide_retract(
-        target, store.graph, before, retraction_seq=last + 1, reason=reason,
-        routes=store.state("routes"),
-    )  # fmt: skip
-    if not dry_run:
-        store.record(d.events, "human", expected_seq=last)
+    got: list[tuple[int, int, Target, Decision]] = []
+
+    def decide(last: int) -> list[Event]:
+        at = _choose(store, seq, node_id, trace_id, chat_id, source)
+        rec = next(iter(store.log.read(at, at)))
+        changes = changes_of(store.log, at, store.horizon) if type(rec.event) in KINDS else ()
+        target = target_of(rec, store.graph, changes)
+        before = Before()
+        if changes:  # the graph as the changes found it: the target's seq
+            then = load_states(store.log, store.snapshots, ["graph"], to_seq=at, warn=store.warn)
+            before = before_of(then["graph"], changes)
+        d = decide_retract(
+            target, store.graph, before, retraction_seq=last + 1, reason=reason,
+            routes=store.state("routes"),
+        )  # fmt: skip
+        got.append((last, at, target, d))
+        return [] if dry_run else d.events
+
+    store.transact("human", decide)
+    last, at, target, d = got[-1]
     return RetractReport(
         seq=last + 1,
         recorded=not dry_run,

@@ -7,8 +7,8 @@ import hashlib
 import msgspec
 
 from ocb.engine.route_model import collect_examples, encode_model, fit
-from ocb.settings import Learning
-from ocb.store import Store
+from ocb.settings import Learning, actor_of
+from ocb.store import Decision, Store
 from ocb_events.errors import InputError
 from ocb_events.schema import (
     RouteModelTrained,
@@ -33,10 +33,10 @@ class TrainReport(msgspec.Struct):
     recorded: bool = True
 
 
-def train(store: Store, *, min_examples: int = 20) -> TrainReport:
+def train(store: Store, *, min_examples: int = 20, actor: str = "cli") -> TrainReport:
     """Train the route model on every trace with an outcome or teacher label and record
-    it (the ``learned`` route mode uses it from then on). A model identical to the one
-    in force is not recorded again (its blob is written back if it was lost).
+    it as ``actor`` (the ``learned`` route mode uses it from then on). A model identical
+    to the one in force is not recorded again (its blob is written back if it was lost).
 
     Raises:
         InputError: fewer than ``min_examples`` labelled decisions, or ``min_examples``
@@ -49,8 +49,37 @@ def train(store: Store, *, min_examples: int = 20) -> TrainReport:
             param="min_examples",
         )
     store.load("config", "graph", "vectors")
+    got: list[TrainReport] = []
+
+    def decide(seq: int) -> Decision:
+        report, blob = _trained(store, seq, min_examples)
+        digest = hashlib.sha256(blob).hexdigest()
+        current = store.graph.route_model
+        if current is not None and current.blob == digest:
+            store.blobs.put(blob)
+            got.append(msgspec.structs.replace(report, seq=current.seq, recorded=False))
+            return Decision(())
+        got.append(report)
+        event = RouteModelTrained(
+            blob=digest,
+            features=FEATURES,
+            examples=report.examples,
+            trained_to_seq=seq,
+            accuracy=round(report.accuracy, 6),
+        )
+        return Decision([event], [blob])
+
+    recs = store.transact(actor_of(actor), decide)
+    return msgspec.structs.replace(got[-1], seq=recs[0].seq) if recs else got[-1]
+
+
+def _trained(store: Store, seq: int, min_examples: int) -> tuple[TrainReport, bytes]:
+    """The model trained on the history up to ``seq``, and its blob.
+
+    Raises:
+        InputError: fewer than ``min_examples`` labelled decisions.
+    """
     learn = store.setting(Learning)
-    seq = store.log.last_seq
     ex = collect_examples(
         store.log.read(1, seq), store.graph, store.search_index(), store.embedder(), learn
     )
@@ -60,19 +89,5 @@ def train(store: Store, *, min_examples: int = 20) -> TrainReport:
             f"record at least {min_examples}: ocb learn on traces, or ocb teach --apply",
         )
     weights, accuracy = fit(ex)
-    blob = encode_model(weights)
-    digest = hashlib.sha256(blob).hexdigest()
     report = TrainReport(len(ex.y), accuracy, list(FEATURES), [float(w) for w in weights], 0)
-    current = store.graph.route_model
-    if current is not None and current.blob == digest:
-        store.blobs.put(blob)
-        return msgspec.structs.replace(report, seq=current.seq, recorded=False)
-    event = RouteModelTrained(
-        blob=digest,
-        features=FEATURES,
-        examples=len(ex.y),
-        trained_to_seq=seq,
-        accuracy=round(accuracy, 6),
-    )
-    rec = store.record([event], "cli", expected_seq=seq, blobs=[blob])[0]
-    return msgspec.structs.replace(report, seq=rec.seq)
+    return report, encode_model(weights)

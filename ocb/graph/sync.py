@@ -17,8 +17,8 @@ from ocb.engine.embedders import embedder_spec
 from ocb.graph.names import check_root, secret_paths
 from ocb.redaction import warn_file
 from ocb.reports import SyncReport
-from ocb.settings import Indexing
-from ocb.store import Store
+from ocb.settings import Indexing, actor_of
+from ocb.store import Decision, Store
 from ocb_events.errors import BrainExists, WorkspaceError
 from ocb_events.schema import (
     ChunkSpan,
@@ -35,6 +35,7 @@ from ocb_events.schema import (
     NodesEmbedded,
     WorkspaceAttached,
 )
+from ocb_events.texts import chunks_of
 from projections.graph import CHUNK, State
 from projections.memory import State as MemoryState, spec_of
 from workspace_sync import (
@@ -60,21 +61,13 @@ _SIM_BLOCK = 1024
 
 
 class SyncPlan(msgspec.Struct):
-    """The events of a sync, the blobs they name, and a summary for the user."""
+    """The events of a sync, the blobs they name, and the summary for the user (its
+    counts of files, chunks and edges, completed once the plan is recorded)."""
 
     events: list[Event] = msgspec.field(default_factory=list)
     blobs: list[bytes] = msgspec.field(default_factory=list)
     skipped: list[Skipped] = msgspec.field(default_factory=list)
-    files_indexed: int = 0
-    files_changed: int = 0
-    files_removed: int = 0
-    chunks_added: int = 0
-    chunks_removed: int = 0
-    edges_created: int = 0
-    chunks_revised: int = 0
-    """Chunks that kept their id with a new text, heading or place (re-embedded)."""
-    files_moved: int = 0
-    """Files renamed or moved, their chunks keeping their ids."""
+    report: SyncReport = msgspec.field(default_factory=SyncReport)
     secrets: list[tuple[str, Finding]] = msgspec.field(default_factory=list)
     """Secrets redacted from the files this sync records, as (path, finding)."""
 
@@ -97,10 +90,8 @@ def _new_chunks(events: Sequence[Event]) -> list[tuple[str, ChunkText]]:
     the added and revised chunks of changed ones."""
     out: list[tuple[str, ChunkText]] = []
     for ev in events:
-        if isinstance(ev, FileIndexed):
-            out.extend((ev.path, c) for c in ev.chunks)
-        elif isinstance(ev, FileChanged):
-            out.extend((ev.path, c) for c in (*ev.added, *ev.revised))
+        if isinstance(ev, (FileIndexed, FileChanged)):
+            out.extend((ev.path, c) for c in chunks_of(ev))
     return out
 
 
@@ -244,7 +235,7 @@ def decide_sync(
         taken=graph.nodes,
     )
     plan.events.extend(file_events)
-    _count(plan, file_events)
+    _count(plan.report, file_events)
     new = _new_chunks(file_events)
     new_vecs = _embed(new, embedder, plan, progress)
     edges = sibling_edges(graph, file_events, s)
@@ -252,26 +243,26 @@ def decide_sync(
     edges += _similar(graph, file_events, new, new_vecs, existing_vectors, s, taken, progress)
     if edges:
         plan.events.append(EdgesCreated(edges=tuple(edges), cause="sync"))
-    plan.edges_created = len(edges)
+    plan.report.edges_created = len(edges)
     return plan
 
 
-def _count(plan: SyncPlan, file_events: Sequence[Event]) -> None:
+def _count(r: SyncReport, file_events: Sequence[Event]) -> None:
     """The summary of a sync's file events."""
     for ev in file_events:
         if isinstance(ev, FileIndexed):
-            plan.files_indexed += 1
-            plan.chunks_added += len(ev.chunks)
+            r.files_indexed += 1
+            r.chunks_added += len(ev.chunks)
         elif isinstance(ev, FileChanged):
-            plan.files_changed += 1
-            plan.chunks_added += len(ev.added)
-            plan.chunks_revised += len(ev.revised)
-            plan.chunks_removed += len(ev.removed)
+            r.files_changed += 1
+            r.chunks_added += len(ev.added)
+            r.chunks_revised += len(ev.revised)
+            r.chunks_removed += len(ev.removed)
         elif isinstance(ev, FileMoved):
-            plan.files_moved += 1
+            r.files_moved += 1
         elif isinstance(ev, FileRemoved):
-            plan.files_removed += 1
-            plan.chunks_removed += len(ev.removed)
+            r.files_removed += 1
+            r.chunks_removed += len(ev.removed)
 
 
 def _embed(
@@ -470,7 +461,7 @@ def sync(
     actor: str = "",
 ) -> SyncReport:
     """Index a workspace or bring the brain up to date with it, and record the sync
-    (see ``Brain.sync``) as ``actor`` (default: the cause); with ``paths``, only the
+    (see ``Brain.sync``) as ``actor`` (default: ``sync``); with ``paths``, only the
     files at those workspace-relative paths (a directory among them: the files under
     it). ``embedded`` holds vectors of chunk texts (``chunk_input``) embedded ahead,
     taken (and dropped from it) instead of embedding them.
@@ -481,8 +472,8 @@ def sync(
         BrainExists: the brain belongs to another workspace.
     """
     root = Path(workspace)
+    who = actor_of(actor) if actor else "sync"
     store.load("config", "graph", "vectors", "memory")
-    seq = store.log.last_seq  # what the plan is decided from
     g = store.graph
     root_s = str(root.resolve())
     if g.workspace and g.workspace != root_s:
@@ -500,15 +491,27 @@ def sync(
         scanned = None  # read before the brain's settings were known, at the default limit
     files, skipped, scope = read() if scanned is None else (*scanned, None)
     emb = store.embedder() if not embedded else Ahead(store.embedder(), embedded)
-    plan, problems = _settled_plan(store, root, (files, skipped, scope), read, cause, progress, emb)
-    for sk in plan.skipped:  # paths named with a secret shown redacted
-        store.warn(f"skipped {sk.path}: {sk.reason}")
-    for p in problems:
-        store.warn(f"skipped fact at {p}")
-    for path, found in plan.secrets:
-        warn_file(store.warn, path, [found], "before recording (the file is unchanged)")
-    if plan.events:
-        store.record(plan.events, actor or cause, expected_seq=seq, blobs=plan.blobs)
+    plans: list[tuple[SyncPlan, list[Problem]]] = []
+    warned: set[str] = set()  # by an earlier decision of this sync: not again
+
+    def decide(_seq: int) -> Decision:
+        scan = (files, skipped, scope)
+        plans.append(_settled_plan(store, root, scan, read, cause, progress, emb))
+        plan, problems = plans[-1]
+        said: list[str] = []
+        for sk in plan.skipped:  # paths named with a secret shown redacted
+            said.append(f"skipped {sk.path}: {sk.reason}")
+        said += [f"skipped fact at {p}" for p in problems]
+        for path, found in plan.secrets:
+            warn_file(said.append, path, [found], "before recording (the file is unchanged)")
+        for msg in said:
+            if msg not in warned:
+                store.warn(msg)
+        warned.update(said)
+        return Decision(plan.events, plan.blobs)
+
+    store.transact(who, decide)
+    plan, problems = plans[-1]
     store.search_index()
     store.save_snapshots(force=bool(plan.events) and paths is None)
     return _report(store, plan, problems)
@@ -555,16 +558,10 @@ def _settled_plan(
 
 
 def _report(store: Store, plan: SyncPlan, problems: list[Problem]) -> SyncReport:
+    """The plan's summary, completed with what was recorded and the brain it left."""
     g = store.graph
-    return SyncReport(
-        files_indexed=plan.files_indexed,
-        files_changed=plan.files_changed,
-        files_removed=plan.files_removed,
-        chunks_added=plan.chunks_added,
-        chunks_removed=plan.chunks_removed,
-        edges_created=plan.edges_created,
-        chunks_revised=plan.chunks_revised,
-        files_moved=plan.files_moved,
+    return msgspec.structs.replace(
+        plan.report,
         events=len(plan.events),
         nodes=len(g.nodes),
         edges=g.edge_count(),

@@ -342,13 +342,18 @@ def teach_with(
 def _decide_and_record(
     store: Store, labels: Sequence[Label], *, apply: bool, relevance: bool, teacher: str
 ) -> TeachReport:
-    learn = store.setting(Learning)
-    traces = {tid: trace_of(store, tid) for tid in sorted({lab.trace_id for lab in labels})}
-    seq = store.log.last_seq
-    events = decide_teach(
-        labels, traces, learn, teacher=teacher, relevance=relevance, first_seq=seq + 1
-    )
+    got: list[tuple[int, list[Event]]] = []
+
+    def decide(seq: int) -> list[Event]:
+        learn = store.setting(Learning)
+        traces = {tid: trace_of(store, tid) for tid in sorted({lab.trace_id for lab in labels})}
+        events = decide_teach(
+            labels, traces, learn, teacher=teacher, relevance=relevance, first_seq=seq + 1
+        )
+        got.append((seq, events))
+        return events if apply else []
+
+    store.transact("teacher", decide)
+    seq, events = got[-1]
     deltas = [d for ev in events if isinstance(ev, EdgesUpdated) for d in ev.deltas]
-    if apply and events:
-        store.record(events, "teacher", expected_seq=seq)
     return TeachReport(len(labels), apply and bool(events), deltas, relevance, seq + 1)

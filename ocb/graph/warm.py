@@ -38,13 +38,13 @@ from ocb.graph.learn import RouteInputs, decide_learn
 from ocb.graph.query import decide_at, trace_of
 from ocb.graph.transcripts import Transcript, Turn, find_transcripts, read_transcript
 from ocb.redaction import redact_input
-from ocb.settings import Indexing, Learning, Routes
-from ocb.store import Store
+from ocb.settings import Actor, Indexing, Learning, Routes
+from ocb.store import Decision, Store
 from ocb_events.errors import InputError
 from ocb_events.schema import Event, QueryTraced, TurnWarmed
 from projections.graph import CHUNK, State
 
-ACTOR = "cli"
+ACTOR: Actor = "cli"
 """The actor of what a warm records."""
 SOURCE = "harvester"
 """The reward source of a warm's outcomes."""
@@ -244,9 +244,8 @@ class _Run:
         """Record a turn's append (unless a dry run), then count it."""
         r = self.report
         if not r.dry_run:
-            recs = self.store.record(
-                batch.events, ACTOR, expected_seq=self.store.log.last_seq, blobs=batch.blobs
-            )
+            # the turn was decided as the log stood then: recorded as decided
+            recs = self.store.transact(ACTOR, lambda _seq: Decision(batch.events, batch.blobs))
             r.first_seq, r.last_seq = r.first_seq or recs[0].seq, recs[-1].seq
         mark = batch.events[-1]
         assert isinstance(mark, TurnWarmed)

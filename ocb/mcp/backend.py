@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ocb.daemon.live import LiveBrain
+from ocb.daemon.methods import methods
 from ocb.daemon.protocol import INTERNAL, PROTOCOL, RpcError, call, connect
 from ocb.daemon.run import spawn
 from ocb.daemon.server import Method, rpc_error
@@ -130,11 +131,10 @@ def _check(brain: Path, hello: dict[str, Any]) -> None:
 
 
 @contextmanager
-def in_process(
-    brain: Path, methods: Callable[[LiveBrain], Mapping[str, Method]]
-) -> Iterator[LocalBackend]:
-    """A backend running ``methods`` over ``brain`` opened in this process as its
-    writer (no daemon), closed (flushed, snapshots written) on exit.
+def in_process(brain: Path) -> Iterator[LocalBackend]:
+    """A backend running the daemon's methods (``ocb.daemon.methods``) over ``brain``
+    opened in this process as its writer (no daemon), closed (flushed, snapshots
+    written) on exit.
 
     Raises:
         BrainLocked: another process (a daemon) writes the brain.

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from ocb import __version__
 from ocb.mcp.backend import Backend
 from ocb.mcp.errors import invalid_arguments
-from ocb.mcp.tools import Tools
+from ocb.mcp.tools import READ_ONLY, Tools
 
 __all__ = ["INSTRUCTIONS", "READ_ONLY", "build", "serve"]
 
@@ -28,8 +28,6 @@ INSTRUCTIONS = (
     "(memory_correct): the memory learns from both. Typed facts: memory_recall and "
     "memory_retain; exact current values: kg_get and kg_set; memory_why explains."
 )
-READ_ONLY = frozenset({"memory_get", "memory_why", "kg_get"})
-"""Tools that record nothing (``memory_search`` and ``memory_recall`` record a trace)."""
 
 
 class _Server(MCPServer):

@@ -1,8 +1,10 @@
-"""The MCP tools: each is one call of the daemon's protocol (``ocb.cli.rpc``), its
-arguments typed (the SDK derives each tool's JSON Schema from them) and its answer
-shaped for a model. What a tool records is recorded with actor ``mcp``. A failed call
-becomes a tool error (``isError``) carrying the message and the hint that names the
-fix, both in the tool's terms (``ocb.mcp.errors``); the server keeps serving.
+"""The MCP tools: each is one call of the daemon's protocol (``ocb.daemon.methods``),
+its arguments typed (the SDK derives each tool's JSON Schema from them) and its answer
+as the daemon shapes it (``ocb.wire``). Each tool says whether it records (``tool``);
+``TOOL_NAMES`` and ``READ_ONLY`` are derived from that. What a tool records is
+recorded with actor ``mcp``. A failed call becomes a tool error (``isError``) carrying
+the message and the hint that names the fix, both in the tool's terms
+(``ocb.mcp.errors``); the server keeps serving.
 
 NOTE: a tool's docstring is the description a model reads to choose it: say when to
 use it and what it returns, not how it works.
@@ -11,25 +13,21 @@ use it and what it returns, not how it works.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
+from ocb.daemon.methods import PARAMS, Asked
 from ocb.daemon.protocol import RpcError
 from ocb.mcp.backend import Backend
 from ocb.mcp.errors import in_tool_terms
+from ocb_events.schema import FactKind, RewardSource
 
-__all__ = ["SNIPPET_CHARS", "TOOL_NAMES", "Tools", "search_hit"]
+__all__ = ["READ_ONLY", "TOOL_NAMES", "Tools", "tool"]
 
-SNIPPET_CHARS = 700
-"""The longest snippet of a search result (``memory_get`` reads the whole range)."""
-_SOURCE = re.compile(r"^(?P<path>.+)#L(?P<start>\d+)-L(?P<end>\d+)$")
-
-Kind = Literal["W", "B", "O", "S"]
-Source = Literal["human", "self", "harvester", "teacher"]
+F = TypeVar("F", bound=Callable[..., Any])
 TraceId = Annotated[
     str, Field(description="The trace_id a memory_search returned (or give chat_id).")
 ]
@@ -38,31 +36,22 @@ ChatId = Annotated[
 ]
 
 
-def search_hit(hit: dict[str, Any]) -> dict[str, Any]:
-    """One result of the ``query`` method as ``memory_search`` returns it: ``path``,
-    ``startLine``, ``endLine`` (1-based, inclusive; 0 for an injected node), ``score``,
-    ``snippet``, ``citation`` (``path#Lx-Ly``), ``id`` and ``kind``."""
-    source = str(hit["source"])
-    m = _SOURCE.match(source)
-    path, start, end = (m["path"], int(m["start"]), int(m["end"])) if m else (source, 0, 0)
-    text = str(hit["text"])
-    snippet = text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 1] + "…"
-    return {
-        "path": path,
-        "startLine": start,
-        "endLine": end,
-        "score": hit["score"],
-        "snippet": snippet,
-        "citation": source,
-        "id": hit["id"],
-        "kind": hit["kind"],
-    }
+def tool(*, read_only: bool) -> Callable[[F], F]:
+    """Mark a method of ``Tools`` as a tool, saying whether it records nothing
+    (``read_only``: the hint hosts show). Every tool has the mark; a test says which
+    lacks one."""
+
+    def mark(fn: F) -> F:
+        fn.read_only = read_only  # type: ignore[attr-defined]
+        return fn
+
+    return mark
 
 
 ACTOR = "mcp"
 """The actor of what the tools record."""
-_ASKED = frozenset({"query", "learn", "inject", "recall", "retain", "kg"})
-"""The methods that take the ``actor`` param (``kg``: set)."""
+_ASKED = frozenset(name for name, params in PARAMS.items() if issubclass(params, Asked))
+"""The methods that take the ``actor`` param."""
 
 
 class Tools:
@@ -85,6 +74,7 @@ class Tools:
         except RpcError as exc:
             raise ToolError(in_tool_terms(tool, exc.message, exc.hint)) from None
 
+    @tool(read_only=False)
     def memory_search(
         self,
         query: Annotated[str, Field(description="What to look for, in plain words.")],
@@ -97,9 +87,10 @@ class Tools:
         score, a snippet and a citation (path#Lx-Ly) to quote, and the trace_id of this
         search: pass it to memory_feedback once you know whether the results helped,
         or to memory_correct when they misled."""
-        got = self._call("memory_search", "query", text=query, top=limit, chat_id=chat_id)
-        return {"trace_id": got["trace_id"], "results": [search_hit(h) for h in got["results"]]}
+        got = self._call("memory_search", "search", text=query, top=limit, chat_id=chat_id)
+        return {"trace_id": got["trace_id"], "results": got["results"]}
 
+    @tool(read_only=True)
     def memory_get(
         self,
         path: Annotated[str, Field(description="A workspace path, as a result shows it.")],
@@ -116,11 +107,12 @@ class Tools:
         memory has indexed can be read: take the path from a memory_search result."""
         return self._call("memory_get", "read", path=path, lines=lines, **{"from": from_})
 
+    @tool(read_only=False)
     def memory_recall(
         self,
         query: Annotated[str, Field(description="What to recall (may be empty).")] = "",
         kinds: Annotated[
-            list[Kind] | None,
+            list[FactKind] | None,
             Field(description="W world, B experience, O opinion, S summary."),
         ] = None,
         entities: Annotated[
@@ -142,11 +134,12 @@ class Tools:
             entities=entities, depth=depth,
         )  # fmt: skip
 
+    @tool(read_only=False)
     def memory_retain(
         self,
         content: Annotated[str, Field(description="The fact, in one sentence.")],
         type: Annotated[
-            Kind, Field(description="W world fact, B experience, O opinion, S summary.")
+            FactKind, Field(description="W world fact, B experience, O opinion, S summary.")
         ] = "W",
         entities: Annotated[
             list[str] | None, Field(description="What it is about (without @).")
@@ -167,6 +160,7 @@ class Tools:
             salience=salience, confidence=confidence,
         )  # fmt: skip
 
+    @tool(read_only=False)
     def memory_feedback(
         self,
         reward: Annotated[
@@ -174,7 +168,7 @@ class Tools:
         ],
         trace_id: TraceId = "",
         chat_id: ChatId = "",
-        source: Annotated[Source, Field(description="Who judged the outcome.")] = "self",
+        source: Annotated[RewardSource, Field(description="Who judged the outcome.")] = "self",
         used: Annotated[
             list[str] | None, Field(description="The ids of the results your answer used.")
         ] = None,
@@ -199,6 +193,7 @@ class Tools:
             source=source, used=used, cited=cited, request_id=request_id,
         )  # fmt: skip
 
+    @tool(read_only=False)
     def memory_correct(
         self,
         content: Annotated[str, Field(description="The correct statement, as a rule.")],
@@ -218,6 +213,7 @@ class Tools:
             chat_id=chat_id, targets=targets,
         )  # fmt: skip
 
+    @tool(read_only=True)
     def memory_why(
         self,
         node: Annotated[str, Field(description="A result id: its history.")] = "",
@@ -233,6 +229,7 @@ class Tools:
             "memory_why", "audit", node=node, source=source, target=target, limit=limit
         )
 
+    @tool(read_only=True)
     def kg_get(
         self,
         subject: Annotated[str, Field(description="e.g. tool:render_video, person:priya.")],
@@ -243,6 +240,7 @@ class Tools:
         and when and from where it was set."""
         return self._call("kg_get", "kg", action="get", subject=subject, predicate=predicate)
 
+    @tool(read_only=False)
     def kg_set(
         self,
         subject: Annotated[str, Field(description="e.g. tool:render_video, person:priya.")],
@@ -278,15 +276,7 @@ def _keyword_args(fn: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, 
 _PARAMS = {"from": "from_"}
 
 
-TOOL_NAMES = (
-    "memory_search",
-    "memory_get",
-    "memory_recall",
-    "memory_retain",
-    "memory_feedback",
-    "memory_correct",
-    "memory_why",
-    "kg_get",
-    "kg_set",
-)
-"""The tools, in the order ``tools/list`` gives them."""
+TOOL_NAMES = tuple(name for name, fn in vars(Tools).items() if hasattr(fn, "read_only"))
+"""The tools, in the order ``tools/list`` gives them (their order in ``Tools``)."""
+READ_ONLY = frozenset(name for name in TOOL_NAMES if getattr(Tools, name).read_only)
+"""Tools that record nothing (``memory_search`` and ``memory_recall`` record a trace)."""

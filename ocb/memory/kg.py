@@ -17,7 +17,7 @@ import re
 import msgspec
 
 from ocb.redaction import redact_input
-from ocb.settings import Memory, resolve
+from ocb.settings import Memory, actor_of, resolve
 from ocb.store import Store
 from ocb_events.errors import InputError, unknown
 from ocb_events.schema import KgFactSet
@@ -169,16 +169,20 @@ def kg_set(
     value = _one_line("value", value)
     source = check_source(source)
     store.load("config", "kg")
-    seq = store.log.last_seq  # what ``previous`` is read from
     scanner = store.secrets()
     fields = {"subject": subject, "predicate": predicate, "value": value, "source": source}
     subject, predicate, value, source = (
         redact_input(store.warn, scanner, f"kg set {name}", text) for name, text in fields.items()
     )
-    entry = store.state("kg").entries.get(key(subject, predicate))
-    previous = entry.history[-1].value if entry is not None else None
-    event = KgFactSet(subject=subject, predicate=predicate, value=value, source=source)
-    rec = store.record([event], actor, expected_seq=seq)[0]
+    said: list[str | None] = []
+
+    def decide(_seq: int) -> list[KgFactSet]:
+        entry = store.state("kg").entries.get(key(subject, predicate))  # what was said
+        said.append(entry.history[-1].value if entry is not None else None)
+        return [KgFactSet(subject=subject, predicate=predicate, value=value, source=source)]
+
+    rec = store.transact(actor_of(actor), decide)[0]
+    previous = said[-1]
     return KgSetReport(
         subject, predicate, value, source, rec.seq, iso(rec.ts), previous != value, previous
     )

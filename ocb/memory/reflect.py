@@ -36,6 +36,7 @@ from ocb.engine.dates import since_window
 from ocb.graph.sync import sync
 from ocb.memory.bank import ENTITIES, OPINIONS, FileWrite, aliases, bank_texts, write_pages
 from ocb.redaction import redact_input
+from ocb.settings import actor_of
 from ocb.store import Store
 from ocb_events.errors import InputError, OcbError, WorkspaceError
 from ocb_events.schema import ReflectChange, ReflectRan
@@ -527,10 +528,8 @@ def _redacted(store: Store, event: ReflectRan) -> ReflectRan:
 
     def clean(c: ReflectChange) -> ReflectChange:
         what = f"reflect {c.path}"
-        before = redact_input(store.warn, scanner, what, c.before)
-        return msgspec.structs.replace(
-            c, before=before, after=redact_input(store.warn, scanner, what, c.after)
-        )
+        before, after = (redact_input(store.warn, scanner, what, t) for t in (c.before, c.after))
+        return msgspec.structs.replace(c, before=before, after=after)
 
     return msgspec.structs.replace(event, changes=tuple(clean(c) for c in event.changes))
 
@@ -573,17 +572,23 @@ def reflect(
         )
     root = Path(store.graph.workspace)
     sync(store, root, actor=actor)  # decide on the facts as the files are now
-    seq = store.log.last_seq
-    mem, texts = store.state("memory"), bank_texts(root)
-    same = aliases(root, sorted({*mem.files, *texts}))
-    plan = decide_reflect(
-        mem, texts, now, window.start_ns, summarize=summarize, judge=judge, aliases=same
-    )
-    recorded = 0
-    if plan.event is not None:
-        write_pages(root, plan.writes)
-        event = _redacted(store, plan.event)
-        recorded = store.record([event], actor, expected_seq=seq)[0].seq
+    plans: list[ReflectPlan] = []
+
+    def decide(_seq: int) -> list[ReflectRan]:  # writes the pages it decides
+        mem, texts = store.state("memory"), bank_texts(root)
+        same = aliases(root, sorted({*mem.files, *texts}))
+        plans.append(decide_reflect(
+            mem, texts, now, window.start_ns, summarize=summarize, judge=judge, aliases=same
+        ))  # fmt: skip
+        if (event := plans[-1].event) is None:
+            return []
+        write_pages(root, plans[-1].writes)
+        return [_redacted(store, event)]
+
+    # attempts=1: a stale decision is refused, never made again over the pages it wrote
+    recs = store.transact(actor_of(actor), decide, attempts=1)
+    plan, recorded = plans[-1], recs[0].seq if recs else 0
+    if recs:
         try:
             sync(store, root, cause="reflect", actor=actor)
         except OcbError as exc:  # the run is recorded: the pages' facts come next time

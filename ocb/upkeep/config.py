@@ -3,7 +3,7 @@ travel reads the settings that were in force."""
 
 from __future__ import annotations
 
-from ocb.settings import check_key
+from ocb.settings import actor_of, check_key
 from ocb.store import Store
 from ocb_events.schema import ConfigChanged, Record
 
@@ -16,8 +16,11 @@ def set_config(store: Store, key: str, value: object, *, actor: str = "cli") -> 
         InputError: an unknown key (naming the close matches) or a bad value.
     """
     coerced = check_key(key, value)
-    if store.state("config").values.get(key) == coerced:
-        return None
-    seq = store.log.last_seq
-    event = ConfigChanged(key=key, value=coerced)
-    return store.record([event], actor, expected_seq=seq)[0]
+
+    def decide(_seq: int) -> list[ConfigChanged]:
+        if store.state("config").values.get(key) == coerced:
+            return []
+        return [ConfigChanged(key=key, value=coerced)]
+
+    recs = store.transact(actor_of(actor), decide)
+    return recs[0] if recs else None

@@ -43,26 +43,27 @@ from typing import Any
 import msgspec
 
 from ocb.redaction import Edit, Role, redact_input, rewrite
+from ocb.settings import actor_of
 from ocb.store import Store
 from ocb.upkeep.blobs import embed_again
 from ocb_events.codec import encode_record
 from ocb_events.errors import BrainError, InputError, LogError
 from ocb_events.log import SegmentLog
 from ocb_events.schema import (
-    ChunkText,
     ContentForgotten,
+    Event,
     FactSpec,
     FactsRecorded,
     FileChanged,
     FileIndexed,
     FileMoved,
-    NodeInjected,
     NodesEmbedded,
     NodeSplit,
     Record,
     ReflectChange,
     ReflectRan,
 )
+from ocb_events.texts import embedded_texts
 from projections import graph as graph_projection
 from workspace_sync import FileText, scan_workspace
 
@@ -258,23 +259,10 @@ def _facts_of(store: Store, paths: frozenset[str], fact: str | None) -> dict[str
     return {p: tuple(sorted(c)) for p, c in sorted(out.items())}
 
 
-def _texts_changed(old: Any, new: Any) -> set[str]:
+def _texts_changed(old: Event, new: Event) -> set[str]:
     """Node ids (as the redacted record names them) whose embedded text changed."""
-    if isinstance(old, (FileIndexed, FileChanged, NodeSplit)):
-        pairs = zip(_chunks(old), _chunks(new), strict=True)
-        return {b.id for a, b in pairs if (a.text, a.heading) != (b.text, b.heading)}
-    if isinstance(old, NodeInjected) and isinstance(new, NodeInjected):
-        if (old.content, old.anchor_query) != (new.content, new.anchor_query):
-            return {new.node_id}
-    return set()
-
-
-def _chunks(ev: FileIndexed | FileChanged | NodeSplit) -> tuple[ChunkText, ...]:
-    if isinstance(ev, FileIndexed):
-        return ev.chunks
-    if isinstance(ev, FileChanged):
-        return (*ev.added, *ev.revised)
-    return ev.parts
+    pairs = zip(embedded_texts(old), embedded_texts(new), strict=True)
+    return {b_id for (_, a), (b_id, b) in pairs if a != b}
 
 
 # --------------------------------------------------------------------------- the command
@@ -410,6 +398,45 @@ def _renames(paths: frozenset[str], seq: int) -> dict[str, str]:
     return {p: placeholder(seq, i) for i, p in enumerate(ordered, 1)}
 
 
+class _Erasure:
+    """What a forget decided at a seq: the placeholder name, the file's paths and their
+    placeholders, the facts' contents, the records rewritten (redacted), the strings
+    changed, the nodes whose text changed, and the vector blobs embedded again."""
+
+    def __init__(self, store: Store, decided_at: int, path: str | None, fact: str | None):
+        self.name = placeholder(decided_at + 1)
+        self.paths = _file_paths(store, path) if path is not None else frozenset()
+        self.renames = _renames(self.paths, decided_at + 1) if self.paths else None
+        self.facts = _facts_of(store, self.paths, fact)
+        self.every = tuple(c for cs in self.facts.values() for c in cs)
+        self.plan: dict[int, Record] = {}
+        self.fields: list[str] = []
+        self.touched: set[str] = set()
+        self.renamed: dict[str, str] = {}
+
+
+def _erasure(
+    store: Store,
+    what: str,
+    decided_at: int,
+    seq: int | None,
+    path: str | None,
+    fact: str | None,
+    text: str | None,
+) -> _Erasure:
+    """The records to rewrite, decided at ``decided_at``.
+
+    Raises:
+        InputError: no record holds what is forgotten.
+    """
+    e = _Erasure(store, decided_at, path, fact)
+    select = _selector(seq=seq, fact=fact, text=text, name=e.name, facts=e.every, renames=e.renames)
+    e.plan, e.fields, e.touched = _plan(store, select)
+    if not e.plan:
+        raise InputError(f"no record holds {what}", "check it with ocb events or ocb sql")
+    return e
+
+
 def forget(
     store: Store,
     *,
@@ -419,8 +446,10 @@ def forget(
     text: str | None = None,
     reason: str = "",
     dry_run: bool = False,
+    actor: str = "cli",
 ) -> ForgetReport:
-    """Erase content from the whole history of ``brain`` (see the module docstring).
+    """Erase content from the whole history of ``brain`` (see the module docstring),
+    recorded as ``actor``.
 
     Raises:
         InputError: not exactly one of seq, path, fact or text; an out-of-range seq, a
@@ -442,34 +471,37 @@ def forget(
         )
     what = _check(store, seq, path, fact, text)
     store.load("config", "graph")
-    decided_at = store.log.last_seq
-    name = placeholder(decided_at + 1)
-    paths = _file_paths(store, path) if path is not None else frozenset()
-    renames = _renames(paths, decided_at + 1) if paths else None
-    facts = _facts_of(store, paths, fact)
-    every = tuple(c for cs in facts.values() for c in cs)
-    select = _selector(seq=seq, fact=fact, text=text, name=name, facts=every, renames=renames)
-    plan, fields, touched = _plan(store, select)
-    if not plan:
-        raise InputError(f"no record holds {what}", "check it with ocb events or ocb sql")
-    report = ForgetReport(what, sorted(plan), len(fields), 0, 0, dry_run)
-    report.field_names = sorted(set(fields))
-    report.still_in_workspace = _still_on_disk(store, paths, text, facts)
-    if dry_run:
-        return report
-    reason = redact_input(store.warn, store.secrets(), "forget reason", reason)
-    renamed = _reembed(store, plan, touched)
-    recorded_what = f"file {name}" if renames else what
-    event = ContentForgotten(
-        what=recorded_what, seqs=tuple(sorted(plan)), fields=len(fields), blobs=len(renamed),
-        reason=reason,
-    )  # fmt: skip
-    report.blobs = len(renamed)
-    report.seqs = sorted(plan)  # with the nodes_embedded records naming the new blobs
+    got: list[_Erasure] = []
+    said: list[str] = []  # the reason, redacted once
+
+    def decide(decided_at: int) -> list[ContentForgotten]:
+        got.append(_erasure(store, what, decided_at, seq, path, fact, text))
+        e = got[-1]
+        if dry_run:
+            return []
+        said[:] = said or [redact_input(store.warn, store.secrets(), "forget reason", reason)]
+        e.renamed = _reembed(store, e.plan, e.touched)
+        return [
+            ContentForgotten(
+                what=f"file {e.name}" if e.renames else what, seqs=tuple(sorted(e.plan)),
+                fields=len(e.fields), blobs=len(e.renamed), reason=said[0],
+            )
+        ]  # fmt: skip
+
     # recorded first: a redacted record is trusted only when a content_forgotten names
     # it (ocb_events.links), so a failure in between leaves a record that names seqs
     # still whole (forget again erases them), never an erasure nothing vouches for
-    report.recorded = store.record([event], "cli", expected_seq=decided_at)[0].seq
+    recs = store.transact(actor_of(actor), decide)
+    e = got[-1]
+    report = ForgetReport(what, sorted(e.plan), len(e.fields), 0, 0, dry_run)
+    report.field_names = sorted(set(e.fields))
+    report.still_in_workspace = _still_on_disk(store, e.paths, text, e.facts)
+    if dry_run:
+        return report
+    plan, renamed, renames, every = e.plan, e.renamed, e.renames, e.every
+    report.blobs = len(renamed)
+    report.seqs = sorted(plan)  # with the nodes_embedded records naming the new blobs
+    report.recorded = recs[0].seq
     try:
         log.redact({s: encode_record(r) for s, r in plan.items()})
     except LogError as exc:

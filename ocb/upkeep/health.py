@@ -19,15 +19,14 @@ from __future__ import annotations
 import msgspec
 
 from ocb.engine.policy import tiers
-from ocb.settings import Traversal
+from ocb.settings import Traversal, actor_of
 from ocb.store import Store
 from ocb_events.errors import InputError
 from ocb_events.schema import ConfigChanged, QueryTraced, Record
 from projections.graph import State as GraphState
-from replay.diff import tier_counts
+from projections.tiers import DORMANT_LIMIT, tier_counts, tier_shares
 
 WINDOW = 100
-DORMANT_LIMIT = 0.9
 ROUTABLE_SHARE = 0.3
 
 
@@ -53,10 +52,6 @@ class Health(msgspec.Struct):
     findings: list[str]
     proposals: list[Proposal]
 
-    @property
-    def healthy(self) -> bool:
-        return not self.findings
-
 
 def _positive_weights(g: GraphState) -> list[float]:
     return sorted(e.weight for ts in g.out.values() for e in ts.values() if e.weight > 0)
@@ -66,7 +61,7 @@ def assess(g: GraphState, traces: list[QueryTraced], s: Traversal) -> Health:
     """The health of a graph under settings ``s``, given its recent traces."""
     counts = tier_counts(g, tiers(s))
     total = sum(counts.values())
-    shares = {k: (v / total if total else 0.0) for k, v in counts.items()}
+    shares = tier_shares(counts)
     n = len(traces)
     avg_fired = sum(len(t.fired) for t in traces) / n if n else 0.0
     avg_seeds = sum(len(t.seeds) for t in traces) / n if n else 0.0
@@ -130,11 +125,14 @@ def check(
             f"`window` must be at least 1, got {window}", "pass `window=100`", param="window"
         )
     store.load("config", "graph", "traces")
-    trav = store.setting(Traversal)
-    refs = sorted(store.state("traces").by_id.values(), key=lambda r: r.seq)[-window:]
-    recent = [rec.event for ref in refs for rec in store.log.read(ref.seq, ref.seq)]
-    report = assess(store.graph, [t for t in recent if isinstance(t, QueryTraced)], trav)
-    events = decide_autotune(report) if apply else []
-    seq = store.log.last_seq
-    recs = store.record(events, actor, expected_seq=seq) if events else []
-    return report, recs
+    reports: list[Health] = []
+
+    def decide(_seq: int) -> list[ConfigChanged]:
+        trav = store.setting(Traversal)
+        refs = sorted(store.state("traces").by_id.values(), key=lambda r: r.seq)[-window:]
+        recent = [rec.event for ref in refs for rec in store.log.read(ref.seq, ref.seq)]
+        reports.append(assess(store.graph, [t for t in recent if isinstance(t, QueryTraced)], trav))
+        return decide_autotune(reports[-1]) if apply else []
+
+    recs = store.transact(actor_of(actor), decide)
+    return reports[-1], recs

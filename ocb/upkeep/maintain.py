@@ -33,8 +33,8 @@ from pathlib import Path
 import msgspec
 
 from ocb.engine.embed import Matrix, unpack_matrix
-from ocb.settings import Indexing, Maintenance, resolve
-from ocb.store import Store
+from ocb.settings import Actor, Indexing, Maintenance, actor_of, resolve
+from ocb.store import Decision, Store
 from ocb.upkeep.structure import decide_connect, decide_merge, decide_split
 from ocb.upkeep.weights import Change, OpPlan, View, decide_decay, decide_prune, decide_scale
 from ocb_events.clock import Clock, system_clock
@@ -210,6 +210,7 @@ def maintain(
         InputError: an unknown operation or a setting out of range (nothing recorded).
     """
     order = parse_ops(ops)
+    who = actor_of(actor)
     store.load("config", "graph", "traces", "vectors")
     s = resolve(Maintenance, store.state("config").values, **overrides)
     now = clock()
@@ -220,22 +221,42 @@ def maintain(
         view.graph, view.vectors = scratch.graph, scratch.vectors
     reports: list[OpReport] = []
     for op in order:
-        plan = _DECIDE[op](view)
-        if not plan.events:
-            reports.append(_report(plan, 0, 0, top))
+        if scratch is None:
+            reports.append(_record_op(store, op, view, who, top))
             continue
-        run = MaintenanceRan(op=op, params=plan.params, summary=plan.summary)
-        events: list[Event] = [run, *plan.events]
-        if scratch is not None:
+        plan = _DECIDE[op](view)
+        events = _events(op, plan)
+        if events:
             scratch.fold(events, plan.blobs, view.cause)
             view.graph = scratch.graph
-            reports.append(_report(plan, 0, len(events), top))
-        else:
-            store.record(events, actor, expected_seq=view.seq, blobs=plan.blobs)
-            view.graph = store.graph
-            reports.append(_report(plan, view.cause, len(events), top))
+        reports.append(_report(plan, 0, len(events), top))
         view.seq += len(events)
     return MaintenanceReport(dry_run=dry_run, now_ns=now, ops=reports)
+
+
+def _events(op: str, plan: OpPlan) -> list[Event]:
+    """The records of an operation: its ``maintenance_ran``, then its changes (none
+    when it changes nothing)."""
+    if not plan.events:
+        return []
+    return [MaintenanceRan(op=op, params=plan.params, summary=plan.summary), *plan.events]
+
+
+def _record_op(store: Store, op: str, view: View, actor: Actor, top: int) -> OpReport:
+    """Decide an operation on ``view`` and record it; when another writer appended
+    meanwhile, decided again on the brain as it is then."""
+    plans: list[OpPlan] = []
+
+    def decide(seq: int) -> Decision:
+        if seq != view.seq:  # the log moved on: the graph and settings as they are now
+            view.graph, view.seq = store.graph, seq
+            view.indexing = resolve(Indexing, store.state("config").values)
+        plans.append(_DECIDE[op](view))
+        return Decision(_events(op, plans[-1]), plans[-1].blobs)
+
+    recs = store.transact(actor, decide)
+    view.graph, view.seq = store.graph, store.log.last_seq
+    return _report(plans[-1], recs[0].seq if recs else 0, len(recs), top)
 
 
 # --------------------------------------------------------------------------- anchor
@@ -267,23 +288,29 @@ def anchor(
             "pass `node_ids=ID` (repeatable) or `path=PATH`",
             param=("node_ids", "path"),
         )
-    g = store.graph
-    seq = store.log.last_seq  # what ``changed`` is read from
-    for nid in node_ids:
-        if nid not in g.nodes:
-            raise unknown("node", nid, sorted(g.nodes), "list node ids with ocb query --json")
-    rel = _relative(store, path) if path else ""
-    if rel and rel not in g.files:
-        raise unknown("file", rel, sorted(g.files), "give a path relative to the workspace")
-    ids = sorted(set(node_ids) | set(g.files[rel].chunks if rel else ()))
-    changed = [i for i in ids if g.nodes[i].authority != authority]
-    file_changes = bool(rel) and g.file_authority.get(rel, "overlay") != authority
-    if not changed and not file_changes:
-        return AnchorReport(authority, [], rel, 0)
-    event = AuthoritySet(
-        authority=authority,  # type: ignore[arg-type]
-        node_ids=tuple(sorted(set(node_ids))),
-        path=rel,
-    )
-    rec = store.record([event], "human", expected_seq=seq)[0]
-    return AnchorReport(authority, changed, rel, rec.seq)
+    decided: list[tuple[list[str], str]] = []
+
+    def decide(_seq: int) -> list[AuthoritySet]:
+        g = store.graph  # what ``changed`` is read from
+        for nid in node_ids:
+            if nid not in g.nodes:
+                raise unknown("node", nid, sorted(g.nodes), "list node ids with ocb query --json")
+        rel = _relative(store, path) if path else ""
+        if rel and rel not in g.files:
+            raise unknown("file", rel, sorted(g.files), "give a path relative to the workspace")
+        ids = sorted(set(node_ids) | set(g.files[rel].chunks if rel else ()))
+        changed = [i for i in ids if g.nodes[i].authority != authority]
+        decided.append((changed, rel))
+        if not changed and not (rel and g.file_authority.get(rel, "overlay") != authority):
+            return []
+        return [
+            AuthoritySet(
+                authority=authority,  # type: ignore[arg-type]
+                node_ids=tuple(sorted(set(node_ids))),
+                path=rel,
+            )
+        ]
+
+    recs = store.transact("human", decide)
+    changed, rel = decided[-1]
+    return AnchorReport(authority, changed, rel, recs[0].seq if recs else 0)

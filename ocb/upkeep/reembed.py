@@ -3,7 +3,7 @@ one append (the embedder, then the vectors), or nothing when the embedder fails.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from hashlib import sha256
 
 import numpy as np
@@ -11,7 +11,7 @@ import numpy as np
 from ocb.engine.embed import Embedder, Matrix, pack_matrix
 from ocb.engine.embedders import embedder_from_spec, embedder_spec
 from ocb.reports import ReembedReport
-from ocb.store import Store
+from ocb.store import Decision, Store
 from ocb.upkeep.blobs import text_of
 from ocb_events.schema import EmbedderConfigured, Event, NodesEmbedded
 
@@ -29,13 +29,36 @@ def reembed(store: Store, spec: str, progress: Progress | None = None) -> Reembe
     """
     embedder = embedder_from_spec(spec, cache_dir=store.path / "cache")
     store.load("graph", "vectors")
-    seq = store.log.last_seq
-    vec = store.state("vectors")
-    before = vec.embedder_id
-    if before == embedder.id:
+    got: list[tuple[str, int]] = []
+
+    def decide(_seq: int) -> Decision:
+        before = store.state("vectors").embedder_id
+        if before == embedder.id:
+            got.append((before, 0))
+            return Decision(())
+        decision = _switch(store, embedder, progress)
+        got.append((before, _embedded(decision.events)))
+        return decision
+
+    recs = store.transact("reembed", decide)
+    before, n = got[-1]
+    if not recs:
         return ReembedReport(before, before, embedder_spec(embedder), 0, 0)
+    store.use_embedder(embedder)
+    return ReembedReport(before, embedder.id, embedder_spec(embedder), n, store.log.last_seq)
+
+
+def _embedded(events: Sequence[Event]) -> int:
+    """How many vectors ``events`` record."""
+    return sum(len(ev.node_ids) for ev in events if isinstance(ev, NodesEmbedded))
+
+
+def _switch(store: Store, embedder: Embedder, progress: Progress | None) -> Decision:
+    """The records of a switch to ``embedder``: the embedder, then every vector that the
+    brain holds (or, on a brain that holds none yet, of every node) made again."""
     g = store.graph
-    ids = sorted(n for n in vec.rows if n in g.nodes) if before else sorted(g.nodes)
+    vec = store.state("vectors")
+    ids = sorted(n for n in vec.rows if n in g.nodes) if vec.embedder_id else sorted(g.nodes)
     events: list[Event] = [
         EmbedderConfigured(embedder_id=embedder.id, dim=embedder.dim, spec=embedder_spec(embedder))
     ]
@@ -51,9 +74,7 @@ def reembed(store: Store, spec: str, progress: Progress | None = None) -> Reembe
         )
         if progress:
             progress("embed", min(start + BATCH, len(ids)), len(ids))
-    store.record(events, "reembed", expected_seq=seq, blobs=blobs)
-    store.use_embedder(embedder)
-    return ReembedReport(before, embedder.id, embedder_spec(embedder), len(ids), store.log.last_seq)
+    return Decision(events, blobs)
 
 
 def _rows(embedder: Embedder, texts: list[str]) -> Matrix:

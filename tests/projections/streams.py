@@ -48,8 +48,11 @@ from ocb_events.schema import (
     ReflectChange,
     ReflectRan,
     Retracted,
+    RouteCredit,
     RouteModelTrained,
+    RouteUpdated,
     SeqRange,
+    TeacherLabeled,
     TurnWarmed,
     WorkspaceAttached,
 )
@@ -335,6 +338,31 @@ events: st.SearchStrategy[Event] = st.one_of(
     st.builds(RecordLost, reason=st.just("damaged record")),  # a tombstone of a repair
     st.builds(LogRepaired, lost=st.just((SeqRange(first=1, last=2),)), rebased_from=st.just(1)),
     st.builds(ContentForgotten, what=st.just("record 3"), seqs=st.just((3,))),
+    st.builds(  # a route's change, or the reversal of one (no key) that may find none
+        RouteUpdated,
+        route_id=st.sampled_from(["r1", "r2", "r3"]),
+        cause_seq=st.integers(1, 50),
+        credits=st.lists(
+            st.builds(
+                RouteCredit,
+                node=node_ids,
+                delta=st.sampled_from([-0.5, -0.25, 0.25, 0.5]) | weights,
+                text_hash=st.sampled_from(["", "h1", "h2"]),
+            ),
+            max_size=3,
+        ).map(tuple),
+        misses=st.integers(-1, 2),
+        key=st.sampled_from(["", "deploy", "deploy log", "log"]),
+        query=texts,
+    ),
+    st.builds(  # a teacher's label: no projection folds it
+        TeacherLabeled,
+        trace_id=st.sampled_from(["t1", "t2"]),
+        hop=st.integers(0, 3),
+        node=node_ids,
+        targets=st.just(("a.md::1",)),
+        scores=st.just((0.5,)),
+    ),
     st.builds(  # a warmed turn beside its trace: no projection folds it
         TurnWarmed,
         path=st.sampled_from(["/s/a.jsonl", "/s/b.jsonl"]),

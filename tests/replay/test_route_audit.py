@@ -6,7 +6,8 @@ question); the same in ``memory_why``'s JSON and in SQL (``route_credits``)."""
 from __future__ import annotations
 
 from ocb.brain import Brain
-from ocb.cli.render.audit import node_json, node_text
+from ocb.cli.render.audit import node_text
+from ocb.wire import node_json
 
 TRAINED = "how do I roll back a bad deploy of build 1234"
 OTHER = "how do I roll back a bad deploy of build 1240"

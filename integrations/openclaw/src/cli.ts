@@ -3,7 +3,7 @@
 import type { OpenClawPluginApi } from "openclaw/plugin-sdk/plugin-entry";
 import type { Settings } from "./config.ts";
 import type { Daemon } from "./daemon.ts";
-import { type Answer, toHits } from "./recall.ts";
+import type { Found } from "./recall.ts";
 
 type Program = Parameters<Parameters<OpenClawPluginApi["registerCli"]>[0]>[0]["program"];
 
@@ -45,8 +45,8 @@ export function registerBrainCli(
         .action((words: string[], opts: { top: string }) =>
           run(daemonFor(workspaceDir), async (d) => {
             const top = Math.max(1, Number(opts.top) || 5);
-            const answer = await d.call<Answer>("query", { text: words.join(" "), top, record: false });
-            return { query: answer.query, results: toHits(answer, top) };
+            const found = await d.call<Found>("search", { text: words.join(" "), top, record: false, style: "openclaw" });
+            return { query: found.query, results: found.results };
           }),
         );
       brain

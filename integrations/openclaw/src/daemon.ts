@@ -23,10 +23,18 @@ export type Logger = {
 export class DaemonError extends Error {
   readonly code: number | string;
   readonly hint: string;
-  constructor(message: string, code: number | string, hint = "") {
+  /** The kind of a request the daemon refused (the brain's error, e.g. WorkspaceError); "" otherwise. */
+  readonly kind: string;
+  constructor(message: string, code: number | string, hint = "", kind = "") {
     super(message);
     this.code = code;
     this.hint = hint;
+    this.kind = kind;
+  }
+
+  /** The daemon refused the request (its hint names the fix), rather than failing. */
+  get refused(): boolean {
+    return this.kind !== "";
   }
 }
 
@@ -103,14 +111,14 @@ export function rawCall(
       buf += chunk;
       const nl = buf.indexOf("\n");
       if (nl < 0) return;
-      let msg: { result?: unknown; error?: { code: number; message: string; data?: { hint?: string } } };
+      let msg: { result?: unknown; error?: { code: number; message: string; data?: { hint?: string; kind?: string } } };
       try {
         msg = JSON.parse(buf.slice(0, nl)) as typeof msg;
       } catch {
         finish(new DaemonError("ocb daemon sent a line that is not JSON", "EPROTO"));
         return;
       }
-      if (msg.error) finish(new DaemonError(msg.error.message, msg.error.code, msg.error.data?.hint ?? ""));
+      if (msg.error) finish(new DaemonError(msg.error.message, msg.error.code, msg.error.data?.hint ?? "", msg.error.data?.kind ?? ""));
       else finish(null, msg.result);
     });
     sock.on("error", (err: NodeJS.ErrnoException) => {

@@ -2,7 +2,7 @@
 // refuses a path here first, then reads through the daemon's `read`, which checks again,
 // refuses files the brain never indexes (.env, .git, the brain itself) and redacts
 // secrets as the brain does.
-import { realpathSync, readFileSync, statSync } from "node:fs";
+import { realpathSync, statSync } from "node:fs";
 import { isAbsolute, relative, resolve, sep } from "node:path";
 
 export const DEFAULT_LINES = 120;
@@ -88,15 +88,4 @@ export type ReadAnswer = { path: string; from: number; to: number; total_lines: 
 export function excerptOfRead(got: ReadAnswer): Excerpt {
   const picked = got.to >= got.from ? got.text.split("\n") : [];
   return excerptOf(got.path, picked, got.from, got.total_lines);
-}
-
-/** Lines `from`.. (1-based) of a workspace file read here, at most `lines` of them and MAX_CHARS. */
-export function readExcerpt(workspace: string, relPath: string, from = 1, lines = DEFAULT_LINES): Excerpt {
-  const real = resolveInWorkspace(workspace, relPath);
-  const all = readFileSync(real, "utf8").split("\n");
-  if (all.length > 1 && all[all.length - 1] === "") all.pop();
-  const start = Math.max(1, Math.floor(from));
-  const picked = all.slice(start - 1, start - 1 + Math.max(1, Math.floor(lines)));
-  const path = relative(realpathSync(workspace), real).split(sep).join("/");
-  return excerptOf(path, picked, start, all.length);
 }

@@ -27,9 +27,8 @@ export class Sessions {
   }
 
   /** Remember a recall of `key`'s run: its trace and the sources of what fired. */
-  traced(key: string | undefined, answer: { trace_id?: string; results?: { source: string; fired: boolean }[] }): void {
+  traced(key: string | undefined, answer: { trace_id?: string; fired?: string[] }): void {
     if (!key || !answer.trace_id) return;
-    const fired = (answer.results ?? []).filter((r) => r.fired).map((r) => r.source);
-    this.get(key).traces.push({ id: answer.trace_id, fired });
+    this.get(key).traces.push({ id: answer.trace_id, fired: answer.fired ?? [] });
   }
 }

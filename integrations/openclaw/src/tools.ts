@@ -5,10 +5,9 @@
 import type { Settings } from "./config.ts";
 import { ACTOR, type Daemon, DaemonError, type Logger, errorText } from "./daemon.ts";
 import { DEFAULT_LINES, PathRefused, type ReadAnswer, cleanPath, excerptOfRead, resolveInWorkspace } from "./files.ts";
-import { type Answer, toHits } from "./recall.ts";
+import type { Found } from "./recall.ts";
 import type { Sessions } from "./sessions.ts";
 
-const USER_ERROR = -32001; // the daemon's code for a refused request (its hint names the fix)
 const KINDS = ["W", "B", "O", "S"];
 
 /** What a tool's factory gets from the host (the fields the plugin reads). */
@@ -105,12 +104,11 @@ const search = (deps: ToolDeps) =>
       const query = text(params.query);
       if (!query) throw new Error("query is empty");
       const max = whole(params.maxResults, 6, 1);
-      const minScore = typeof params.minScore === "number" ? params.minScore : -Infinity;
+      const least = typeof params.minScore === "number" && Number.isFinite(params.minScore) ? { min_score: params.minScore } : {};
       const d = daemonOf(deps, ctx);
-      const answer = await d.call<Answer>("query", { text: query, top: max, chat_id: ctx.sessionKey ?? "", actor: ACTOR });
-      deps.sessions.traced(ctx.sessionKey, answer);
-      const hits = toHits(answer, max, minScore);
-      return { results: hits, provider: "openclawbrain", citations: "on", mode: "graph", trace_id: answer.trace_id };
+      const found = await d.call<Found>("search", { text: query, top: max, chat_id: ctx.sessionKey ?? "", actor: ACTOR, style: "openclaw", ...least });
+      deps.sessions.traced(ctx.sessionKey, found);
+      return { results: found.results, provider: "openclawbrain", citations: "on", mode: "graph", trace_id: found.trace_id };
     },
   );
 
@@ -131,7 +129,7 @@ const get = (deps: ToolDeps) =>
     (err, params) => {
       const path = typeof params.path === "string" ? params.path : "";
       if (unreachable(err)) return { path, text: "", disabled: true, unavailable: true, error: errorText(err) };
-      const refused = err instanceof PathRefused || (err instanceof DaemonError && err.code === USER_ERROR);
+      const refused = err instanceof PathRefused || (err instanceof DaemonError && err.refused);
       return { path, text: "", status: "error", code: refused ? "PATH_REFUSED" : "MEMORY_READ_FAILED", error: errorText(err) };
     },
     async (ctx, _id, params) => {

@@ -7,10 +7,10 @@ import { dirname, join } from "node:path";
 import { promptSection } from "../src/prompt.ts";
 import { test } from "node:test";
 import { Daemon, DaemonError, rawCall } from "../src/daemon.ts";
-import { PathRefused, excerptOfRead, readExcerpt } from "../src/files.ts";
+import { PathRefused, excerptOfRead, resolveInWorkspace } from "../src/files.ts";
 import { mergeHint } from "../src/hints.ts";
 import { extractLearnings, messageText } from "../src/learnings.ts";
-import { type Answer, CLAIM_MARK, contextBlock, parseSource, toHits } from "../src/recall.ts";
+import { parseSource, stripContext } from "../src/recall.ts";
 import { citationsIn, finalAnswer, formatSpan, readsIn, touches } from "../src/citations.ts";
 import { locate, readSettings } from "../src/config.ts";
 import { type Trace, attribute, learningsOf, outcomesOf, said, succeeded, usedBy } from "../src/run.ts";
@@ -27,39 +27,21 @@ function workspace(): string {
   return join(root, "ws");
 }
 
-test("memory_get reads lines and refuses paths out of the workspace", () => {
+test("memory_get refuses paths out of the workspace", () => {
   const ws = workspace();
-  const got = readExcerpt(ws, "notes/a.md", 2, 2);
-  assert.deepEqual(got, { path: "notes/a.md", from: 2, lines: 2, totalLines: 4, text: "two\nthree", truncated: true, nextFrom: 4 });
-  assert.equal(readExcerpt(ws, "in.md").text, "one\ntwo\nthree\nfour");
+  const real = resolveInWorkspace(ws, "notes/a.md#L2-L3");
+  assert.equal(readFileSync(real, "utf8"), "one\ntwo\nthree\nfour\n");
+  assert.equal(resolveInWorkspace(ws, "in.md"), real, "a link inside the workspace is followed");
   for (const bad of ["../secret.md", "notes/../../secret.md", "/etc/passwd", "notes/out.md", "missing.md", ""]) {
-    assert.throws(() => readExcerpt(ws, bad), PathRefused, bad);
+    assert.throws(() => resolveInWorkspace(ws, bad), PathRefused, bad);
   }
 });
 
-test("sources split into path and lines; hits carry citations", () => {
+test("sources split into path and lines (hits and the context block come shaped by the daemon)", () => {
   assert.deepEqual(parseSource("runbooks/rollback.md#L12-L20"), { path: "runbooks/rollback.md", startLine: 12, endLine: 20 });
   assert.deepEqual(parseSource("a.md#L3"), { path: "a.md", startLine: 3, endLine: 3 });
   assert.deepEqual(parseSource("inject:c1"), { path: "inject:c1", startLine: 0, endLine: 0 });
-  const answer: Answer = {
-    trace_id: "t1", query: "q", fired: ["a"], context_chars: 0,
-    results: [
-      { id: "a", source: "a.md#L1-L2", text: "x".repeat(900), score: 0.91234, fired: true, kind: "chunk" },
-      { id: "b", source: "b.md#L5", text: "short", score: 0.1, fired: false, kind: "chunk" },
-    ],
-  };
-  const hits = toHits(answer, 6, 0.2);
-  assert.equal(hits.length, 1);
-  assert.equal(hits[0]?.citation, "a.md#L1-L2");
-  assert.ok(hits[0]?.snippet.endsWith("\n\nSource: a.md#L1-L2"));
-  assert.ok((hits[0]?.snippet.length ?? 0) <= 700 + "\n\nSource: a.md#L1-L2".length);
-  for (const budget of [300, 500, 2000]) {
-    const block = contextBlock(answer, budget);
-    assert.ok(block.text.length <= budget, `${block.text.length} > ${budget}`);
-    assert.ok(block.text.includes("[a.md#L1-L2]"));
-    assert.ok(!block.text.includes("b.md"), "a chunk that did not fire is not injected");
-  }
-  assert.equal(contextBlock(answer, 100).text, "");
+  assert.equal(stripContext("a<ocb-memory>\nrecalled\n</ocb-memory>b"), "ab");
 });
 
 test("learnings are the surprise sentences of user and assistant text, without recalled context", () => {
@@ -275,7 +257,7 @@ test("the tools send what they record as the plugin's, and memory_feedback's tra
       const req = JSON.parse(line) as { id: number; method: string; params: Record<string, unknown> };
       seen.push({ method: req.method, params: req.params });
       const result = req.method === "hello" ? { protocol: 1 }
-        : req.method === "query" ? { trace_id: "t9", query: "q", fired: ["a"], context_chars: 1, results: [{ id: "a", source: "a.md#L1-L2", text: "x", score: 1, fired: true, kind: "chunk" }] }
+        : req.method === "search" ? { trace_id: "t9", query: "q", fired: ["a.md#L1-L2"], results: [{ path: "a.md", startLine: 1, endLine: 2, score: 1, snippet: "x\n\nSource: a.md#L1-L2", source: "memory", citation: "a.md#L1-L2" }] }
         : req.method === "learn" ? { trace_id: "t9", recorded: true }
         : { id: "f1" };
       conn.end(JSON.stringify({ jsonrpc: "2.0", id: req.id, result }) + "\n");
@@ -292,29 +274,13 @@ test("the tools send what they record as the plugin's, and memory_feedback's tra
     await tools.get("memory_feedback")?.execute("c3", { reward: 1, cited: ["a.md#L1"] });
     await tools.get("memory_feedback")?.execute("c4", { reward: -1, cited: ["a.md#L1"], trace_id: "t9" });
     const sent = seen.filter((s) => s.method !== "hello");
-    assert.deepEqual(sent.map((s) => [s.method, s.params.actor]), [["query", "plugin"], ["retain", "plugin"], ["learn", "plugin"], ["learn", "plugin"]]);
+    assert.deepEqual(sent.map((s) => [s.method, s.params.actor]), [["search", "plugin"], ["retain", "plugin"], ["learn", "plugin"], ["learn", "plugin"]]);
     assert.deepEqual(sent[1]?.params, { content: "Deploys need the VPN.", kind: "W", speaker: "assistant", session: "agent:main:t-1", actor: "plugin" });
     assert.deepEqual(sent[2]?.params, { outcome: 1, chat_id: "agent:main:t-1", cited: ["a.md#L1"], source: "self", request_id: "ocb-memory:feedback:c3", actor: "plugin" });
     assert.deepEqual(sent[3]?.params, { outcome: -1, trace_id: "t9", source: "self", request_id: "ocb-memory:feedback:c4", actor: "plugin" });
   } finally {
     server.close();
   }
-});
-
-test("a claim keeps its flag in a hit and is marked as one in the injected block", () => {
-  const answer: Answer = {
-    trace_id: "t1", query: "q", fired: ["a", "b"], context_chars: 0,
-    results: [
-      { id: "a", source: "memory/d.md#L4", text: "The user said the deploy failed.", score: 0.9, fired: true, kind: "chunk" },
-      { id: "b", source: "memory/d.md#L5", text: "The fix was certbot renew.", score: 0.5, fired: true, kind: "chunk", claim: true },
-    ],
-  };
-  const hits = toHits(answer, 6);
-  assert.deepEqual(hits.map((h) => h.claim), [undefined, true]);
-  const block = contextBlock(answer, 2000).text;
-  assert.ok(block.includes("[memory/d.md#L4]\nThe user said"));
-  assert.ok(block.includes(`[memory/d.md#L5]${CLAIM_MARK}\nThe fix was`));
-  assert.ok(block.includes("for this turn"));
 });
 
 test("a run whose model request failed is a failure, though the host says success", () => {

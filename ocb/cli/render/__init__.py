@@ -1,2 +1,2 @@
-"""Text and JSON rendering of what the brain's commands return, one module per concern;
-``encode`` turns result structs into JSON (msgspec builtins, then one compact line)."""
+"""The human text of what the brain's commands return, one module per concern (their
+JSON objects are ``ocb.wire``'s, shared with the daemon and its clients)."""

@@ -1,22 +1,12 @@
-"""Rendering ``ocb audit edge`` and ``ocb audit node``: every change and its cause as
-text; the JSON objects are the audit structs' fields (documented in README.md)."""
+"""Rendering ``ocb audit edge`` and ``ocb audit node`` as text: every change and its
+cause (the JSON objects are ``ocb.wire``'s)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from ocb.cli.render.encode import fields
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from replay.audit import Cause, EdgeAudit, NodeAudit
-
-
-def edge_json(a: EdgeAudit) -> dict[str, Any]:
-    return fields(a)
-
-
-def node_json(a: NodeAudit) -> dict[str, Any]:
-    return fields(a)
 
 
 def _w(v: float | None) -> str:

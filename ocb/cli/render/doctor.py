@@ -1,33 +1,14 @@
-"""Rendering ``ocb doctor`` and the blob repair it can run first: the stable JSON object
-(documented in README.md) and the human text."""
+"""Rendering ``ocb doctor`` and the blob repair it can run first as text (the JSON
+object is ``ocb.wire``'s)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from ocb.cli.render.encode import plain
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ocb.upkeep.blobs import BlobReport
+    from ocb.wire.answers import Doctored
     from replay.verify import Check
-
-Doctored = tuple[list["Check"], "BlobReport | None"]
-"""A doctor run, and the blob repair that ran first (None without ``--repair``)."""
-
-
-def doctor_json(got: Doctored) -> dict[str, Any]:
-    """``{repair: {named, regenerated, lost}}`` after ``--repair``, then ``{ok, checks}``."""
-    checks, fixed = got
-    out: dict[str, Any] = {}
-    if fixed is not None:
-        out["repair"] = {
-            "named": fixed.named,
-            "regenerated": fixed.regenerated,
-            "lost": plain(fixed.lost),
-        }
-    out["ok"] = all(c.ok for c in checks)
-    out["checks"] = plain(checks)
-    return out
 
 
 def doctor_text(checks: list[Check]) -> str:

@@ -1,50 +1,14 @@
-"""Rendering the graph commands (``init``, ``query``, ``learn``, ``inject``): the stable
-JSON objects (documented in README.md) and the human text."""
+"""Rendering the graph commands (``init``, ``query``, ``learn``, ``inject``) as text
+(the JSON objects are ``ocb.wire``'s)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import msgspec
-
-from ocb.cli.render.encode import fields
 from ocb.settings import ROUTE_RULES
 
 if TYPE_CHECKING:
-    from ocb.reports import Answer, Hit, InjectReport, LearnReport, SyncReport
-    from ocb_events.schema import EdgeDelta
-
-
-def deltas_json(deltas: list[EdgeDelta]) -> list[dict[str, Any]]:
-    """``[{source, target, delta}]`` (an ``EdgeDelta`` is stored as an array)."""
-    return [msgspec.structs.asdict(d) for d in deltas]
-
-
-def hit_json(h: Hit) -> dict[str, Any]:
-    """One result: ``{id, source, text, score, fired, kind}``, ``also`` (the sources
-    of chunks merged into it) only when it has some, and ``claim: true`` for the lines
-    of what an assistant said and nothing confirmed."""
-    out: dict[str, Any] = {
-        "id": h.id,
-        "source": h.source,
-        "text": h.text,
-        "score": h.score,
-        "fired": h.fired,
-        "kind": h.kind,
-    }
-    if h.also:
-        out["also"] = list(h.also)
-    if h.claim:
-        out["claim"] = True
-    return out
-
-
-def answer_json(a: Answer) -> dict[str, Any]:
-    """The answer's fields with ``chat_id`` third (after ``trace_id`` and ``query``)."""
-    d = msgspec.structs.asdict(a)
-    d["results"] = [hit_json(h) for h in a.results]
-    head = {"trace_id": d.pop("trace_id"), "query": d.pop("query"), "chat_id": d.pop("chat_id")}
-    return head | d
+    from ocb.reports import Answer, InjectReport, LearnReport, SyncReport
 
 
 def answer_text(a: Answer) -> str:
@@ -65,16 +29,6 @@ def answer_text(a: Answer) -> str:
     return "\n".join(lines)
 
 
-def sync_json(r: SyncReport) -> dict[str, Any]:
-    """The report's fields, with ``skipped`` and ``secrets`` as objects, not tuples."""
-    d = fields(r)
-    d["skipped"] = [{"path": p, "reason": why} for p, why in r.skipped]
-    d["secrets"] = [
-        {"path": p, "line": line, "end_line": end, "kind": kind} for p, line, end, kind in r.secrets
-    ]
-    return d
-
-
 def sync_text(r: SyncReport) -> str:
     moved = f"{r.files_moved} moved, " if r.files_moved else ""
     revised = f", {r.chunks_revised} revised" if r.chunks_revised else ""
@@ -88,12 +42,6 @@ def sync_text(r: SyncReport) -> str:
     if r.blobs_regenerated:
         text += f" regenerated {r.blobs_regenerated} lost vector blob(s)."
     return text
-
-
-def learn_json(r: LearnReport) -> dict[str, Any]:
-    d = fields(r)
-    d["deltas"] = deltas_json(r.deltas)
-    return d
 
 
 def learn_text(r: LearnReport) -> str:
@@ -111,10 +59,6 @@ def learn_text(r: LearnReport) -> str:
     top = sorted(r.deltas, key=lambda d: (-abs(d.delta), d.source, d.target))[:8]
     lines += [f"  {d.delta:+.3f}  {d.source} -> {d.target}" for d in top]
     return "\n".join(lines)
-
-
-def inject_json(r: InjectReport) -> dict[str, Any]:
-    return fields(r)
 
 
 def inject_text(r: InjectReport) -> str:

@@ -1,22 +1,9 @@
-"""Rendering the current facts (``ocb.memory.kg``) for the CLI: the stable JSON objects and the
-human text.
-
-JSON shapes (keys in this order):
-
-- ``kg set``: ``{subject, predicate, value, source, seq, time, changed, previous}``;
-  ``changed`` is true when the value differs from ``previous`` (null for a new fact).
-- ``kg get``: ``{subject, seq, now, stale_days, facts: [{predicate, value, source, seq,
-  since, verified, age_days, stale, caveat, conflicts: [{value, source, time, seq}]}]}``;
-  ``caveat`` is null unless ``stale``; times are ISO 8601 UTC.
-- ``kg history``: ``{subject, seq, predicates: [{predicate, statements: [{value, source,
-  time, seq}]}]}``, statements oldest first.
-"""
+"""Rendering the current facts (``ocb.memory.kg``) as text (the JSON objects, and their
+shapes, are ``ocb.wire``'s)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from ocb.cli.render.encode import fields
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ocb.memory.kg import KgHistory, KgSetReport, KgView
@@ -25,10 +12,6 @@ if TYPE_CHECKING:
 def _days(days: float) -> str:
     """``1 day``, ``2.5 days``: as the staleness caveat of ``ocb.memory.kg`` says it."""
     return f"{days:g} day" + ("" if days == 1 else "s")
-
-
-def set_json(r: KgSetReport) -> dict[str, Any]:
-    return fields(r)
 
 
 def set_text(r: KgSetReport) -> str:
@@ -40,10 +23,6 @@ def set_text(r: KgSetReport) -> str:
         what = "unchanged; re-verified"
     cite = f" from {r.source}" if r.source else ""
     return f"{r.subject} {r.predicate} = {r.value}{cite} ({what}) at seq {r.seq}"
-
-
-def get_json(v: KgView) -> dict[str, Any]:
-    return fields(v)
 
 
 def get_text(v: KgView) -> str:
@@ -59,10 +38,6 @@ def get_text(v: KgView) -> str:
             by = f" from {c.source}" if c.source else " (no source)"
             lines.append(f"    conflict: {c.value}{by} at {c.time} (seq {c.seq})")
     return "\n".join(lines)
-
-
-def history_json(h: KgHistory) -> dict[str, Any]:
-    return fields(h)
 
 
 def history_text(h: KgHistory) -> str:

@@ -1,30 +1,15 @@
-"""Rendering the typed memory (``retain``, ``recall``, ``reflect``): the stable JSON
-objects and the human text.
-
-JSON shapes (documented in README.md):
-
-- ``retain``: ``{id, source, created, path, bullet, confirmed}`` (``id`` is the fact's
-  id; ``confirmed`` the claims it confirmed).
-- ``recall``: ``{trace_id, query, date_phrase, results, context_chars, dropped}``; each
-  result ``{id, source, text, score, kind, day, entities, parts: {match, salience,
-  access}, via}``, with ``confidence`` (opinions, claims) and ``evidence`` only when
-  set, ``speaker``, ``session`` and ``turn`` for a fact an assistant or a tool said, and
-  ``claim: true`` for a claim nothing confirmed yet.
-- ``reflect``: ``{"seq", "since_ns", "since", "priority": [fact ids], "changes":
-  [{"path", "change", "subject", "before", "after", "supporting", "contradicting",
-  "sources"}], "written": [paths]}``. ``seq`` is 0 when nothing changed.
-"""
+"""Rendering the typed memory (``retain``, ``recall``, ``reflect``) as text (the JSON
+objects, and their shapes, are ``ocb.wire``'s)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from ocb.cli.render.encode import fields
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ocb.memory.recall import RecallItem
+    from ocb.memory.recall_service import RecallAnswer
     from ocb.memory.reflect import ReflectItem, ReflectReport
-    from ocb.memory.retain import RecallAnswer, RetainReport
+    from ocb.memory.retain import RetainReport
 
 
 def retain_text(r: RetainReport) -> str:
@@ -34,53 +19,6 @@ def retain_text(r: RetainReport) -> str:
     if r.confirmed:
         text += f"\n  confirms the claim(s) {', '.join(r.confirmed)}"
     return text
-
-
-def retain_json(r: RetainReport) -> dict[str, Any]:
-    return {
-        "id": r.fact_id,
-        "source": r.source,
-        "created": r.created,
-        "path": r.path,
-        "bullet": r.bullet,
-        "confirmed": r.confirmed,
-    }
-
-
-def item_json(it: RecallItem) -> dict[str, Any]:
-    """One result: the retrieval contract (id, source, text, score) and the fact's
-    kind, day, entities, score parts, entity path and (opinions) confidence."""
-    out: dict[str, Any] = {
-        "id": it.id,
-        "source": it.source,
-        "text": it.text,
-        "score": it.score,
-        "kind": it.kind,
-        "day": it.day,
-        "entities": list(it.entities),
-        "parts": {"match": it.match, "salience": it.salience, "access": it.access},
-        "via": list(it.via),
-    }
-    if it.confidence is not None:
-        out["confidence"] = it.confidence
-    if it.evidence:
-        out["evidence"] = list(it.evidence)
-    if it.speaker != "user":
-        out.update(speaker=it.speaker, session=it.session, turn=it.turn)
-    if it.claim:
-        out["claim"] = True
-    return out
-
-
-def recall_json(a: RecallAnswer) -> dict[str, Any]:
-    return {
-        "trace_id": a.trace_id,
-        "query": a.query,
-        "date_phrase": a.date_phrase,
-        "results": [item_json(it) for it in a.results],
-        "context_chars": a.context_chars,
-        "dropped": a.dropped,
-    }
 
 
 def _line(n: int, it: RecallItem, explain: bool, w: tuple[float, float, float]) -> list[str]:
@@ -117,10 +55,6 @@ def recall_text(a: RecallAnswer, explain: bool = False) -> str:
     if a.trace_id:
         tail += f"; trace {a.trace_id}"
     return "\n".join([*out, tail])
-
-
-def reflect_json(r: ReflectReport) -> dict[str, Any]:
-    return fields(r)
 
 
 def _item_text(x: ReflectItem) -> list[str]:

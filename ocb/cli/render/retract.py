@@ -1,43 +1,12 @@
-"""Rendering ``ocb retract``: the stable JSON object (documented in README.md) and the
-human text."""
+"""Rendering ``ocb retract`` as text (the JSON object is ``ocb.wire``'s)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from ocb.cli.render.encode import plain
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ocb.graph.retract import RetractReport
     from ocb.memory.unretain import FactRetraction
-
-
-def retract_json(r: RetractReport) -> dict[str, Any]:
-    """The weights and relevances moved as their fields; the record taken back under
-    ``target``, a baseline as ``{node, before, after}``, a removed edge as ``{source,
-    target, weight}``."""
-    return {
-        "seq": r.seq,
-        "recorded": r.recorded,
-        "target": {"seq": r.target_seq, "kind": r.kind, "detail": r.detail},
-        "reason": r.reason,
-        "weights": plain(r.weights),
-        "baselines": [
-            {"node": m.source, "before": m.before, "after": m.after} for m in r.baselines
-        ],
-        "relevance": plain(r.relevance),
-        "removed": {
-            "node": r.removed_node,
-            "edges": [
-                {"source": m.source, "target": m.target, "weight": m.before} for m in r.removed
-            ],
-        },
-        "skipped": r.skipped,
-        "credits": [
-            {"route": m.source, "node": m.target, "before": m.before, "after": m.after}
-            for m in r.credits
-        ],
-    }
 
 
 def retract_text(r: RetractReport) -> str:
@@ -64,19 +33,6 @@ def retract_text(r: RetractReport) -> str:
     ]
     lines += [f"  skipped {s}" for s in r.skipped]
     return "\n".join(lines)
-
-
-def fact_json(r: FactRetraction) -> dict[str, Any]:
-    """``{fact, source, path, removed, speaker, written}``: the fact taken back, where
-    it stood, the lines removed and whether they were (not on a dry run)."""
-    return {
-        "fact": r.fact_id,
-        "source": r.source,
-        "path": r.path,
-        "removed": r.removed,
-        "speaker": r.speaker,
-        "written": r.written,
-    }
 
 
 def fact_text(r: FactRetraction) -> str:

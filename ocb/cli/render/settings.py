@@ -1,30 +1,12 @@
-"""Rendering ``ocb config``: the settings in force, which of them were recorded, and
-what each one is."""
+"""Rendering ``ocb config`` as text: the settings in force, which of them were recorded,
+and what each one is (the JSON object is ``ocb.wire``'s)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import Any
 
-from ocb.settings import in_force, lookup, registry
-
-
-def settings_json(recorded: Mapping[str, Any], key: str | None = None) -> dict[str, Any]:
-    """Every setting in force (or only ``key``) by ``section.name``, given the recorded
-    values: ``{"settings", "recorded", "keys"}``.
-
-    Raises:
-        InputError: an unknown key (naming the close matches).
-    """
-    known = registry()
-    keys = list(known) if key is None else [lookup(key).key]
-    values = in_force(recorded)
-    return {
-        "settings": {k: values[k] for k in keys},
-        "recorded": [k for k in keys if k in recorded],
-        "keys": {k: known[k].about() for k in keys},
-    }
+from ocb.settings import lookup
 
 
 def settings_text(d: dict[str, Any]) -> str:

@@ -1,29 +1,18 @@
-"""Rendering what changes the brain's storage (``snapshot``, ``forget``): the stable JSON
-objects (documented in README.md) and the human text."""
+"""Rendering what changes the brain's storage (``snapshot``, ``forget``) as text (the
+JSON objects are ``ocb.wire``'s)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from ocb.cli.render.encode import fields
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ocb.upkeep.forget import ForgetReport
-
-
-def snapshot_json(written: list[tuple[str, int]]) -> list[dict[str, Any]]:
-    """``[{projection, seq}]``, one per snapshot written."""
-    return [{"projection": name, "seq": seq} for name, seq in written]
 
 
 def snapshot_text(written: list[tuple[str, int]]) -> str:
     if not written:
         return "nothing to snapshot"
     return "\n".join(f"snapshot {name} at seq {seq}" for name, seq in written)
-
-
-def forget_json(r: ForgetReport) -> dict[str, Any]:
-    return fields(r)
 
 
 def forget_text(r: ForgetReport) -> str:

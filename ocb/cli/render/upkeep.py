@@ -1,12 +1,9 @@
 """Rendering the upkeep commands (``maintain``, ``anchor``, ``teach``, ``train-route``,
-``health``, ``reembed``): the stable JSON objects (documented in README.md) and the human text."""
+``health``, ``reembed``) as text (the JSON objects are ``ocb.wire``'s)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from ocb.cli.render.encode import fields, plain
-from ocb.cli.render.graph import deltas_json
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ocb.graph.route import TrainReport
@@ -16,11 +13,6 @@ if TYPE_CHECKING:
     from ocb.upkeep.maintain import AnchorReport, MaintenanceReport
     from ocb.upkeep.weights import Change
     from ocb_events.schema import Record
-
-
-def maintenance_json(r: MaintenanceReport) -> dict[str, Any]:
-    """``{dry_run, now_ns, events, ops}``: ``events`` (their sum) is no field of the run."""
-    return {"dry_run": r.dry_run, "now_ns": r.now_ns, "events": r.events, "ops": plain(r.ops)}
 
 
 def _change_text(c: Change) -> str:
@@ -51,10 +43,6 @@ def maintenance_text(r: MaintenanceReport) -> str:
     return "\n".join(lines)
 
 
-def anchor_json(r: AnchorReport) -> dict[str, Any]:
-    return fields(r)
-
-
 def anchor_text(r: AnchorReport) -> str:
     what = [f"{len(r.node_ids)} node(s)"] + (
         [f"file {r.path} (its future chunks too)"] if r.path else []
@@ -64,26 +52,12 @@ def anchor_text(r: AnchorReport) -> str:
     return f"authority {r.authority} set on {' and '.join(what)} at seq {r.seq}"
 
 
-def teach_json(r: TeachReport) -> dict[str, Any]:
-    """``{labels, applied, relevance, deltas}`` (``first_seq`` is not part of it)."""
-    return {
-        "labels": r.labels,
-        "applied": r.applied,
-        "relevance": r.relevance,
-        "deltas": deltas_json(r.deltas),
-    }
-
-
 def teach_text(r: TeachReport) -> str:
     verb = "recorded" if r.applied else "would record (dry run; --apply to record)"
     lines = [f"{r.labels} label(s): {verb} {len(r.deltas)} weight change(s)"]
     top = sorted(r.deltas, key=lambda d: (-abs(d.delta), d.source, d.target))[:8]
     lines += [f"  {d.delta:+.4f}  {d.source} -> {d.target}" for d in top]
     return "\n".join(lines)
-
-
-def train_json(r: TrainReport) -> dict[str, Any]:
-    return fields(r)
 
 
 def train_text(r: TrainReport) -> str:
@@ -99,12 +73,6 @@ def train_text(r: TrainReport) -> str:
     )
 
 
-def health_json(got: tuple[Health, list[Record]]) -> dict[str, Any]:
-    """The report's fields and ``applied_seqs``: the seqs of the proposals recorded."""
-    report, recs = got
-    return fields(report) | {"applied_seqs": [r.seq for r in recs]}
-
-
 def health_text(got: tuple[Health, list[Record]]) -> str:
     report, recs = got
     tiers = ", ".join(f"{k} {v:.1%}" for k, v in report.tiers.items())
@@ -118,10 +86,6 @@ def health_text(got: tuple[Health, list[Record]]) -> str:
         done = "applied" if recs else "proposed"
         lines.append(f"{done}: {p.key} {p.current:g} -> {p.proposed:g} ({p.reason})")
     return "\n".join(lines)
-
-
-def reembed_json(r: ReembedReport) -> dict[str, Any]:
-    return fields(r)
 
 
 def reembed_text(r: ReembedReport) -> str:

@@ -1,44 +1,18 @@
 """Rendering the log and snapshot checks (``replay``, ``verify``) and the log repair
-``verify`` can run first: the stable JSON objects (documented in README.md) and the text."""
+``verify`` can run first as text (the JSON objects are ``ocb.wire``'s)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from ocb.cli.render.encode import fields
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ocb.checks.repair import BrainRepair
-    from ocb.checks.verify import Verification
+    from ocb.wire.reports import Verified
     from replay.verify import Check
-
-Verified = tuple["Verification", "BrainRepair | None"]
-"""A verification, and the log repair that ran first (None without ``--repair``)."""
-
-
-def findings_json(found: list[Check]) -> dict[str, Any]:
-    """``{"ok", "checks": [{"what", "ok", "detail"}]}``."""
-    checks = [{"what": c.name, "ok": c.ok, "detail": c.detail} for c in found]
-    return {"ok": all(c.ok for c in found), "checks": checks}
 
 
 def findings_text(found: list[Check]) -> str:
     return "\n".join(f"{c.status.upper():4}  {c.name}: {c.detail}" for c in found)
-
-
-def verify_json(got: Verified) -> dict[str, Any]:
-    """The findings, ``"head": {"seq", "chain", "text"}`` (null when the log does not
-    verify), and ``{"repair": {...}}`` after ``--repair``: the repair's fields with each
-    lost and tampered range as ``{first, last}``."""
-    found, fixed = got
-    out = findings_json(found.checks)
-    out["head"] = None if found.head is None else {**fields(found.head), "text": found.head.text}
-    if fixed is not None:
-        repair = fields(fixed)
-        repair["lost"] = [{"first": a, "last": b} for a, b in fixed.lost]
-        repair["tampered"] = [{"first": a, "last": b} for a, b in fixed.tampered]
-        out["repair"] = repair
-    return out
 
 
 def verify_text(got: Verified) -> str:

@@ -1,51 +1,13 @@
-"""Rendering ``ocb warm``: the stable JSON object (documented in README.md) and the
-human summary."""
+"""Rendering ``ocb warm`` as a human summary (the JSON object is ``ocb.wire``'s)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ocb.graph.warm import WarmReport
 
 _SHOWN = 20  # skipped lines listed in the text; --json lists them all
-
-
-def warm_json(r: WarmReport) -> dict[str, Any]:
-    """``{dry_run, transcripts: [...], turns, queries, outcomes, corrections, first_seq,
-    last_seq}``."""
-    return {
-        "dry_run": r.dry_run,
-        "transcripts": [
-            {
-                "path": t.path,
-                "session_id": t.session_id,
-                "turns": t.turns,
-                "new": t.new,
-                "known": t.known,
-                "pending": t.pending,
-                "unanswered": t.unanswered,
-                "late": t.late,
-                "skipped": [{"line": n, "reason": why} for n, why in t.skipped],
-            }
-            for t in r.transcripts
-        ],
-        "turns": r.turns,
-        "queries": r.queries,
-        "outcomes": {
-            "used": r.used,
-            "corrected": r.corrected,
-            "missed": r.missed,
-            "none": r.unscored,
-        },
-        "corrections": {
-            "asked": r.with_corrections,
-            "candidates": r.candidates,
-            "recorded": r.corrections,
-        },
-        "first_seq": r.first_seq,
-        "last_seq": r.last_seq,
-    }
 
 
 def warm_text(r: WarmReport) -> str:

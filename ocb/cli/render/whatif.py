@@ -1,90 +1,13 @@
-"""Rendering the comparisons of points in the brain's history (``diff``, ``what-if``):
-the stable JSON objects (documented in README.md) and the human text."""
+"""Rendering the comparisons of points in the brain's history (``diff``, ``what-if``) as
+text (the JSON objects are ``ocb.wire``'s)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from ocb.cli.render.encode import fields, plain
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ocb.whatif import DiffReport, WhatIfReport
     from replay.diff import EdgeChange, GraphDiff, NodeChange
-
-
-# --------------------------------------------------------------------------- JSON
-
-
-def _edge_json(c: EdgeChange) -> dict[str, Any]:
-    """The change's fields, with ``delta`` (no field: ``after - before``) after ``after``."""
-    return {
-        "source": c.source,
-        "target": c.target,
-        "change": c.change,
-        "before": c.before,
-        "after": c.after,
-        "delta": c.delta,
-        "tier_before": c.tier_before,
-        "tier_after": c.tier_after,
-    }
-
-
-def _edges_json(g: GraphDiff) -> dict[str, Any]:
-    return {
-        "added": g.edges_added,
-        "removed": g.edges_removed,
-        "changed": g.edges_changed,
-        "within": g.edges_within,
-        "stops": g.stops_changed,
-        "top": [_edge_json(c) for c in g.edges],
-    }
-
-
-def diff_json(r: DiffReport) -> dict[str, Any]:
-    g = r.graph
-    return {
-        "from": {"seq": r.from_seq, "time": r.from_time},
-        "to": {"seq": r.to_seq, "time": r.to_time},
-        "records": r.records,
-        "threshold": g.threshold,
-        "nodes": {
-            "added": g.nodes_added,
-            "removed": g.nodes_removed,
-            "changed": g.nodes_changed,
-            "top": plain(g.nodes),
-        },
-        "edges": _edges_json(g),
-        "tiers": {"from": g.tiers_before, "to": g.tiers_after, "transitions": g.transitions},
-    }
-
-
-def what_if_json(r: WhatIfReport) -> dict[str, Any]:
-    g, q = r.weights, r.queries
-    return {
-        "from_seq": r.from_seq,
-        "to_seq": r.to_seq,
-        "overrides": r.overrides,
-        "replay": fields(r.replay),
-        "threshold": g.threshold,
-        "edges": _edges_json(g),
-        "tiers": {"real": g.tiers_before, "what_if": g.tiers_after, "transitions": g.transitions},
-        "queries": {
-            "count": q.count,
-            "real": {
-                "mean_fired": q.real_mean_fired,
-                "mean_context_chars": q.real_mean_context_chars,
-            },
-            "what_if": {
-                "mean_fired": q.what_if_mean_fired,
-                "mean_context_chars": q.what_if_mean_context_chars,
-            },
-            "changed": q.changed,
-            "top": plain(q.top),
-        },
-    }
-
-
-# --------------------------------------------------------------------------- text
 
 
 def _edge_text(c: EdgeChange) -> str:

@@ -150,7 +150,7 @@ def test_sql_through_the_daemon_is_confined(built: Path, tmp_path: Path) -> None
 _SIGNAL_ON_A_THREAD = """
 import signal, sys, threading
 from pathlib import Path
-from ocb.cli.rpc import methods
+from ocb.daemon.methods import methods
 from ocb.daemon.run import serve
 from tests.ocb.daemon.support import hello, wait_for
 
@@ -161,7 +161,7 @@ def kill_from_here():
     signal.pthread_kill(threading.get_ident(), signal.SIGTERM)  # lands on this thread
 
 threading.Thread(target=kill_from_here, daemon=True).start()
-serve(brain, None, lambda b: methods(b, None))
+serve(brain, None, methods)
 """
 
 

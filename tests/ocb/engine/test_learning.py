@@ -1,4 +1,4 @@
-"""Learning rules: the DESIGN.md worked example, and invariants of both rules."""
+"""Learning rules: the worked example of docs/design.md, and invariants of both rules."""
 
 from __future__ import annotations
 

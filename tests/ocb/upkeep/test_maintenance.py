@@ -16,14 +16,13 @@ from typer.testing import CliRunner
 from ocb.brain import Brain
 from ocb.checks.brain import run_doctor
 from ocb.cli.app import app
-from ocb.cli.render.graph import answer_json
-from ocb.cli.render.upkeep import maintenance_json
 from ocb.engine.embed import HashEmbedder
 from ocb.engine.learning import group_by_source
 from ocb.settings import Indexing, Maintenance
 from ocb.upkeep.maintain import OPS, anchor, maintain, parse_ops
 from ocb.upkeep.structure import split_pieces
 from ocb.upkeep.weights import NS_PER_DAY, View, decay_factor, decide_decay, decide_scale
+from ocb.wire import answer_json, maintenance_json
 from ocb_events.clock import TickClock
 from ocb_events.errors import InputError
 from ocb_events.schema import (

@@ -1,4 +1,4 @@
-"""How the CLI writes JSON: result structs become builtins with msgspec, and builtins
+"""How JSON is written: result structs become builtins with msgspec, and builtins
 become one compact line."""
 
 from __future__ import annotations
