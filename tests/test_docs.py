@@ -151,7 +151,7 @@ def test_links_between_pages_name_files_that_exist() -> None:
 
 def test_the_python_page_names_every_public_method_of_brain() -> None:
     text = (ROOT / "docs" / "python.md").read_text(encoding="utf-8")
-    public = sorted(name for name in vars(Brain) if not name.startswith("_"))
+    public = sorted(name for name in dir(Brain) if not name.startswith("_"))
     missing = [n for n in public if not re.search(rf"`(Brain\.)?{n}[(`]", text)]
     assert missing == [], f"docs/python.md does not describe Brain.{missing}"
 

@@ -121,7 +121,9 @@ def learn(
     trace: Annotated[str, typer.Option(help="Trace id from ocb query.")] = "",
     chat_id: Annotated[str, typer.Option(help="Use the last trace of this chat.")] = "",
     fired_ids: Annotated[str, typer.Option(help="Comma-separated node path to credit.")] = "",
-    rule: Annotated[str | None, typer.Option(help="route (default), pg or heuristic.")] = None,
+    rule: Annotated[
+        str | None, typer.Option(help="transfer (default), route, pg or heuristic.")
+    ] = None,
     source: Annotated[str, typer.Option(help="human, self, harvester or teacher.")] = "human",
     request_id: Annotated[
         str, typer.Option(help="Idempotency key: a retry with the same key is recorded once.")
@@ -141,9 +143,10 @@ def learn(
 ) -> None:
     """Score a trace so the next answer to its question fires what helped.
 
-    Under the default rule (route) the question's route keeps what a good answer used
-    (--used, or the fired chunks its --cited citations name) or halves a good context,
-    and vetoes a bad one; --rule pg or heuristic moves the edges walked instead. A good
+    Under the default rule (transfer, or route) the question's route keeps what a good
+    answer used (--used, or the fired chunks its --cited citations name) or halves a
+    good context, and vetoes a bad one; a related question follows it too (transfer);
+    --rule pg or heuristic moves the edges walked instead. A good
     answer whose citations name nothing that fired is recorded as 0: it credits nothing.
     A trace is scored once per source; a retry with the same --request-id records
     nothing new and prints the outcome already recorded.

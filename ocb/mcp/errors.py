@@ -1,11 +1,12 @@
 """Errors said in a tool's own terms: a model calling ``memory_feedback`` knows its
 ``reward`` and ``trace_id``, not the ``ocb`` command's ``--outcome`` and ``--trace``.
 
-The brain's errors name the command line's flags and commands; here each becomes the
-argument or the tool that does the same (``--outcome`` -> ``reward``, ``ocb query`` ->
-``memory_search``). A hint that names something no tool has (``--again``) is replaced
-by one that does. Arguments the SDK refuses against a tool's schema are said in one
-line, by argument name (``reward must be at most 1, got 2``), never as the validation
+The brain's errors name its parameters (`` `top` ``) and, in some hints, the command
+line's flags and commands; here each becomes the argument or the tool that does the
+same (`` `top` `` and ``--top`` -> ``limit``, ``ocb query`` -> ``memory_search``). A
+hint that names something no tool has (``--again``) is replaced by one that does.
+Arguments the SDK refuses against a tool's schema are said in one line, by argument
+name (``reward must be at most 1, got 2``), never as the validation
 library's report with its links.
 """
 
@@ -40,6 +41,10 @@ _FLAGS = {
     "--max-chars": "limit",
 }
 """Each flag of the ``ocb`` commands the tools call, and the tools' argument for it."""
+_PARAMS = {"top": "limit", "k": "limit", "max_chars": "limit", "trace_id": "trace_id"}
+"""Each parameter of the ``Brain`` methods the tools call that the tool names otherwise
+(the library's errors name parameters in backticks: `` `top` must be at least 1``)."""
+_PARAM = re.compile(r"`([a-z_]+)(=[^`]*)?`")
 _COMMANDS = (
     (re.compile(r"list node ids from `ocb query --json`"), "take ids from a search result"),
     (re.compile(r"the trace_id printed by ocb query --json"), "the trace_id a search returned"),
@@ -58,6 +63,7 @@ _SCORED += "a retry with the same request_id returns the outcome already recorde
 def _terms(text: str) -> str:
     for pattern, tool in _COMMANDS:
         text = pattern.sub(tool, text)
+    text = _PARAM.sub(lambda m: _PARAMS.get(m[1], m[1]) + (m[2] or ""), text)
     return _FLAG.sub(lambda m: _FLAGS.get(m[0], m[0][2:].replace("-", "_")), text)
 
 

@@ -104,7 +104,7 @@ def _kill_edges(brain: Brain) -> None:
         for src, ts in sorted(g.out.items())
     )
     update = EdgesUpdated(updates=kill, rule="decay", cause_seq=0)
-    brain.transact("maintenance", lambda _seq: [update])
+    brain.store.transact("maintenance", lambda _seq: [update])
 
 
 def test_health_decides_on_the_settings_another_writer_changed_meanwhile(
@@ -112,7 +112,7 @@ def test_health_decides_on_the_settings_another_writer_changed_meanwhile(
 ) -> None:
     _kill_edges(brain)
     brain.query(QUESTION)
-    report, _ = check(brain)
+    report, _ = check(brain.store)
     assert [p.key for p in report.proposals] == ["traversal.habitual"]
     # another writer lowers the habitual bound below the proposal while health decides
     calls = _during(
@@ -123,12 +123,12 @@ def test_health_decides_on_the_settings_another_writer_changed_meanwhile(
         lambda: interloper(brain, "traversal.habitual", 0.0),
     )
     before = brain.log.last_seq
-    report, recs = check(brain, apply=True)
+    report, recs = check(brain.store, apply=True)
     assert len(calls) == 2, "decided again once the other writer's record was in"
     assert "traversal.habitual" not in [p.key for p in report.proposals]
     assert [r.seq for r in recs] == list(range(before + 2, brain.log.last_seq + 1))
     assert all(r.event.key != "traversal.habitual" for r in recs)  # type: ignore[union-attr]
-    assert brain.settings()[0].habitual == 0.0, "the other writer's setting stands"
+    assert brain.store.settings()[0].habitual == 0.0, "the other writer's setting stands"
 
 
 def test_an_unknown_actor_is_refused_before_anything_is_recorded(brain: Brain) -> None:

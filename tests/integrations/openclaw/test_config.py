@@ -315,11 +315,11 @@ def test_timeout_ms_bounds_a_request_to_a_daemon_that_never_answers(
         clean_tmp_openclaw()
 
 
-def test_the_config_schema_lists_exactly_the_readme_table() -> None:
+def test_the_config_schema_lists_exactly_the_documented_table() -> None:
     manifest = json.loads((ROOT / "integrations/openclaw/openclaw.plugin.json").read_text())
     keys = set(manifest["configSchema"]["properties"])
-    readme = (ROOT / "README.md").read_text()
-    table = readme[readme.index("| config | default | what |") :].split("\n\n")[0]
+    page = (ROOT / "docs/openclaw.md").read_text()
+    table = page[page.index("| config | default | what |") :].split("\n\n")[0]
     rows = {line.split("`")[1] for line in table.split("\n")[2:] if line.startswith("| `")}
     assert rows == keys
     covered = set(plugin_config("every", Path("/s"), Path("/w"), Path("/o")))

@@ -10,6 +10,7 @@ from typing import Any
 from ocb.daemon.live import LiveBrain
 from ocb.daemon.methods import methods
 from ocb.mcp.backend import LocalBackend, in_process
+from ocb.mcp.errors import in_tool_terms
 from ocb.mcp.tools import READ_ONLY, TOOL_NAMES, Tools
 
 QUESTION = "how do I roll back a bad deploy"
@@ -49,3 +50,11 @@ def test_memory_search_answers_with_the_daemons_hits_and_records_as_mcp(built: P
 def test_in_process_runs_the_daemons_methods_itself(built: Path) -> None:
     with in_process(built) as local:
         assert local.call("read", {"path": "runbooks/rollback.md", "lines": 1})["from"] == 1
+
+
+def test_the_brains_parameters_are_said_as_the_tools_arguments() -> None:
+    said = in_tool_terms("memory_recall", "`k` must be at least 1, got 0", "pass `k=5`")
+    assert said == "limit must be at least 1, got 0\nhint: pass limit=5"
+    said = in_tool_terms("memory_recall", "`depth` must be 0 or more", "use 0, 1 or 2")
+    assert said == "depth must be 0 or more\nhint: use 0, 1 or 2"
+    assert "`" not in in_tool_terms("memory_search", "`top` must be at least 1, got 0", "")
