@@ -300,3 +300,16 @@ def test_no_test_module_imports_another_or_a_conftest() -> None:
             if name.startswith("tests.") and (last.startswith("test_") or last == "conftest"):
                 bad.append(f"{path.relative_to(ROOT)} imports {name}")
     assert bad == []
+
+
+MAX_LINES = 600
+"""A product module longer than this is split by what its parts are about."""
+
+
+def test_no_product_module_is_over_the_line_limit() -> None:
+    long = {
+        str(path.relative_to(ROOT)): n
+        for path in MODULES.values()
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert long == {}, f"split these modules (at most {MAX_LINES} lines): {long}"

@@ -596,6 +596,5 @@ def reflect(
                 f"the bank pages are written but their facts are not recorded yet "
                 f"({exc.message}); the next sync (ocb init) records them"
             )
-    written = [w.path for w in plan.writes]
-    start = window.start_ns
+    start, written = window.start_ns, [w.path for w in plan.writes]
     return ReflectReport(recorded, start, iso(start), [*plan.priority], [*plan.items], written)
