@@ -52,7 +52,8 @@ def check_outcome(outcome: float) -> float:
     ):
         raise InputError(
             f"outcome must be a number in [-1, 1], got {outcome}",
-            "use --outcome 1 for a good answer, -1 for a bad one",
+            "use `outcome=1` for a good answer, -1 for a bad one",
+            param="outcome",
         )
     return float(outcome)
 
@@ -100,8 +101,9 @@ def check_used(graph: State, trace: QueryTraced, used: Sequence[str], reward: fl
         return
     if reward <= 0:
         raise InputError(
-            "--used names what a good answer used, but the outcome is not positive",
-            "give a positive --outcome, or leave out --used",
+            "`used` names what a good answer used, but the outcome is not positive",
+            "give a positive `outcome`, or leave out `used`",
+            param=("used", "outcome"),
         )
     missing = sorted({u for u in used if u not in graph.nodes})
     if missing:
@@ -112,8 +114,9 @@ def check_used(graph: State, trace: QueryTraced, used: Sequence[str], reward: fl
     idle = sorted({u for u in used if u not in fired})
     if idle:
         raise InputError(
-            f"--used names nodes that did not fire in trace {trace.trace_id}: {', '.join(idle)}",
+            f"`used` names nodes that did not fire in trace {trace.trace_id}: {', '.join(idle)}",
             f"pass only ids from the trace's fired list: {', '.join(trace.fired) or '(none)'}",
+            param="used",
         )
 
 
@@ -247,8 +250,9 @@ def _of_trace(
     reward = check_outcome(outcome)
     if cited and reward <= 0:
         raise InputError(
-            "--cited names what a good answer cited, but the outcome is not positive",
-            "give a positive --outcome, or leave out --cited",
+            "`cited` names what a good answer cited, but the outcome is not positive",
+            "give a positive `outcome`, or leave out `cited`",
+            param=("cited", "outcome"),
         )
     check_used(store.graph, scored, used, reward)
     _check_not_scored(store, scored.trace_id, source, again)
@@ -292,8 +296,12 @@ def learn(
     settings = store.setting(Learning, rule=rule, **learning)
     if fired_ids:
         if used or cited:
-            flag = "--used" if used else "--cited"
-            raise InputError(f"{flag} goes with a trace", "pass --trace ID or --chat-id ID")
+            name = "used" if used else "cited"
+            raise InputError(
+                f"`{name}` goes with a trace",
+                "pass `trace_id=ID` or `chat_id=ID`",
+                param=(name, "trace_id", "chat_id"),
+            )
         steps = steps_from_ids(store.graph, list(fired_ids), trav)
         target = _Target(steps, trav.damping, trav.tau, reward=check_outcome(outcome))
         settings = path_rule(settings)
@@ -301,7 +309,9 @@ def learn(
         target = _of_trace(store, trace_id, chat_id, outcome, used, cited, source, again)
     else:
         raise InputError(
-            "nothing to learn from", "pass --trace ID, --chat-id ID or --fired-ids A,B,C"
+            "nothing to learn from",
+            "pass `trace_id=ID`, `chat_id=ID` or `fired_ids=A,B,C`",
+            param=("trace_id", "chat_id", "fired_ids"),
         )
     decided: list[Learned] = []
 
@@ -358,8 +368,9 @@ def _check_not_scored(store: Store, trace_id: str, source: str, again: bool) -> 
     if live and not again:
         raise InputError(
             f"trace {trace_id} was already scored by {source} (outcome at seq {live[-1]})",
-            "pass --again to score it once more, or give every attempt a --request-id "
+            "pass `again` to score it once more, or give every attempt a `request_id` "
             "so that a retry is recorded once",
+            param=("again", "request_id"),
         )
 
 

@@ -41,7 +41,7 @@ _FLAGS = {
     "--max-chars": "limit",
 }
 """Each flag of the ``ocb`` commands the tools call, and the tools' argument for it."""
-_PARAMS = {"top": "limit", "k": "limit", "max_chars": "limit", "trace_id": "trace_id"}
+_PARAMS = {"top": "limit", "k": "limit", "max_chars": "limit", "outcome": "reward"}
 """Each parameter of the ``Brain`` methods the tools call that the tool names otherwise
 (the library's errors name parameters in backticks: `` `top` must be at least 1``)."""
 _PARAM = re.compile(r"`([a-z_]+)(=[^`]*)?`")
@@ -70,7 +70,7 @@ def _terms(text: str) -> str:
 def in_tool_terms(tool: str, message: str, hint: str) -> str:
     """The error text a tool returns: the message and, on a second line, ``hint:`` and
     the fix, both in the tool's terms."""
-    hint = _SCORED if "--again" in hint else _terms(hint)
+    hint = _SCORED if "--again" in hint or "`again`" in hint else _terms(hint)
     if _LEFT.search(hint):  # a command or flag no tool has
         hint = f"check the arguments of {tool}"
     text = _terms(message)

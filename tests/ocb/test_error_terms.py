@@ -35,11 +35,7 @@ KNOWN_FLAGS: dict[str, list[str]] = {
         "--all", "--chat-id", "--chat-id", "--content", "--json", "--node", "--target",
         "--target", "--trace", "--trace", "--type",
     ],
-    "ocb/graph/learn.py": [
-        "--again", "--chat-id", "--chat-id", "--cited", "--cited", "--fired-ids", "--json",
-        "--json", "--outcome", "--outcome", "--outcome", "--request-id", "--trace", "--trace",
-        "--used", "--used", "--used",
-    ],
+    "ocb/graph/learn.py": ["--json", "--json"],
     "ocb/graph/query.py": ["--chat-id", "--json"],
     "ocb/graph/retract.py": ["--chat-id", "--limit", "--since", "--type", "--type"],
     "ocb/graph/route.py": ["--apply"],

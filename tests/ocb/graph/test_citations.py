@@ -98,7 +98,7 @@ def test_citations_go_with_a_good_outcome_of_a_trace(brain: Brain) -> None:
     before = brain.log.last_seq
     with pytest.raises(InputError, match="the outcome is not positive"):
         brain.learn(-1.0, trace_id=answer.trace_id, cited=[answer.results[0].source])
-    with pytest.raises(InputError, match="--cited goes with a trace"):
+    with pytest.raises(InputError, match="`cited` goes with a trace"):
         brain.learn(1.0, fired_ids=answer.fired[:2], cited=[answer.results[0].source])
     assert brain.log.last_seq == before
 

@@ -32,7 +32,7 @@ def test_a_trace_is_scored_once_per_source_unless_asked_again(brain: Brain) -> N
     with pytest.raises(InputError) as info:
         brain.learn(1.0, chat_id="c1")
     assert "already scored by human" in info.value.message
-    assert "--again" in info.value.hint and "--request-id" in info.value.hint
+    assert "`again`" in info.value.hint and "`request_id`" in info.value.hint
     assert brain.log.last_seq == seq
     brain.learn(0.5, trace_id=answer.trace_id, source="self")  # another source
     brain.learn(1.0, trace_id=answer.trace_id, again=True)

@@ -165,7 +165,7 @@ def test_used_ids_that_did_not_fire_or_do_not_exist_are_named_and_nothing_is_rec
         (dict(used=idle), f"did not fire in trace {answer.trace_id}: {', '.join(idle)}"),
         (dict(used=["no-such-node"]), "no-such-node"),
         (dict(used=answer.fired[:1], outcome=-1.0), "the outcome is not positive"),
-        (dict(used=answer.fired[:1], fired_ids=answer.fired[:2]), "--used goes with a trace"),
+        (dict(used=answer.fired[:1], fired_ids=answer.fired[:2]), "`used` goes with a trace"),
     ]
     for kw, message in cases:
         outcome = float(kw.pop("outcome", 1.0))  # type: ignore[arg-type]
