@@ -21,11 +21,13 @@ FLAGS: dict[str, str] = {
     "max_chars": "--max-chars",
     "min_examples": "--min-examples",
     "node_id": "--node",
+    "node_type": "--type",
     "queries": "--queries",
     "repair": "--repair",
     "since": "--since",
     "limit": "--limit",
     "start": "--from",
+    "targets": "--target",
     "text": "--text",
     "threshold": "--threshold",
     "top": "--top",
@@ -39,6 +41,7 @@ _IN_COMMAND: dict[tuple[str, str], str] = {
     ("anchor", "node_ids"): "--node",
     ("anchor", "path"): "--file",
     ("forget", "path"): "--file",
+    ("retain", "kind"): "--type",
     ("warm", "paths"): "--sessions",
 }
 """(command, parameter) -> its flag, where a command names a parameter otherwise."""

@@ -101,16 +101,20 @@ def _check_inject(
     if kind not in NODE_TYPES:
         raise InputError(f"unknown node type {kind!r}", f"use one of: {', '.join(NODE_TYPES)}")
     if not text:
-        raise InputError("the content is empty", 'give the text, e.g. --content "Never skip CI"')
+        raise InputError(
+            "the content is empty", 'give the text, e.g. `content="Never skip CI"`', param="content"
+        )
     if kind == "CORRECTION" and trace is None and not targets:
         raise InputError(
             "a CORRECTION must say what it corrects",
-            "pass --chat-id, --trace or --target",
+            "pass `chat_id`, `trace_id` or `targets`",
+            param=("chat_id", "trace_id", "targets"),
         )
     if all_fired and (kind != "CORRECTION" or trace is None or targets):
         raise InputError(
-            "--all vetoes every chunk that fired in a corrected trace",
-            "use it with --type CORRECTION and --chat-id or --trace, without --target",
+            "`all_fired` vetoes every chunk that fired in a corrected trace",
+            "use it with `node_type=CORRECTION` and `chat_id` or `trace_id`, without `targets`",
+            param=("all_fired", "node_type", "chat_id", "trace_id", "targets"),
         )
     for t in targets:
         if t not in graph.nodes:

@@ -41,7 +41,10 @@ _FLAGS = {
     "--max-chars": "limit",
 }
 """Each flag of the ``ocb`` commands the tools call, and the tools' argument for it."""
-_PARAMS = {"top": "limit", "k": "limit", "max_chars": "limit", "outcome": "reward"}
+_PARAMS = {
+    "top": "limit", "k": "limit", "max_chars": "limit", "outcome": "reward", "kind": "type",
+    "node_type": "type",
+}  # fmt: skip
 """Each parameter of the ``Brain`` methods the tools call that the tool names otherwise
 (the library's errors name parameters in backticks: `` `top` must be at least 1``)."""
 _PARAM = re.compile(r"`([a-z_]+)(=[^`]*)?`")

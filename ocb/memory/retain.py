@@ -164,8 +164,9 @@ def _checked(
     check_fraction("confidence", confidence)
     if confidence is not None and kind != "O" and speaker != "assistant":
         raise InputError(
-            "only opinions (--type O) and claims (--speaker assistant) carry a confidence",
-            "drop --confidence",
+            "only opinions (`kind=O`) and claims (`speaker=assistant`) carry a confidence",
+            "drop `confidence`",
+            param=("kind", "speaker", "confidence"),
         )
     content = " ".join(content.split())
     if not content:

@@ -31,17 +31,14 @@ KNOWN_FLAGS: dict[str, list[str]] = {
     "ocb/checks/verify.py": ["--head", "--head", "--head", "--head", "--repair"],
     "ocb/engine/dates.py": ["--between", "--since"],
     "ocb/engine/embedders.py": ["--embedder", "--embedder"],
-    "ocb/graph/inject.py": [
-        "--all", "--chat-id", "--chat-id", "--content", "--json", "--node", "--target",
-        "--target", "--trace", "--trace", "--type",
-    ],
+    "ocb/graph/inject.py": ["--json", "--node"],
     "ocb/graph/learn.py": ["--json", "--json"],
     "ocb/graph/query.py": ["--chat-id", "--json"],
     "ocb/graph/retract.py": ["--chat-id", "--limit", "--since", "--type", "--type"],
     "ocb/graph/route.py": ["--apply"],
     "ocb/memory/kg.py": ["--source"],
     "ocb/memory/recall_service.py": ["--json"],
-    "ocb/memory/retain.py": ["--confidence", "--entity", "--entity", "--speaker", "--type"],
+    "ocb/memory/retain.py": ["--entity", "--entity"],
     "ocb/memory/unretain.py": ["--json"],
     "ocb/paths.py": ["--brain", "--brain"],
     "ocb/upkeep/maintain.py": ["--json"],
@@ -180,6 +177,28 @@ def test_python_callers_see_parameter_names(brain: Brain) -> None:
         (
             ["diff", "--from", "3", "--to", "2"],
             ["error: --from 3 is after --to 2", "hint: give the earlier point as --from"],
+        ),
+        (
+            ["learn", "--outcome", "1"],
+            [
+                "error: nothing to learn from",
+                "hint: pass --trace ID, --chat-id ID or --fired-ids A,B,C",
+            ],
+        ),
+        (
+            ["inject", "--type", "TEACHING", "--content", "x", "--all"],
+            [
+                "error: --all vetoes every chunk that fired in a corrected trace",
+                "hint: use it with --type CORRECTION and --chat-id or --trace, without --target",
+            ],
+        ),
+        (
+            ["retain", "Alice owns billing", "--confidence", "0.5"],
+            [
+                "error: only opinions (--type O) and claims (--speaker assistant) carry a "
+                "confidence",
+                "hint: drop --confidence",
+            ],
         ),
     ],
 )

@@ -46,7 +46,7 @@ def test_a_correction_must_name_what_it_corrects(brain: Brain) -> None:
     last = brain.log.last_seq
     with pytest.raises(InputError, match="a CORRECTION must say what it corrects"):
         brain.inject("CORRECTION", FIX)
-    with pytest.raises(InputError, match="--all vetoes every chunk"):
+    with pytest.raises(InputError, match="`all_fired` vetoes every chunk"):
         brain.inject("CORRECTION", FIX, targets=["runbooks/ci.md::0"], all_fired=True)
     assert brain.log.last_seq == last
     assert brain.inject("TEACHING", "Hotfixes go through ci-hotfix").created  # needs no target
