@@ -49,9 +49,9 @@ OVERRIDES = ("rule", "eta", "gamma", "baseline_rate")
 # --------------------------------------------------------------------------- points
 
 
-def point(log: EventLog, spec: str | int, flag: str) -> int:
-    """The seq a ``--from``/``--to`` value names: 0 (before the first record), a seq
-    or an ISO time (resolved with ``replay.resolve_point``).
+def point(log: EventLog, spec: str | int, param: str) -> int:
+    """The seq the point ``param`` (``start``, ``end``) names: 0 (before the first
+    record), a seq or an ISO time (resolved with ``replay.resolve_point``).
 
     Raises:
         InputError: a malformed value or a point outside the history (with the range).
@@ -59,10 +59,10 @@ def point(log: EventLog, spec: str | int, flag: str) -> int:
     if str(spec).strip() == "0":
         return 0
     try:
-        return resolve_point(log, spec)
+        return resolve_point(log, spec, param)
     except InputError as exc:
-        message = exc.message.replace("--as-of", flag, 1)
-        raise InputError(message, exc.hint + " (0: before the first record)") from None
+        hint = exc.hint + " (0: before the first record)"
+        raise InputError(exc.message, hint, param=exc.params) from None
 
 
 def _check_report(threshold: float, top: int) -> None:
@@ -119,8 +119,8 @@ def diff(
         InputError: a point outside the history, ``start`` after ``end``, bad limits.
     """
     _check_report(threshold, top)
-    a = point(store.log, start, "--from")
-    b = point(store.log, end, "--to") if end is not None else store.horizon
+    a = point(store.log, start, "start")
+    b = point(store.log, end, "end") if end is not None else store.horizon
     if a > b:
         raise InputError(
             f"`start` {a} is after `end` {b}",
@@ -265,7 +265,7 @@ def what_if(
             f"`queries` must be at least 0, got {queries}", "pass `queries=50`", param="queries"
         )
     settings = check_overrides(**overrides)
-    seq = point(store.log, start, "--from")
+    seq = point(store.log, start, "start")
     with scratch_replay(store, seq, settings, queries=queries, progress=progress) as r:
         real_t, alt_t = store.setting(Traversal), r.brain.setting(Traversal)
         weights = diff_graphs(

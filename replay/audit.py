@@ -390,7 +390,9 @@ def audit_node(store: AnalyticsStore, node: str, *, limit: int = 20) -> NodeAudi
         InputError: an id the history never held (suggesting close ones), a bad limit.
     """
     if limit < 0:
-        raise InputError(f"--limit must be at least 0, got {limit}", "pass --limit 20")
+        raise InputError(
+            f"`limit` must be at least 0, got {limit}", "pass `limit=20`", param="limit"
+        )
     _check_node(store, node)
     life = _life(store, node)
     out_in = store.query(

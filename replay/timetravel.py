@@ -20,8 +20,9 @@ def _valid_range(log: EventLog) -> str:
     return f"seq 1 to {last}, or a time from {iso(first)} to {iso(log.ts_of(last))}"
 
 
-def parse_time(spec: str) -> int:
-    """An ISO 8601 time as ns since the epoch (a time without zone is UTC).
+def parse_time(spec: str, param: str = "as_of") -> int:
+    """An ISO 8601 time as ns since the epoch (a time without zone is UTC); ``param``
+    names the parameter it was given as.
 
     Raises:
         InputError: not an ISO 8601 date or time.
@@ -30,8 +31,9 @@ def parse_time(spec: str) -> int:
         when = datetime.fromisoformat(spec.strip().replace("Z", "+00:00"))
     except ValueError:
         raise InputError(
-            f"--as-of {spec!r} is neither a seq nor an ISO time",
+            f"`{param}` {spec!r} is neither a seq nor an ISO time",
             "give a seq (1200) or a time (2026-11-03T10:00, UTC unless it has a zone)",
+            param=param,
         ) from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
@@ -50,8 +52,9 @@ def seq_at_time(log: EventLog, ts_ns: int) -> int:
     return lo
 
 
-def resolve_point(log: EventLog, spec: str | int) -> int:
-    """The seq a ``--as-of`` value names: a seq, or an ISO time.
+def resolve_point(log: EventLog, spec: str | int, param: str = "as_of") -> int:
+    """The seq a point in the history names (``as_of``, or the parameter ``param``): a
+    seq, or an ISO time.
 
     Raises:
         InputError: an empty log, a malformed time, or a point outside the history
@@ -63,10 +66,16 @@ def resolve_point(log: EventLog, spec: str | int) -> int:
     if text.isdigit():
         seq = int(text)
         if not 1 <= seq <= log.last_seq:
-            raise InputError(f"--as-of {seq} is outside the history", "valid: " + _valid_range(log))
+            raise InputError(
+                f"`{param}` {seq} is outside the history",
+                "valid: " + _valid_range(log),
+                param=param,
+            )
         return seq
-    ts = parse_time(text)
+    ts = parse_time(text, param)
     seq = seq_at_time(log, ts)
     if seq == 0 or ts > log.ts_of(log.last_seq):
-        raise InputError(f"--as-of {text} is outside the history", "valid: " + _valid_range(log))
+        raise InputError(
+            f"`{param}` {text} is outside the history", "valid: " + _valid_range(log), param=param
+        )
     return seq

@@ -132,7 +132,9 @@ def since_window(text: str, now_ns: int) -> Window:
         return Window(day_start(dt.date.fromisoformat(text.strip())))
     except ValueError:
         raise InputError(
-            f"cannot read --since {text!r}", "give a span like 30d, 2w or 12h, or a date YYYY-MM-DD"
+            f"cannot read `since` {text!r}",
+            "give a span like 30d, 2w or 12h, or a date YYYY-MM-DD",
+            param="since",
         ) from None
 
 
@@ -145,7 +147,9 @@ def between_window(start: str, end: str) -> Window:
     a, b = parse_day(start, "--between start"), parse_day(end, "--between end")
     if b < a:
         raise InputError(
-            f"--between ends ({b}) before it starts ({a})", "give the earlier date first"
+            f"`between` ends ({b}) before it starts ({a})",
+            "give the earlier date first",
+            param="between",
         )
     return Window(day_start(a), day_start(b) + DAY_NS)
 

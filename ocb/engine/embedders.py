@@ -58,7 +58,8 @@ def _bad(spec: str) -> InputError:
     return InputError(
         f"unknown embedder {spec!r}",
         "use hash (the default), minilm (the optional embed extra), or "
-        "http:<url>?model=<name>, e.g. --embedder minilm",
+        "http:<url>?model=<name>, e.g. `embedder=minilm`",
+        param="embedder",
     )
 
 
@@ -87,7 +88,8 @@ def embedder_from_spec(spec: str, *, cache_dir: Path | None = None) -> Embedder:
             if not 0.0 <= weight < 1.0:
                 raise InputError(
                     f"the hashed share of {spec!r} must be in [0, 1), got {weight}",
-                    "e.g. --embedder minilm@0.5",
+                    "e.g. `embedder=minilm@0.5`",
+                    param="embedder",
                 )
         from ocb.engine.minilm import MiniLMEmbedder  # on use: onnxruntime is optional
 

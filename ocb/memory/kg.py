@@ -136,7 +136,8 @@ def check_source(source: str) -> str:
     if m is None or (m["end"] is not None and int(m["end"]) < int(m["start"])):
         raise InputError(
             f"source {out!r} is not a file link of the form path#L12 or path#L12-L20",
-            "cite 1-based lines, e.g. --source memory/2026-11-20.md#L14-L16",
+            "cite 1-based lines, e.g. `source=memory/2026-11-20.md#L14-L16`",
+            param="source",
         )
     return out
 

@@ -29,21 +29,16 @@ PARAM = re.compile(r"`([a-z_][a-z0-9_]*)(?:=[^`]*)?`")
 # one fails, and so does one that no longer happens.
 KNOWN_FLAGS: dict[str, list[str]] = {
     "ocb/checks/verify.py": ["--head", "--head", "--head", "--head", "--repair"],
-    "ocb/engine/dates.py": ["--between", "--since"],
-    "ocb/engine/embedders.py": ["--embedder", "--embedder"],
     "ocb/graph/inject.py": ["--json", "--node"],
     "ocb/graph/learn.py": ["--json", "--json"],
     "ocb/graph/query.py": ["--chat-id", "--json"],
     "ocb/graph/retract.py": ["--chat-id", "--limit", "--since", "--type", "--type"],
     "ocb/graph/route.py": ["--apply"],
-    "ocb/memory/kg.py": ["--source"],
     "ocb/memory/recall_service.py": ["--json"],
     "ocb/memory/retain.py": ["--entity", "--entity"],
     "ocb/memory/unretain.py": ["--json"],
     "ocb/paths.py": ["--brain", "--brain"],
     "ocb/upkeep/maintain.py": ["--json"],
-    "replay/audit.py": ["--limit", "--limit"],
-    "replay/timetravel.py": ["--as-of", "--as-of", "--as-of"],
 }  # fmt: skip
 
 

@@ -120,7 +120,7 @@ def test_bad_input_is_refused_before_anything_happens(brain: Brain) -> None:
     before = tree_bytes(brain.path)
     end = brain.log.last_seq
     cases: list[tuple[dict[str, Any], str]] = [
-        ({"start": end + 1}, rf"--from {end + 1} is outside the history"),
+        ({"start": end + 1}, rf"`start` {end + 1} is outside the history"),
         ({"start": "yesterday"}, r"neither a seq nor an ISO time"),
         ({"rule": "magic"}, r"unknown learning rule 'magic'"),
         ({"eta": -0.1}, r"learning.eta must be at least 0, got -0.1"),

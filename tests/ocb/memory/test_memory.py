@@ -231,7 +231,7 @@ def test_time_filters(mb: Brain) -> None:
     around = mb.recall("what happened around Nov 2", record=False)
     assert around.date_phrase == "around Nov 2"
     assert {r.day for r in around.results} == {"2026-11-01"}
-    with pytest.raises(InputError, match="cannot read --since"):
+    with pytest.raises(InputError, match="cannot read `since`"):
         mb.recall(since="soon")
     with pytest.raises(InputError, match="before it starts"):
         mb.recall(between=("2026-11-21", "2026-11-01"))

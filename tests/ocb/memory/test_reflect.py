@@ -263,7 +263,7 @@ def test_default_judge_and_move() -> None:
 def test_bad_input_and_read_only_brains(tmp_path: Path) -> None:
     ws = make_ws(tmp_path)
     with open_brain(tmp_path, ws) as b:
-        with pytest.raises(InputError, match="cannot read --since '3x'"):
+        with pytest.raises(InputError, match="cannot read `since` '3x'"):
             reflect(b.store, "3x")
     with Brain(tmp_path / "brain", as_of=2) as past:
         with pytest.raises(InputError, match="as of seq 2"):
