@@ -437,7 +437,11 @@ def trace_of(store: Store, trace_id: str = "", chat_id: str = "") -> QueryTraced
         trace_id = tr.last_by_chat.get(chat_id, "")
         if not trace_id:
             raise unknown(
-                "chat id", chat_id, sorted(tr.last_by_chat), "pass --chat-id to ocb query first"
+                "chat id",
+                chat_id,
+                sorted(tr.last_by_chat),
+                "pass `chat_id` to ocb query first",
+                param="chat_id",
             )
     ref = tr.by_id.get(trace_id)
     if ref is None:

@@ -404,7 +404,11 @@ def outcome_seq(store: Store, *, trace_id: str = "", chat_id: str = "", source: 
     else:
         if chat_id not in traces.last_by_chat:
             raise unknown(
-                "chat id", chat_id, sorted(traces.last_by_chat), "pass --chat-id to ocb query first"
+                "chat id",
+                chat_id,
+                sorted(traces.last_by_chat),
+                "pass `chat_id` to ocb query first",
+                param="chat_id",
             )
 
         def of_chat(o: OutcomeRecorded) -> bool:

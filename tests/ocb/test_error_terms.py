@@ -31,8 +31,8 @@ KNOWN_FLAGS: dict[str, list[str]] = {
     "ocb/checks/verify.py": ["--head", "--head", "--head", "--head", "--repair"],
     "ocb/graph/inject.py": ["--json", "--node"],
     "ocb/graph/learn.py": ["--json", "--json"],
-    "ocb/graph/query.py": ["--chat-id", "--json"],
-    "ocb/graph/retract.py": ["--chat-id", "--limit", "--since", "--type", "--type"],
+    "ocb/graph/query.py": ["--json"],
+    "ocb/graph/retract.py": ["--limit", "--since", "--type", "--type"],
     "ocb/graph/route.py": ["--apply"],
     "ocb/memory/recall_service.py": ["--json"],
     "ocb/memory/retain.py": ["--entity", "--entity"],
@@ -172,6 +172,14 @@ def test_python_callers_see_parameter_names(brain: Brain) -> None:
         (
             ["diff", "--from", "3", "--to", "2"],
             ["error: --from 3 is after --to 2", "hint: give the earlier point as --from"],
+        ),
+        (
+            ["learn", "--outcome", "1", "--chat-id", "nobody"],
+            ["error: unknown chat id 'nobody'", "hint: pass --chat-id to ocb query first"],
+        ),
+        (
+            ["retract", "--chat-id", "nobody"],
+            ["error: unknown chat id 'nobody'", "hint: pass --chat-id to ocb query first"],
         ),
         (
             ["learn", "--outcome", "1"],
