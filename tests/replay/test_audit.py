@@ -151,5 +151,5 @@ def test_unknown_ids_are_refused_with_close_matches(used: Brain, tmp_path: Path)
             with pytest.raises(InputError, match="unknown edge") as err:
                 audit_edge(store, src, other)
             assert err.value.hint
-        with pytest.raises(InputError, match="--limit"):
+        with pytest.raises(InputError, match="`limit` must be at least 0"):
             audit_node(store, src, limit=-1)
