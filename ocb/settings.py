@@ -39,6 +39,10 @@ that names no one, a person's own decision (an anchor, a retraction), a teacher'
 labels, a change of embedder, a repair of the log."""
 
 
+ACTORS: tuple[Actor, ...] = get_args(Actor)
+"""Every actor, in the order ``Actor`` names them."""
+
+
 def actor_of(name: str) -> Actor:
     """``name`` as an ``Actor``: who a caller says records, checked where it is recorded
     (``ocb.store.Store.transact``).
@@ -46,11 +50,10 @@ def actor_of(name: str) -> Actor:
     Raises:
         InputError: not an ``Actor``.
     """
-    names: tuple[Actor, ...] = get_args(Actor)
-    for actor in names:
+    for actor in ACTORS:
         if actor == name:
             return actor
-    raise InputError(f"unknown actor {name!r}", f"use one of: {', '.join(names)}")
+    raise InputError(f"unknown actor {name!r}", f"use one of: {', '.join(ACTORS)}")
 
 
 ROUTE_RULES = ("transfer", "route")

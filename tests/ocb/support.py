@@ -17,9 +17,24 @@ from ocb.upkeep.maintain import maintain
 from ocb.upkeep.weights import NS_PER_DAY
 from ocb_events.clock import TickClock
 from ocb_events.errors import InputError
+from ocb_events.schema import EdgeDeltas, EdgesUpdated
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "workspace"
 """The example workspace (never written: tests copy it)."""
+
+
+def dormant_update(brain: Brain) -> EdgesUpdated:
+    """A decay that leaves every edge of ``brain`` dormant (its weight down by 60 %):
+    health then finds brain death and proposes a lower habitual bound."""
+    kill = tuple(
+        EdgeDeltas(
+            source=src,
+            targets=tuple(sorted(ts)),
+            deltas=tuple(-ts[t].weight * 0.6 for t in sorted(ts)),
+        )
+        for src, ts in sorted(brain.graph.out.items())
+    )
+    return EdgesUpdated(updates=kill, rule="decay", cause_seq=0)
 
 
 def fresh_copy(dest: Path) -> Path:

@@ -17,7 +17,8 @@ from ocb.upkeep.health import check
 from ocb_events.clock import TickClock
 from ocb_events.errors import InputError, LogConflict
 from ocb_events.memory import MemoryLog
-from ocb_events.schema import ConfigChanged, EdgeDeltas, EdgesUpdated, Event
+from ocb_events.schema import ConfigChanged, Event
+from tests.ocb.support import dormant_update
 
 QUESTION = "how do I roll back a bad deploy"
 
@@ -94,16 +95,7 @@ def test_a_decision_made_before_another_writer_appended_is_made_again(
 
 def _kill_edges(brain: Brain) -> None:
     """Every edge dormant: health finds brain death and proposes a lower habitual."""
-    g = brain.graph
-    kill = tuple(
-        EdgeDeltas(
-            source=src,
-            targets=tuple(sorted(ts)),
-            deltas=tuple(-ts[t].weight * 0.6 for t in sorted(ts)),
-        )
-        for src, ts in sorted(g.out.items())
-    )
-    update = EdgesUpdated(updates=kill, rule="decay", cause_seq=0)
+    update = dormant_update(brain)
     brain.store.transact("maintenance", lambda _seq: [update])
 
 

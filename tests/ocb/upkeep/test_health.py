@@ -7,8 +7,9 @@ import pytest
 from ocb.brain import Brain
 from ocb.settings import Traversal
 from ocb.upkeep.health import assess, check
-from ocb_events.schema import ConfigChanged, EdgeDeltas, EdgesUpdated, QueryTraced, SeedHit
+from ocb_events.schema import ConfigChanged, QueryTraced, SeedHit
 from tests.ocb.graphs import build
+from tests.ocb.support import dormant_update
 from tests.projections.streams import PARAMS
 
 QUESTION = "how do I roll back a bad deploy"
@@ -24,20 +25,7 @@ def test_a_fresh_brain_is_healthy_and_proposes_nothing(brain: Brain) -> None:
 
 
 def test_brain_death_is_detected_and_the_applied_proposal_routes_again(brain: Brain) -> None:
-    g = brain.graph
-    kill = tuple(
-        EdgeDeltas(
-            source=src,
-            targets=tuple(sorted(ts)),
-            deltas=tuple(-ts[t].weight * 0.6 for t in sorted(ts)),
-        )
-        for src, ts in sorted(g.out.items())
-    )
-    brain.store.record(
-        [EdgesUpdated(updates=kill, rule="decay", cause_seq=0)],
-        "maintenance",
-        expected_seq=brain.log.last_seq,
-    )
+    brain.store.record([dormant_update(brain)], "maintenance", expected_seq=brain.log.last_seq)
     dead = brain.query(QUESTION)
     report, _ = check(
         brain.store,
