@@ -39,10 +39,10 @@ from ocb_events.durable import FILE_MODE, private_dir
 from ocb_events.errors import AnalyticsError
 from projections import graph
 from replay import confinement
-from replay.columns import column, grouped
+from replay.columns import Tails, column, grouped
 from replay.diff import Tiers
 from replay.isolation import Limits, Running, Worker
-from replay.rows import HISTORY, TABLES, VARCHAR, RowFold
+from replay.rows import RowFold
 from replay.statements import check_query
 from replay.store_lock import StoreLock
 from replay.store_meta import (
@@ -53,6 +53,7 @@ from replay.store_meta import (
     first_ts as first_ts_of,
     same_history,
 )
+from replay.tables import GROUPED, HISTORY, TABLES, VARCHAR
 from replay.worker import first_line
 
 VERSION = 5
@@ -131,16 +132,8 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, data: dict[str, Any]) ->
         con.unregister("_batch")
 
 
-def _load(
-    con: duckdb.DuckDBPyConnection,
-    table: str,
-    rows: list[Any],
-    groups: list[tuple[tuple[Any, ...], int]] | None = None,
-) -> None:
+def _load(con: duckdb.DuckDBPyConnection, table: str, rows: list[Any]) -> None:
     if not rows:
-        return
-    if groups is not None:
-        _insert(con, table, grouped(table, rows, groups))
         return
     cols = TABLES[table]
     data = {
@@ -148,6 +141,12 @@ def _load(
         for (name, kind), vals in zip(cols, zip(*rows, strict=True), strict=True)
     }
     _insert(con, table, data)
+
+
+def _load_grouped(con: duckdb.DuckDBPyConnection, table: str, fold: RowFold) -> None:
+    tails: Tails = fold.tails[table]
+    if len(tails):
+        _insert(con, table, grouped(table, tails, fold.groups[table]))
 
 
 def _schema_sql() -> list[str]:
@@ -181,6 +180,8 @@ class AnalyticsStore:
         limits: what one query may take (time, memory, threads, result size).
         running: the worker processes its queries run in belong to this (stopping it
             ends them); by default, this process's.
+        bulk: gather weight updates a source at a time (False: row by row, the
+            reference the bulk path is tested against; the same rows either way).
 
     Example:
         >>> with AnalyticsStore(path) as store:                       # doctest: +SKIP
@@ -197,8 +198,10 @@ class AnalyticsStore:
         waiting: Warn | None = None,
         limits: Limits | None = None,
         running: Running | None = None,
+        bulk: bool = True,
     ) -> None:
         self.path = Path(path)
+        self.bulk = bulk
         self.warn: Warn = warn or (lambda _msg: None)
         self.wait_s = wait_s
         self.waiting: Warn = waiting or (lambda _msg: None)
@@ -411,7 +414,9 @@ class AnalyticsStore:
         row = con.execute("SELECT op, seq FROM store.maintenance ORDER BY seq DESC LIMIT 1")
         last = row.fetchone()
         fold = RowFold(
-            lambda: self._load_graph(con), (str(last[0]), int(last[1])) if last else ("", 0)
+            lambda: self._load_graph(con),
+            (str(last[0]), int(last[1])) if last else ("", 0),
+            bulk=self.bulk,
         )
         total, done = end - meta.last_seq, 0
         # the rows are millions of acyclic tuples: the cycle collector would rescan
@@ -457,7 +462,10 @@ class AnalyticsStore:
         try:
             _resolve_traces(con, fold)
             for name in HISTORY:
-                _load(con, name, fold.rows[name], fold.groups.get(name))
+                if name in GROUPED:
+                    _load_grouped(con, name, fold)
+                else:
+                    _load(con, name, fold.rows[name])
             current = fold.current()
             _replace(con, "nodes", ("id",), sorted((i,) for i in fold.nodes_touched))
             _load(con, "nodes", current["nodes"])

@@ -1,13 +1,20 @@
 """The rows of the analytics store as numpy columns, the form DuckDB loads in bulk
-(``replay.analytics`` hands it one dict of columns per table and flush)."""
+(``replay.analytics`` hands it one dict of columns per table and flush).
+
+Grouped tables (``replay.tables.GROUPED``) are gathered column by column as records are
+folded (``Tails``, ``DeltaTails``): a record's values are appended to each column's list
+at C speed, with no tuple per row, and each list becomes one array at flush.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from itertools import repeat
 from typing import Any
 
 import numpy as np
 
-from replay.rows import (
+from replay.tables import (
     BIGINT,
     DOUBLE,
     DOUBLES,
@@ -20,27 +27,104 @@ from replay.rows import (
 )
 
 
-def column(kind: str, values: tuple[Any, ...]) -> Any:
+def _masked(values: Sequence[Any], dtype: Any) -> Any:
+    mask = np.fromiter((v is None for v in values), dtype=bool, count=len(values))
+    data = np.asarray([0 if v is None else v for v in values], dtype=dtype)
+    return np.ma.masked_array(data, mask=mask)
+
+
+def _doubles(values: Sequence[Any]) -> Any:
+    """Floats, masked where None (NaN stays NaN): only the NaNs are looked at twice."""
+    data = np.asarray(values, dtype=np.float64)  # None reads as NaN
+    nan = np.flatnonzero(np.isnan(data))
+    if not nan.size:
+        return data
+    mask = np.zeros(len(data), dtype=bool)
+    mask[[i for i in nan.tolist() if values[i] is None]] = True
+    if not mask.any():
+        return data
+    data[mask] = 0.0
+    return np.ma.masked_array(data, mask=mask)
+
+
+def column(kind: str, values: Sequence[Any]) -> Any:
     """A numpy column DuckDB scans without copying row by row (masked where NULL)."""
     if kind == TIMESTAMP:
         return np.asarray(values, dtype=np.int64).view("datetime64[ns]")
-    if kind in (BIGINT, INTEGER, DOUBLE):
-        dtype = np.float64 if kind == DOUBLE else np.int64
-        if None not in values:
-            return np.asarray(values, dtype=dtype)
-        mask = np.fromiter((v is None for v in values), dtype=bool, count=len(values))
-        data = np.asarray([0 if v is None else v for v in values], dtype=dtype)
-        return np.ma.masked_array(data, mask=mask)
+    if kind == DOUBLE:
+        return _doubles(values)
+    if kind in (BIGINT, INTEGER):
+        try:
+            return np.asarray(values, dtype=np.int64)
+        except TypeError:  # a None among them
+            return _masked(values, np.int64)
+    if kind in (VARCHARS, DOUBLES):  # one list per row, never a 2-D array
+        return np.fromiter(values, dtype=object, count=len(values))
     out = np.empty(len(values), dtype=object)
-    if kind in (VARCHARS, DOUBLES):
-        for i, v in enumerate(values):
-            out[i] = v
-    else:
-        out[:] = values
+    out[:] = values
     return out
 
 
-def grouped(table: str, tails: list[Any], groups: list[tuple[tuple[Any, ...], int]]) -> Any:
+class Tails:
+    """The tails (``replay.tables.tail_columns``) of a grouped table's new rows, one
+    list per column."""
+
+    __slots__ = ("cols",)
+
+    def __init__(self, width: int) -> None:
+        self.cols: list[list[Any]] = [[] for _ in range(width)]
+
+    def __len__(self) -> int:
+        return len(self.cols[0])
+
+    def add(self, row: Sequence[Any]) -> None:
+        """Append one row (its values in column order)."""
+        for col, v in zip(self.cols, row, strict=True):
+            col.append(v)
+
+    def arrays(self, kinds: Sequence[str]) -> list[Any]:
+        return [column(k, c) for k, c in zip(kinds, self.cols, strict=True)]
+
+
+class DeltaTails(Tails):
+    """The tails of ``deltas`` (source, target, before, after, delta): rows of a weight
+    update take ``after`` as ``before + delta`` clipped to [-1, 1], computed for all of
+    them at once (the graph projection's clip, the same float operations)."""
+
+    __slots__ = ("calc",)
+
+    def __init__(self) -> None:
+        super().__init__(5)
+        self.calc: list[bool] = []
+
+    def add(self, row: Sequence[Any]) -> None:
+        super().add(row)
+        self.calc.append(False)
+
+    def update(self, source: str, targets: Sequence[str], before: list[float], d: Any) -> None:
+        """Append the rows of one source's changes (``after`` computed at flush)."""
+        n = len(targets)
+        src, tgt, bef, aft, delta = self.cols
+        src.extend(repeat(source, n))
+        tgt.extend(targets)
+        bef.extend(before)
+        aft.extend(repeat(0.0, n))
+        delta.extend(d)
+        self.calc.extend(repeat(True, n))
+
+    def arrays(self, kinds: Sequence[str]) -> list[Any]:
+        src, tgt, before, after, delta = super().arrays(kinds)
+        calc = np.asarray(self.calc, dtype=bool)
+        if calc.any():
+            computed = np.clip(np.ma.getdata(before) + np.ma.getdata(delta), -1.0, 1.0)
+            if np.ma.isMaskedArray(after):
+                after.data[calc] = computed[calc]
+            else:
+                after = np.where(calc, computed, after)
+        return [src, tgt, before, after, delta]
+
+
+def grouped(table: str, tails: Tails, groups: list[tuple[tuple[Any, ...], int]]) -> Any:
     """The columns of a grouped table: heads repeated, ordinals numbered, tails as given."""
     kinds = dict(TABLES[table])
     heads, ordinal, first = GROUPED[table]
@@ -52,6 +136,6 @@ def grouped(table: str, tails: list[Any], groups: list[tuple[tuple[Any, ...], in
     starts = np.repeat(np.cumsum(counts) - counts, counts)
     data[ordinal] = np.arange(len(starts), dtype=np.int64) - starts + first
     names = tail_columns(table)
-    cols = [tuple(tails)] if len(names) == 1 else list(zip(*tails, strict=True))
-    data.update({n: column(kinds[n], v) for n, v in zip(names, cols, strict=True)})
+    arrays = tails.arrays([kinds[n] for n in names])
+    data.update(zip(names, arrays, strict=True))
     return data

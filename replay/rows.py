@@ -1,12 +1,11 @@
-"""The rows of the analytics store: every table's columns, and the pure fold of log
-records into them (``RowFold``), with the graph projection folded alongside.
+"""The rows of the analytics store: the pure fold of log records into the tables of
+``replay.tables`` (``RowFold``), with the graph projection folded alongside.
 
-NOTE: the columns of ``TABLES`` are the documented views (README, "History: SQL and
-audit"): add columns at the end and bump ``replay.analytics.VERSION`` (stores of another
-version are rebuilt). ``before`` and ``after`` of a weight change are read from the graph
+NOTE: ``before`` and ``after`` of a weight change are read from the graph
 projection just before and after the record is folded into it, so they are what the
 graph holds at that seq; only ``EdgesUpdated``, the hot path, is computed here (the same
-clip to [-1, 1] as the fold) and then folded.
+clip to [-1, 1] as the fold, for a whole update at once) and then folded. Grouped
+tables are gathered as columns (``replay.columns.Tails``), the others as row tuples.
 
 Nothing here touches DuckDB; ``replay.analytics`` loads the rows.
 """
@@ -15,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
+from itertools import repeat
 from typing import Any
 
 from ocb_events.schema import (
@@ -23,6 +23,7 @@ from ocb_events.schema import (
     ChunkSpan,
     ChunkText,
     ConfigChanged,
+    EdgeDeltas,
     EdgeRelevanceSet,
     EdgesCreated,
     EdgesRemoved,
@@ -44,100 +45,11 @@ from ocb_events.schema import (
     TeacherLabeled,
 )
 from projections import ROUTES, graph
-from projections.graph import Node
+from projections.graph import Node, State as GraphState
+from replay.columns import DeltaTails, Tails
+from replay.tables import GROUPED, HISTORY, tail_columns
 
 Pair = tuple[str, str]
-
-# the DuckDB column types (timestamps are ns since the epoch, UTC)
-BIGINT, INTEGER, DOUBLE, VARCHAR = "BIGINT", "INTEGER", "DOUBLE", "VARCHAR"
-TIMESTAMP, VARCHARS, DOUBLES = "TIMESTAMP_NS", "VARCHAR[]", "DOUBLE[]"
-_B, _I, _F, _S, _T, _SL, _FL = BIGINT, INTEGER, DOUBLE, VARCHAR, TIMESTAMP, VARCHARS, DOUBLES
-
-
-TABLES: dict[str, tuple[tuple[str, str], ...]] = {
-    "events": (("seq", _B), ("ts", _T), ("actor", _S), ("type", _S)),
-    "traces": (
-        ("seq", _B), ("ts", _T), ("trace_id", _S), ("query", _S), ("chat_id", _S),
-        ("stop_reason", _S), ("context_chars", _I), ("fired", _I), ("seeds", _I),
-        ("steps", _I), ("vetoed", _I), ("mode", _S), ("route", _S), ("route_mode", _S),
-    ),
-    "steps": (
-        ("seq", _B), ("trace_id", _S), ("step", _I), ("hop", _I), ("node", _S),
-        ("chosen", _S), ("candidates", _I), ("stop_logit", _F), ("weight", _F),
-        ("logit", _F), ("tier", _S), ("followed", _SL),
-    ),
-    "fired": (("seq", _B), ("trace_id", _S), ("rank", _I), ("node", _S)),
-    "seeds": (
-        ("seq", _B), ("trace_id", _S), ("rank", _I), ("node", _S), ("score", _F),
-        ("lexical", _F), ("vector", _F),
-    ),
-    "outcomes": (
-        ("seq", _B), ("ts", _T), ("actor", _S), ("trace_id", _S), ("trace_seq", _B),
-        ("chat_id", _S), ("reward", _F), ("source", _S), ("fired_ids", _SL),
-    ),
-    "deltas": (
-        ("seq", _B), ("ord", _I), ("ts", _T), ("source", _S), ("target", _S),
-        ("before", _F), ("after", _F), ("delta", _F), ("rule", _S), ("cause_seq", _B),
-        ("event", _S),
-    ),
-    "lifecycle": (
-        ("seq", _B), ("ts", _T), ("node", _S), ("action", _S), ("path", _S),
-        ("start_line", _I), ("end_line", _I), ("content_hash", _S), ("other", _S),
-        ("detail", _S),
-    ),
-    "files": (
-        ("seq", _B), ("ts", _T), ("path", _S), ("action", _S), ("content_hash", _S),
-        ("added", _I), ("kept", _I), ("removed", _I), ("revised", _I), ("old_path", _S),
-    ),
-    "injections": (
-        ("seq", _B), ("ts", _T), ("node_id", _S), ("node_type", _S), ("content", _S),
-        ("chat_id", _S), ("trace_id", _S), ("anchor_query", _S), ("authority", _S),
-        ("connections", _I),
-    ),
-    "maintenance": (("seq", _B), ("ts", _T), ("op", _S), ("params", _S), ("summary", _S)),
-    "labels": (
-        ("seq", _B), ("ts", _T), ("trace_id", _S), ("hop", _I), ("node", _S),
-        ("teacher", _S), ("targets", _SL), ("scores", _FL),
-    ),
-    "config": (("seq", _B), ("ts", _T), ("key", _S), ("value", _S)),
-    "nodes": (
-        ("id", _S), ("kind", _S), ("path", _S), ("start_line", _I), ("end_line", _I),
-        ("heading", _S), ("authority", _S), ("created_seq", _B), ("chars", _I),
-        ("stop", _F), ("baseline", _F), ("alias_of", _S),
-    ),
-    "edges": (
-        ("source", _S), ("target", _S), ("weight", _F), ("kind", _S), ("relevance", _F),
-        ("last_seq", _B),
-    ),
-    "retractions": (
-        ("seq", _B), ("ts", _T), ("actor", _S), ("target_seq", _B), ("kind", _S),
-        ("node_id", _S), ("reason", _S),
-    ),
-    "route_credits": (
-        ("seq", _B), ("ts", _T), ("route_id", _S), ("question", _S), ("node", _S),
-        ("delta", _F), ("cause_seq", _B),
-    ),
-}  # fmt: skip
-"""Every table by name with its columns; each is also a view of the same name."""
-
-CURRENT = ("edges", "nodes")
-"""Tables holding the present (rows replaced as they change); the rest only grow."""
-
-
-HISTORY = tuple(n for n in TABLES if n not in CURRENT)
-"""Tables that only grow (one row per recorded fact)."""
-
-GROUPED: dict[str, tuple[tuple[str, ...], str, int]] = {
-    "deltas": (("seq", "ts", "rule", "cause_seq", "event"), "ord", 0),
-    "fired": (("seq", "trace_id"), "rank", 1),
-    "seeds": (("seq", "trace_id"), "rank", 1),
-    "steps": (("seq", "trace_id"), "step", 1),
-}
-"""Tables whose rows come in groups, one group per record: table -> (the columns shared
-by a group, given once per group and repeated at load; the ordinal column, numbered
-within the group at load; its first value). The other columns form each row's tail
-(a bare value when there is one)."""
-
 
 FileEvent = FileIndexed | FileChanged | FileRemoved | FileMoved
 _FILE_ACTIONS: dict[type, str] = {
@@ -175,12 +87,6 @@ def _edited(was: Node, now: Node) -> bool:
     return was.text_hash != now.text_hash or was.heading != now.heading or not was.text
 
 
-def tail_columns(table: str) -> tuple[str, ...]:
-    """The columns of each row of a grouped table (the ones not shared by its group)."""
-    heads, ordinal, _ = GROUPED[table]
-    return tuple(c for c, _ in TABLES[table] if c not in heads and c != ordinal)
-
-
 _GRAPH_TAGS = ROUTES["graph"]
 EVENTS_ONLY = frozenset(
     {
@@ -205,12 +111,21 @@ class RowFold:
     """The rows of new records, table by table, with the graph folded alongside.
 
     ``graph`` restores the graph at the store's seq when a record first needs it;
+    ``bulk`` gathers a weight update's rows a source at a time (``bulk=False``: row by
+    row, the reference the bulk path is tested against; the same rows either way);
     ``traces`` maps trace ids seen in this run to their seq (older ones are resolved
     against the store at flush); ``last_run`` is the newest maintenance run (op, seq).
     """
 
-    def __init__(self, load_graph: Callable[[], graph.State], last_run: tuple[str, int]) -> None:
+    def __init__(
+        self,
+        load_graph: Callable[[], graph.State],
+        last_run: tuple[str, int],
+        *,
+        bulk: bool = True,
+    ) -> None:
         self._load_graph = load_graph
+        self.bulk = bulk
         self.g: graph.State | None = None
         self.last_run = last_run
         self.traces: dict[str, int] = {}
@@ -245,7 +160,10 @@ class RowFold:
 
     def reset(self) -> None:
         """Start a new batch of rows (the graph and the lookups carry on)."""
-        self.rows: dict[str, list[Any]] = {n: [] for n in HISTORY}
+        self.rows: dict[str, list[Any]] = {n: [] for n in HISTORY if n not in GROUPED}
+        self.tails: dict[str, Tails] = {
+            n: DeltaTails() if n == "deltas" else Tails(len(tail_columns(n))) for n in GROUPED
+        }
         self.groups: dict[str, list[tuple[tuple[Any, ...], int]]] = {n: [] for n in GROUPED}
         self.unresolved: list[int] = []
         self.nodes_touched: set[str] = set()
@@ -279,28 +197,43 @@ class RowFold:
     # ------------------------------------------------------------ traces and outcomes
 
     def _trace(self, rec: Record, ev: QueryTraced) -> None:
-        seq, tid = rec.seq, ev.trace_id
+        seq, tid, steps = rec.seq, ev.trace_id, ev.steps
         self.traces[tid] = seq
         self.rows["traces"].append(
             (seq, rec.ts, tid, ev.query, ev.chat_id, ev.stop_reason, ev.context_chars)
-            + (len(ev.fired), len(ev.seeds), len(ev.steps), len(ev.vetoed), ev.params.mode)
+            + (len(ev.fired), len(ev.seeds), len(steps), len(ev.vetoed), ev.params.mode)
             + (ev.route, ev.route_mode)
         )
         head = (seq, tid)
-        groups = self.groups
+        groups, tails = self.groups, self.tails
         groups["fired"].append((head, len(ev.fired)))
-        self.rows["fired"].extend(ev.fired)
+        tails["fired"].cols[0].extend(ev.fired)
         groups["seeds"].append((head, len(ev.seeds)))
-        self.rows["seeds"].extend((s.node_id, s.score, s.lexical, s.vector) for s in ev.seeds)
-        groups["steps"].append((head, len(ev.steps)))
-        steps = self.rows["steps"]
-        for s in ev.steps:
-            c = next((c for c in s.candidates if c.target == s.chosen), None)
-            row = (s.hop, s.node, s.chosen, len(s.candidates), s.stop_logit)
-            if c is None:
-                steps.append((*row, None, None, None, list(s.followed)))
+        node, score, lexical, vector = tails["seeds"].cols
+        node.extend([s.node_id for s in ev.seeds])
+        score.extend([s.score for s in ev.seeds])
+        lexical.extend([s.lexical for s in ev.seeds])
+        vector.extend([s.vector for s in ev.seeds])
+        groups["steps"].append((head, len(steps)))
+        hop, at, chosen, count, stop_logit, weight, logit, tier, followed = tails["steps"].cols
+        hop.extend([s.hop for s in steps])
+        at.extend([s.node for s in steps])
+        chosen.extend([s.chosen for s in steps])
+        count.extend([len(s.candidates) for s in steps])
+        stop_logit.extend([s.stop_logit for s in steps])
+        followed.extend([list(s.followed) for s in steps])
+        for s in steps:
+            target = s.chosen
+            for c in s.candidates:
+                if c.target == target:
+                    weight.append(c.weight)
+                    logit.append(c.logit)
+                    tier.append(c.tier)
+                    break
             else:
-                steps.append((*row, c.weight, c.logit, c.tier, list(s.followed)))
+                weight.append(None)
+                logit.append(None)
+                tier.append(None)
 
     def _outcome(self, rec: Record, ev: OutcomeRecorded) -> None:
         tseq = self.traces.get(ev.trace_id) if ev.trace_id else None
@@ -316,44 +249,72 @@ class RowFold:
 
     def _update(self, rec: Record, ev: EdgesUpdated) -> None:
         g = self.graph()
-        out, stop, nodes, rows = g.out, g.stop, g.nodes, self.rows["deltas"]
+        tails = self.tails["deltas"]
+        assert isinstance(tails, DeltaTails)
+        first = len(tails)
         # a pair twice in one record (never from our rules) sees its first change
         sources = [u.source for u in ev.updates]
         twice = len(set(sources)) < len(sources) or any(
             len(set(u.targets)) < len(u.targets) for u in ev.updates
         )
-        now: dict[Pair, float] = {}
-        n = 0
+        now: dict[Pair, float] | None = {} if twice else None
         for u in ev.updates:
-            src = u.source
-            targets = out.get(src)
-            for t, d in zip(u.targets, u.deltas, strict=False):
-                before = now.get((src, t)) if twice else None
-                if before is None:
-                    if t == STOP:
-                        if src not in nodes:
-                            continue
-                        before = stop.get(src, 0.0)
-                    else:
-                        edge = targets.get(t) if targets is not None else None
-                        if edge is None:
-                            continue
-                        before = edge.weight
-                w = before + d
-                after = -1.0 if w < -1.0 else 1.0 if w > 1.0 else w
-                if twice:
-                    now[(src, t)] = after
-                rows.append((src, t, before, after, d))
-                n += 1
+            if not (self.bulk and now is None and self._bulk_update(g, u, tails)):
+                self._update_rows(g, u, now)
         head = (rec.seq, rec.ts, ev.rule, ev.cause_seq, "edges_updated")
-        self.groups["deltas"].append((head, n))
-        for src, t, *_ in rows[len(rows) - n :]:
+        self.groups["deltas"].append((head, len(tails) - first))
+        self.nodes_touched.update(b.node for b in ev.baselines)
+        self._evolve(rec)
+
+    def _bulk_update(self, g: GraphState, u: EdgeDeltas, tails: DeltaTails) -> bool:
+        """One source's changes as columns, when each target is STOP or an edge of the
+        graph and the source a node (else False, and nothing is added)."""
+        src, tg = u.source, u.targets
+        targets = g.out.get(src)
+        if targets is None or len(tg) != len(u.deltas):
+            return False
+        try:
+            if STOP in tg:
+                if src not in g.nodes:
+                    return False
+                w = g.stop.get(src, 0.0)
+                before = [w if t == STOP else targets[t].weight for t in tg]
+                self.nodes_touched.add(src)
+                self.edges_touched.update((src, t) for t in tg if t != STOP)
+            else:
+                before = [targets[t].weight for t in tg]
+                self.edges_touched.update(zip(repeat(src), tg))
+        except KeyError:
+            return False
+        tails.update(src, tg, before, u.deltas)
+        return True
+
+    def _update_rows(self, g: GraphState, u: EdgeDeltas, now: dict[Pair, float] | None) -> None:
+        """One source's changes row by row (``now``: the pairs changed earlier in the
+        record, when one may come twice)."""
+        src, rows = u.source, self.tails["deltas"]
+        targets = g.out.get(src)
+        for t, d in zip(u.targets, u.deltas, strict=False):
+            before = now.get((src, t)) if now is not None else None
+            if before is None:
+                if t == STOP:
+                    if src not in g.nodes:
+                        continue
+                    before = g.stop.get(src, 0.0)
+                else:
+                    edge = targets.get(t) if targets is not None else None
+                    if edge is None:
+                        continue
+                    before = edge.weight
+            w = before + d
+            after = -1.0 if w < -1.0 else 1.0 if w > 1.0 else w
+            if now is not None:
+                now[(src, t)] = after
+            rows.add((src, t, before, after, d))
             if t == STOP:
                 self.nodes_touched.add(src)
             else:
                 self.edges_touched.add((src, t))
-        self.nodes_touched.update(b.node for b in ev.baselines)
-        self._evolve(rec)
 
     def _weights(self, pairs: Iterable[Pair]) -> dict[Pair, tuple[float, int] | None]:
         out = self.graph().out
@@ -385,14 +346,14 @@ class RowFold:
         before = self._weights(pairs)
         self._evolve(rec)
         after = self._weights(pairs)
-        rows, seq, n = self.rows["deltas"], rec.seq, 0
+        rows, seq, n = self.tails["deltas"], rec.seq, 0
         for p in sorted(pairs):
             b, a = before[p], after[p]
             wb, wa = (b[0] if b else None), (a[0] if a else None)
             set_here = a is not None and a[1] == seq and p in explicit
             if wb == wa and not set_here:
                 continue
-            rows.append((p[0], p[1], wb, wa, None))
+            rows.add((p[0], p[1], wb, wa, None))
             n += 1
             self.edges_touched.add(p)
         head = (seq, rec.ts, rule, cause, self._tags[type(rec.event)])

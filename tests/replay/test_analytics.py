@@ -3,6 +3,8 @@ build from scratch holds, agreeing with the graph projection, never trusted when
 
 from __future__ import annotations
 
+import hashlib
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -14,10 +16,12 @@ from ocb.brain import Brain
 from ocb.upkeep.maintain import maintain
 from ocb_events.clock import TickClock
 from ocb_events.errors import AnalyticsError
+from ocb_events.log import SegmentLog
 from ocb_events.schema import STOP, EdgesUpdated, OutcomeRecorded, QueryTraced
 from replay.analytics import AnalyticsStore, _open
-from replay.rows import TABLES
+from replay.tables import TABLES
 from tests.ocb.support import ops, run_op, workspaces, write_workspace
+from tests.ocb_events.golden_log import GOLDEN
 
 QUESTIONS = ["how do I roll back a bad deploy", "who is on call", "postgres pool size"]
 
@@ -31,11 +35,43 @@ def contents(store: AnalyticsStore) -> dict[str, list[tuple[Any, ...]]]:
     return out
 
 
-def build(path: Path, brain: Brain, chunk: int = 20_000) -> dict[str, list[tuple[Any, ...]]]:
-    with AnalyticsStore(path) as store:
+def build(
+    path: Path, brain: Brain, chunk: int = 20_000, *, bulk: bool = True
+) -> dict[str, list[tuple[Any, ...]]]:
+    with AnalyticsStore(path, bulk=bulk) as store:
         store.catch_up(brain.log, chunk=chunk)
         assert store.last_seq == brain.log.last_seq
         return contents(store)
+
+
+def digest(rows: dict[str, list[tuple[Any, ...]]]) -> str:
+    h = hashlib.sha256()
+    for name, got in rows.items():
+        h.update(repr((name, got)).encode())
+    return h.hexdigest()
+
+
+GOLDEN_CONTENTS = "0352fe5fbcbd28ef21a4518a55b2f7afca6617bf1035133a98510e54b6358bb4"
+"""The digest of every view's rows folded from the golden log (``digest``), as the
+row-by-row fold wrote them before rows were gathered as columns."""
+
+
+def test_the_golden_log_folds_to_the_rows_it_always_did(tmp_path: Path) -> None:
+    shutil.copytree(GOLDEN, tmp_path / "log")
+    with SegmentLog(tmp_path / "log", writer=False) as log:
+        for bulk in (True, False):
+            with AnalyticsStore(tmp_path / f"{bulk}.duckdb", bulk=bulk) as store:
+                store.catch_up(log, chunk=5)
+                assert digest(contents(store)) == GOLDEN_CONTENTS
+
+
+def test_columns_hold_the_rows_of_the_row_by_row_fold(built: Path, tmp_path: Path) -> None:
+    with learned_brain(built) as b:
+        b.learn(0.5, trace_id=b.query(QUESTIONS[0]).trace_id, rule="pg")
+        bulk = build(tmp_path / "bulk.duckdb", b, chunk=7)
+        rows = build(tmp_path / "rows.duckdb", b, chunk=7, bulk=False)
+        assert bulk == rows
+        assert len(bulk["deltas"]) > 20 and any(r[4] == STOP for r in bulk["deltas"])
 
 
 @settings(max_examples=25, deadline=None)
@@ -62,6 +98,7 @@ def test_caught_up_incrementally_equals_built_from_scratch(
                 inc.catch_up(b.log, chunk=chunk)
                 incremental = contents(inc)
             assert build(root / "scratch.duckdb", b) == incremental
+            assert build(root / "rows.duckdb", b, bulk=False) == incremental
             check_present(incremental, b)
 
 
