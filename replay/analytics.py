@@ -25,6 +25,7 @@ connection before it queries.
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import threading
@@ -56,10 +57,10 @@ from replay.store_meta import (
 from replay.tables import GROUPED, HISTORY, TABLES, VARCHAR
 from replay.worker import first_line
 
-VERSION = 5
+VERSION = 6
 """The schema version; a store of another version is rebuilt."""
 
-CHUNK = 20_000
+CHUNK = 50_000
 """Records folded per commit (each commit holds a consistent seq)."""
 
 WAIT_S = 60.0
@@ -122,12 +123,41 @@ _RUNNING = Running()
 # --------------------------------------------------------------------------- loading
 
 
+EDGE_KEY = "hash(source, target)"
+"""The key ``store.deltas`` keeps beside each change (column ``edge``, not in the view):
+a flush's changes are stored ordered by it, so DuckDB's zone maps skip the row groups
+that hold no change of an audited edge. The store records what DuckDB's ``hash`` gives
+for ``KEY_PROBE`` and is rebuilt when another DuckDB hashes otherwise."""
+KEY_PROBE = "ocb edge"
+
+_KEYING = threading.Lock()
+
+
+@functools.cache
+def _keyer() -> duckdb.DuckDBPyConnection:
+    return duckdb.connect(":memory:", config=dict(confinement.CONFIG))
+
+
+def edge_key(source: str, target: str) -> int:
+    """The key ``store.deltas`` holds for the changes of ``source -> target``."""
+    with _KEYING:
+        row = _keyer().execute("SELECT hash(?::VARCHAR, ?::VARCHAR)", [source, target]).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
 def _insert(con: duckdb.DuckDBPyConnection, table: str, data: dict[str, Any]) -> None:
     """Load columns (numpy arrays by column name) into ``store.<table>`` in one statement."""
     names = ", ".join(c for c, _ in TABLES[table])
+    sql = f"INSERT INTO store.{table} ({names}) SELECT {names} FROM _batch"
+    if table == "deltas":
+        sql = (
+            f"INSERT INTO store.deltas ({names}, edge) SELECT {names}, {EDGE_KEY} AS edge "
+            "FROM _batch ORDER BY edge, seq, ord"
+        )
     con.register("_batch", data)
     try:
-        con.execute(f"INSERT INTO store.{table} ({names}) SELECT {names} FROM _batch")
+        con.execute(sql)
     finally:
         con.unregister("_batch")
 
@@ -153,14 +183,17 @@ def _schema_sql() -> list[str]:
     out = ["CREATE SCHEMA store"]
     out.append(
         "CREATE TABLE store.meta(version INTEGER, last_seq BIGINT, graph_seq BIGINT, "
-        "first_ts BIGINT, chain VARCHAR)"
+        "first_ts BIGINT, chain VARCHAR, probe UBIGINT)"
     )
     out.append("CREATE TABLE store.graph(seq BIGINT, body BLOB)")
     out += list(_MACROS)
     for name, cols in TABLES.items():
-        out.append(f"CREATE TABLE store.{name}({', '.join(f'{c} {k}' for c, k in cols)})")
+        extra = ", edge UBIGINT" if name == "deltas" else ""
+        out.append(f"CREATE TABLE store.{name}({', '.join(f'{c} {k}' for c, k in cols)}{extra})")
+        names = ", ".join(c for c, _ in cols)
         out.append(
-            f"CREATE VIEW main.{name} AS SELECT *{_VIEW_EXTRA.get(name, '')} FROM store.{name}"
+            f"CREATE VIEW main.{name} AS SELECT {names}{_VIEW_EXTRA.get(name, '')} "
+            f"FROM store.{name}"
         )
     return out
 
@@ -355,6 +388,8 @@ class AnalyticsStore:
         """
         if meta is None or (meta.version, meta.first_ts) != (VERSION, first_ts):
             return False
+        if not meta.same_keys:
+            return False
         if meta.last_seq < end or not same_history(meta, log):
             return False
         self.last_seq = meta.last_seq
@@ -384,6 +419,8 @@ class AnalyticsStore:
             reason = "holds no analytics meta"
         elif meta is not None and meta.version != VERSION:
             reason = f"has schema version {meta.version}, not {VERSION}"
+        elif meta is not None and not meta.same_keys:
+            reason = "keys its edges with another DuckDB's hash"
         elif meta is not None and meta.first_ts != first_ts:
             reason = "was built from another log"  # (one ahead of this log: see _holds)
         elif meta is not None and not same_history(meta, log):
@@ -398,7 +435,8 @@ class AnalyticsStore:
             for stmt in _schema_sql():
                 con.execute(stmt)
             con.execute(
-                "INSERT INTO store.meta VALUES (?, 0, 0, ?, ?)", [VERSION, first_ts, meta.chain]
+                "INSERT INTO store.meta VALUES (?, 0, 0, ?, ?, hash(?))",
+                [VERSION, first_ts, meta.chain, KEY_PROBE],
             )
             con.commit()
         return meta
@@ -522,16 +560,18 @@ def _read_meta(con: duckdb.DuckDBPyConnection) -> Meta | None:
     if not found or not found[0]:
         return None
     cols = {str(r[0]) for r in con.execute("DESCRIBE store.meta").fetchall()}
-    if "chain" not in cols:  # a store of an older version, rebuilt by the caller
+    if "probe" not in cols:  # a store of an older version, rebuilt by the caller
         row = con.execute("SELECT version FROM store.meta LIMIT 1").fetchone()
         return Meta(int(row[0]) if row else 0, 0, 0, 0)
     rows = con.execute(
-        "SELECT version, last_seq, graph_seq, first_ts, chain FROM store.meta"
+        "SELECT version, last_seq, graph_seq, first_ts, chain, probe IS NOT DISTINCT FROM "
+        "hash(?) FROM store.meta",
+        [KEY_PROBE],
     ).fetchall()
     if len(rows) != 1:
         raise _Damaged(f"store.meta holds {len(rows)} rows")
-    v, last, graph_seq, first, chain = rows[0]
-    return Meta(int(v), int(last), int(graph_seq), int(first), str(chain or ""))
+    v, last, graph_seq, first, chain, same_keys = rows[0]
+    return Meta(int(v), int(last), int(graph_seq), int(first), str(chain or ""), bool(same_keys))
 
 
 def _has_tables(con: duckdb.DuckDBPyConnection) -> bool:

@@ -21,10 +21,10 @@ from typing import Any
 import msgspec
 
 from ocb_events.errors import InputError, close_matches, unknown_with
-from replay.analytics import AnalyticsStore
+from replay.analytics import AnalyticsStore, edge_key
 from replay.timetravel import iso
 
-EDGE_AUDIT_SQL = """
+_SELECT = """
 SELECT d.seq, d.ord, d.ts, d.before, d.after, d.delta, d.rule, d.event, d.cause_seq,
        e.type AS cause_type, e.actor AS cause_actor, e.ts AS cause_ts,
        o.reward, o.source AS reward_source, o.trace_seq, o.fired_ids,
@@ -38,7 +38,8 @@ SELECT d.seq, d.ord, d.ts, d.before, d.after, d.delta, d.rule, d.event, d.cause_
        r.target_seq AS retracted_seq, r.kind AS retracted_kind, r.reason AS retract_reason,
        r.node_id AS retracted_node, ro.reward AS retracted_reward,
        ro.source AS retracted_source, ro.trace_id AS retracted_trace
-FROM deltas d
+"""
+_JOINS = """
 LEFT JOIN events e ON e.seq = d.cause_seq
 LEFT JOIN outcomes o ON o.seq = d.cause_seq
 LEFT JOIN traces t ON t.seq = o.trace_seq
@@ -49,10 +50,28 @@ LEFT JOIN traces lt ON lt.trace_id = l.trace_id AND lt.seq < l.seq
 LEFT JOIN files f ON f.seq = d.cause_seq
 LEFT JOIN retractions r ON r.seq = d.cause_seq
 LEFT JOIN outcomes ro ON ro.seq = r.target_seq
-WHERE d.source = ? AND d.target = ?
-ORDER BY d.seq, d.ord
 """
+
+EDGE_AUDIT_SQL = (
+    _SELECT
+    + "FROM deltas d"
+    + _JOINS
+    + "WHERE d.source = ? AND d.target = ?\nORDER BY d.seq, d.ord\n"
+)
 """Every change of one edge (``?`` = source, target) with its cause, oldest first."""
+
+
+def _keyed_audit(key: int) -> str:
+    """``EDGE_AUDIT_SQL`` that reads the edge's changes by their key first (the row
+    groups of ``store.deltas`` that cannot hold the key are skipped), then joins."""
+    return (
+        "WITH d AS MATERIALIZED (SELECT * FROM store.deltas "
+        f"WHERE edge = {int(key)}::UBIGINT AND source = ? AND target = ?)\n"
+        + _SELECT
+        + "FROM d"
+        + _JOINS
+        + "ORDER BY d.seq, d.ord\n"
+    )
 
 
 class Cause(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -272,7 +291,7 @@ def audit_edge(store: AnalyticsStore, source: str, target: str) -> EdgeAudit:
         InputError: a node the history never held, or no edge between the two
             (suggesting close ids or the source's targets).
     """
-    rows = store.query(EDGE_AUDIT_SQL, [source, target])
+    rows = store.query(_keyed_audit(edge_key(source, target)), [source, target])
     if not rows.rows:
         _check_node(store, source, "source node")
         if target != "<STOP>":

@@ -53,6 +53,8 @@ class Meta(msgspec.Struct, frozen=True):
     first_ts: int
     chain: str = ""
     """The log's hash chain at ``last_seq``: the exact history the store holds."""
+    same_keys: bool = True
+    """Whether this DuckDB hashes edges as the one that keyed the store's changes."""
 
 
 def chain_at(log: History, seq: int) -> str:
