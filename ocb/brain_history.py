@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from pathlib import Path
 from typing import TYPE_CHECKING, Unpack
 
 import msgspec
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from replay.audit import EdgeAudit, NodeAudit
     from replay.history import CatchUp
     from replay.isolation import Running
+    from replay.parquet import ParquetExport
     from replay.report import HistoryReport
     from replay.store_meta import QueryResult
 
@@ -72,6 +74,21 @@ class HistoryCommands:
 
         with self._history(**catch_up) as store:
             return audit_node(store, node, limit=limit)
+
+    def export_parquet(
+        self, dest: Path, *, force: bool = False, **catch_up: Unpack[CatchUp]
+    ) -> ParquetExport:
+        """Write every view of the history as Parquet into ``dest``, partitioned by day,
+        each row with this brain's id and name (``replay.parquet``); InputError for a
+        directory that holds files but no export of this brain (unless ``force``)."""
+        from replay.parquet import brain_id, check_dir, export_parquet
+
+        with self.history_held():
+            ident = brain_id(self.store.log)
+        check_dir(dest, ident, force)  # before a catch-up that may take long
+        name = self.store.path.resolve().name
+        with self._history(**catch_up) as store:
+            return export_parquet(store.path, dest, brain_id=ident, brain=name, force=force)
 
     def history_held(self) -> AbstractContextManager[None]:
         """Held while a command over the history reads the log and the settings: nothing

@@ -51,6 +51,7 @@ ORDER = (
     "forget",
     "sql",
     "report",
+    "export",
     "retain",
     "recall",
     "reflect",

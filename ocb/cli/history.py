@@ -159,3 +159,39 @@ def audit_node(
     with reading(brain) as (b, progress):
         got = b.audit_node(node, limit=limit, progress=progress, waiting=note)
     out(got, as_json, node_text, node_json)
+
+
+@group.command("export")
+@runs("local")
+@handled
+def export(
+    brain: BrainOpt,
+    parquet: Annotated[
+        Path,
+        typer.Option(
+            "--parquet",
+            help="Write every view as Parquet into this directory, partitioned by day.",
+        ),
+    ],
+    force: Annotated[
+        bool,
+        typer.Option(help="Write into a directory holding other files (its views replaced)."),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Export the brain's whole history (every view of ocb sql) as Parquet:
+    DIR/<view>/day=YYYY-MM-DD/*.parquet, each row with brain_id and brain, so that
+    DuckDB, Spark or Trino query many brains' exports together with one glob. Runs
+    again into the same directory (views replaced); refuses a directory holding
+    anything else unless --force.
+
+    \b
+    Example:
+      ocb export --brain /tmp/brain --parquet /tmp/history/brain
+      ocb export --brain /tmp/brain --parquet /tmp/history/brain --json
+    """
+    from ocb.cli.render.export import export_json, export_text
+
+    with reading(brain) as (b, progress):
+        got = b.export_parquet(parquet, force=force, progress=progress, waiting=note)
+    out(got, as_json, export_text, export_json)

@@ -16,6 +16,7 @@ from ocb.brain import Brain
 from ocb.cli.app import app
 from ocb.engine.extras import install_command
 from ocb_events.clock import TickClock
+from replay.tables import TABLES
 from tests.golden_files import check
 from tests.ocb.support import tree_bytes
 
@@ -177,3 +178,28 @@ def test_audit_commands_print_json_and_refuse_unknown_ids(history: Path) -> None
     for cmd in (["sql"], ["report"], ["audit", "edge"], ["audit", "node"]):
         code, out, _ = ocb(*cmd, "--help")
         assert code == 0 and "Example:" in out
+
+
+def test_export_writes_parquet_and_refuses_a_foreign_directory(
+    history: Path, workspace: Path, tmp_path: Path
+) -> None:
+    dest = tmp_path / "out" / "brain"
+    code, out, err = ocb("export", "--brain", str(history), "--parquet", str(dest), "--json")
+    assert (code, err) == (0, "")
+    got = json.loads(out)
+    assert sorted(got) == ["brain", "brain_id", "bytes", "dir", "last_seq", "views"]
+    views = {v["view"]: v for v in got["views"]}
+    assert list(views) == list(TABLES)
+    assert views["outcomes"]["rows"] == 7 and views["outcomes"]["files"] == 1
+    assert got["bytes"] == sum(v["bytes"] for v in got["views"]) > 0
+    code, out, _ = ocb("export", "--brain", str(history), "--parquet", str(dest))
+    assert code == 0 and out.startswith(f"exported brain brain ({got['brain_id']}) up to seq ")
+    assert re.search(r"^  outcomes +7 rows +1 files$", out, re.M)
+    before = tree_bytes(workspace)
+    code, out, err = ocb("export", "--brain", str(history), "--parquet", str(workspace))
+    assert (code, out) == (1, "")
+    assert err.splitlines() == [
+        f"error: {workspace} holds files that are no export",
+        "hint: choose a new or empty directory, or pass --force to replace its views",
+    ]
+    assert tree_bytes(workspace) == before
