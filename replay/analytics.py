@@ -1,14 +1,16 @@
 """The analytics store: a brain's history as DuckDB tables, derived from its log.
 
-NOTE: with ``replay.statements`` (DuckDB's parser) and ``replay.worker`` (the query
-process, whose errors ``replay.isolation`` reads), the only module that opens DuckDB;
+NOTE: with ``replay.statements`` (DuckDB's parser), ``replay.worker`` (the query
+process, whose errors ``replay.isolation`` reads) and ``replay.parquet`` (the export),
+the only module that opens DuckDB;
 every ``duckdb.Error`` becomes an ``AnalyticsError`` here. The store is a cache
 (``<brain>/cache/analytics.duckdb``), rebuilt from the log whenever it is deleted,
 cannot be opened, holds another version's schema or does not match the log (with a
 warning); it catches up from the seq it holds.
 
-Layout: the rows live in tables of schema ``store``, loaded in bulk (each flush hands
-DuckDB one dict of numpy columns per table and runs one ``INSERT ... SELECT``); the
+Layout: the rows live in tables of schema ``store``, loaded in bulk by
+``replay.store_load`` (each flush hands DuckDB one dict of numpy columns per table and
+runs one ``INSERT ... SELECT``; ``store.deltas`` ordered by the edge's key); the
 documented interface is the views of the same names in ``main`` (README, "History: SQL
 and audit"). Weights before and after each change are read from the graph projection,
 folded alongside the rows with ``projections.graph.evolve`` and snapshotted into the
@@ -40,11 +42,11 @@ from ocb_events.durable import FILE_MODE, private_dir
 from ocb_events.errors import AnalyticsError
 from projections import graph
 from replay import confinement
-from replay.columns import Tails, column, grouped
 from replay.diff import Tiers
 from replay.isolation import Limits, Running, Worker
 from replay.rows import RowFold
 from replay.statements import check_query
+from replay.store_load import KEY_PROBE, load, load_grouped, replace, resolve_traces
 from replay.store_lock import StoreLock
 from replay.store_meta import (
     History,
@@ -54,7 +56,7 @@ from replay.store_meta import (
     first_ts as first_ts_of,
     same_history,
 )
-from replay.tables import GROUPED, HISTORY, TABLES, VARCHAR
+from replay.tables import GROUPED, HISTORY, TABLES
 from replay.worker import first_line
 
 VERSION = 6
@@ -120,15 +122,8 @@ _RUNNING = Running()
 """The workers of stores opened without a ``Running`` of their own."""
 
 
-# --------------------------------------------------------------------------- loading
+# --------------------------------------------------------------------------- keys
 
-
-EDGE_KEY = "hash(source, target)"
-"""The key ``store.deltas`` keeps beside each change (column ``edge``, not in the view):
-a flush's changes are stored ordered by it, so DuckDB's zone maps skip the row groups
-that hold no change of an audited edge. The store records what DuckDB's ``hash`` gives
-for ``KEY_PROBE`` and is rebuilt when another DuckDB hashes otherwise."""
-KEY_PROBE = "ocb edge"
 
 _KEYING = threading.Lock()
 
@@ -144,39 +139,6 @@ def edge_key(source: str, target: str) -> int:
         row = _keyer().execute("SELECT hash(?::VARCHAR, ?::VARCHAR)", [source, target]).fetchone()
     assert row is not None
     return int(row[0])
-
-
-def _insert(con: duckdb.DuckDBPyConnection, table: str, data: dict[str, Any]) -> None:
-    """Load columns (numpy arrays by column name) into ``store.<table>`` in one statement."""
-    names = ", ".join(c for c, _ in TABLES[table])
-    sql = f"INSERT INTO store.{table} ({names}) SELECT {names} FROM _batch"
-    if table == "deltas":
-        sql = (
-            f"INSERT INTO store.deltas ({names}, edge) SELECT {names}, {EDGE_KEY} AS edge "
-            "FROM _batch ORDER BY edge, seq, ord"
-        )
-    con.register("_batch", data)
-    try:
-        con.execute(sql)
-    finally:
-        con.unregister("_batch")
-
-
-def _load(con: duckdb.DuckDBPyConnection, table: str, rows: list[Any]) -> None:
-    if not rows:
-        return
-    cols = TABLES[table]
-    data = {
-        name: column(kind, vals)
-        for (name, kind), vals in zip(cols, zip(*rows, strict=True), strict=True)
-    }
-    _insert(con, table, data)
-
-
-def _load_grouped(con: duckdb.DuckDBPyConnection, table: str, fold: RowFold) -> None:
-    tails: Tails = fold.tails[table]
-    if len(tails):
-        _insert(con, table, grouped(table, tails, fold.groups[table]))
 
 
 def _schema_sql() -> list[str]:
@@ -498,17 +460,17 @@ class AnalyticsStore:
         n = fold.count
         con.begin()
         try:
-            _resolve_traces(con, fold)
+            resolve_traces(con, fold)
             for name in HISTORY:
                 if name in GROUPED:
-                    _load_grouped(con, name, fold)
+                    load_grouped(con, name, fold)
                 else:
-                    _load(con, name, fold.rows[name])
+                    load(con, name, fold.rows[name])
             current = fold.current()
-            _replace(con, "nodes", ("id",), sorted((i,) for i in fold.nodes_touched))
-            _load(con, "nodes", current["nodes"])
-            _replace(con, "edges", ("source", "target"), sorted(fold.edges_touched))
-            _load(con, "edges", current["edges"])
+            replace(con, "nodes", ("id",), sorted((i,) for i in fold.nodes_touched))
+            load(con, "nodes", current["nodes"])
+            replace(con, "edges", ("source", "target"), sorted(fold.edges_touched))
+            load(con, "edges", current["edges"])
             graph_seq = self._graph_seq
             if fold.graph_changed and fold.g is not None:
                 graph_seq = seq
@@ -577,42 +539,3 @@ def _read_meta(con: duckdb.DuckDBPyConnection) -> Meta | None:
 def _has_tables(con: duckdb.DuckDBPyConnection) -> bool:
     row = con.execute("SELECT count(*) FROM duckdb_tables()").fetchone()
     return bool(row and row[0])
-
-
-def _resolve_traces(con: duckdb.DuckDBPyConnection, fold: RowFold) -> None:
-    """Fill the trace seq of outcomes whose trace was recorded before this run."""
-    if not fold.unresolved:
-        return
-    rows = fold.rows["outcomes"]
-    ids = sorted({str(rows[i][3]) for i in fold.unresolved})
-    con.register("_ids", {"trace_id": column(VARCHAR, tuple(ids))})
-    try:
-        found = dict(
-            con.execute(
-                "SELECT t.trace_id, max(t.seq) FROM store.traces t "
-                "JOIN _ids USING (trace_id) GROUP BY t.trace_id"
-            ).fetchall()
-        )
-    finally:
-        con.unregister("_ids")
-    for i in fold.unresolved:
-        r = rows[i]
-        rows[i] = (*r[:4], found.get(r[3]), *r[5:])
-
-
-def _replace(
-    con: duckdb.DuckDBPyConnection, table: str, keys: tuple[str, ...], rows: list[Any]
-) -> None:
-    """Delete the rows of ``table`` whose key is in ``rows`` (new values follow)."""
-    if not rows:
-        return
-    kinds = dict(TABLES[table])
-    data = {
-        k: column(kinds[k], vals) for k, vals in zip(keys, zip(*rows, strict=True), strict=True)
-    }
-    match = " AND ".join(f"store.{table}.{k} = _keys.{k}" for k in keys)
-    con.register("_keys", data)
-    try:
-        con.execute(f"DELETE FROM store.{table} USING _keys WHERE {match}")
-    finally:
-        con.unregister("_keys")

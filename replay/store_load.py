@@ -1,0 +1,95 @@
+"""Loading a flush of rows into the analytics store's tables: each table's columns
+handed to DuckDB as one dict of numpy arrays and inserted in one statement; the rows of
+the present (``nodes``, ``edges``) replaced by key; outcomes whose trace came in an
+earlier flush resolved against the store. Each function takes the caller's connection
+(``replay.analytics`` opens it) inside its transaction.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+
+from replay.columns import Tails, column, grouped
+from replay.rows import RowFold
+from replay.tables import TABLES, VARCHAR
+
+EDGE_KEY = "hash(source, target)"
+"""The key ``store.deltas`` keeps beside each change (column ``edge``, not in the view):
+a flush's changes are stored ordered by it, so DuckDB's zone maps skip the row groups
+that hold no change of an audited edge. The store records what DuckDB's ``hash`` gives
+for ``KEY_PROBE`` and is rebuilt when another DuckDB hashes otherwise."""
+KEY_PROBE = "ocb edge"
+
+
+def insert(con: duckdb.DuckDBPyConnection, table: str, data: dict[str, Any]) -> None:
+    """Load columns (numpy arrays by column name) into ``store.<table>`` in one statement."""
+    names = ", ".join(c for c, _ in TABLES[table])
+    sql = f"INSERT INTO store.{table} ({names}) SELECT {names} FROM _batch"
+    if table == "deltas":
+        sql = (
+            f"INSERT INTO store.deltas ({names}, edge) SELECT {names}, {EDGE_KEY} AS edge "
+            "FROM _batch ORDER BY edge, seq, ord"
+        )
+    con.register("_batch", data)
+    try:
+        con.execute(sql)
+    finally:
+        con.unregister("_batch")
+
+
+def load(con: duckdb.DuckDBPyConnection, table: str, rows: list[Any]) -> None:
+    if not rows:
+        return
+    cols = TABLES[table]
+    data = {
+        name: column(kind, vals)
+        for (name, kind), vals in zip(cols, zip(*rows, strict=True), strict=True)
+    }
+    insert(con, table, data)
+
+
+def load_grouped(con: duckdb.DuckDBPyConnection, table: str, fold: RowFold) -> None:
+    tails: Tails = fold.tails[table]
+    if len(tails):
+        insert(con, table, grouped(table, tails, fold.groups[table]))
+
+
+def resolve_traces(con: duckdb.DuckDBPyConnection, fold: RowFold) -> None:
+    """Fill the trace seq of outcomes whose trace was recorded before this run."""
+    if not fold.unresolved:
+        return
+    rows = fold.rows["outcomes"]
+    ids = sorted({str(rows[i][3]) for i in fold.unresolved})
+    con.register("_ids", {"trace_id": column(VARCHAR, tuple(ids))})
+    try:
+        found = dict(
+            con.execute(
+                "SELECT t.trace_id, max(t.seq) FROM store.traces t "
+                "JOIN _ids USING (trace_id) GROUP BY t.trace_id"
+            ).fetchall()
+        )
+    finally:
+        con.unregister("_ids")
+    for i in fold.unresolved:
+        r = rows[i]
+        rows[i] = (*r[:4], found.get(r[3]), *r[5:])
+
+
+def replace(
+    con: duckdb.DuckDBPyConnection, table: str, keys: tuple[str, ...], rows: list[Any]
+) -> None:
+    """Delete the rows of ``table`` whose key is in ``rows`` (new values follow)."""
+    if not rows:
+        return
+    kinds = dict(TABLES[table])
+    data = {
+        k: column(kinds[k], vals) for k, vals in zip(keys, zip(*rows, strict=True), strict=True)
+    }
+    match = " AND ".join(f"store.{table}.{k} = _keys.{k}" for k in keys)
+    con.register("_keys", data)
+    try:
+        con.execute(f"DELETE FROM store.{table} USING _keys WHERE {match}")
+    finally:
+        con.unregister("_keys")
