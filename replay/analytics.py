@@ -469,7 +469,7 @@ class AnalyticsStore:
             current = fold.current()
             replace(con, "nodes", ("id",), sorted((i,) for i in fold.nodes_touched))
             load(con, "nodes", current["nodes"])
-            replace(con, "edges", ("source", "target"), sorted(fold.edges_touched))
+            replace(con, "edges", ("source",), sorted((s,) for s in fold.sources_touched))
             load(con, "edges", current["edges"])
             graph_seq = self._graph_seq
             if fold.graph_changed and fold.g is not None:

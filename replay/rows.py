@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from itertools import repeat
 from typing import Any
 
 from ocb_events.schema import (
@@ -167,7 +166,7 @@ class RowFold:
         self.groups: dict[str, list[tuple[tuple[Any, ...], int]]] = {n: [] for n in GROUPED}
         self.unresolved: list[int] = []
         self.nodes_touched: set[str] = set()
-        self.edges_touched: set[Pair] = set()
+        self.sources_touched: set[str] = set()  # their edges are rewritten at flush
         self.graph_changed = False
         self.count = 0
 
@@ -257,37 +256,44 @@ class RowFold:
         twice = len(set(sources)) < len(sources) or any(
             len(set(u.targets)) < len(u.targets) for u in ev.updates
         )
-        now: dict[Pair, float] | None = {} if twice else None
-        for u in ev.updates:
-            if not (self.bulk and now is None and self._bulk_update(g, u, tails)):
+        if twice or not self.bulk:
+            now: dict[Pair, float] | None = {} if twice else None
+            for u in ev.updates:
                 self._update_rows(g, u, now)
+        else:
+            self._bulk_update(g, ev.updates, tails)
         head = (rec.seq, rec.ts, ev.rule, ev.cause_seq, "edges_updated")
         self.groups["deltas"].append((head, len(tails) - first))
         self.nodes_touched.update(b.node for b in ev.baselines)
         self._evolve(rec)
 
-    def _bulk_update(self, g: GraphState, u: EdgeDeltas, tails: DeltaTails) -> bool:
-        """One source's changes as columns, when each target is STOP or an edge of the
-        graph and the source a node (else False, and nothing is added)."""
-        src, tg = u.source, u.targets
-        targets = g.out.get(src)
-        if targets is None or len(tg) != len(u.deltas):
-            return False
-        try:
-            if STOP in tg:
-                if src not in g.nodes:
-                    return False
-                w = g.stop.get(src, 0.0)
-                before = [w if t == STOP else targets[t].weight for t in tg]
-                self.nodes_touched.add(src)
-                self.edges_touched.update((src, t) for t in tg if t != STOP)
-            else:
-                before = [targets[t].weight for t in tg]
-                self.edges_touched.update(zip(repeat(src), tg))
-        except KeyError:
-            return False
-        tails.update(src, tg, before, u.deltas)
-        return True
+    def _bulk_update(self, g: GraphState, updates: Iterable[EdgeDeltas], tails: DeltaTails) -> None:
+        """The changes of each source as columns, when each target is STOP or an edge
+        of the graph and the source a node (else row by row). Reads the graph's maps
+        as its own fold does (values decoded on first use)."""
+        out, raw_out, nodes, stop = g.out, g.out.raw_items(), g.nodes.raw_items(), g.stop
+        touched = self.sources_touched
+        for u in updates:
+            src, tg = u.source, u.targets
+            targets = raw_out.get(src)
+            if targets is not None and type(targets) is not dict:
+                targets = out[src]
+            try:
+                if targets is None or len(tg) != len(u.deltas):
+                    raise KeyError(src)
+                if STOP in tg:
+                    if src not in nodes:
+                        raise KeyError(src)
+                    w = stop.get(src, 0.0)
+                    before = [w if t == STOP else targets[t].weight for t in tg]
+                    self.nodes_touched.add(src)
+                else:
+                    before = [targets[t].weight for t in tg]
+            except KeyError:
+                self._update_rows(g, u, None)
+                continue
+            touched.add(src)
+            tails.update(src, tg, before, u.deltas)
 
     def _update_rows(self, g: GraphState, u: EdgeDeltas, now: dict[Pair, float] | None) -> None:
         """One source's changes row by row (``now``: the pairs changed earlier in the
@@ -314,7 +320,7 @@ class RowFold:
             if t == STOP:
                 self.nodes_touched.add(src)
             else:
-                self.edges_touched.add((src, t))
+                self.sources_touched.add(src)
 
     def _weights(self, pairs: Iterable[Pair]) -> dict[Pair, tuple[float, int] | None]:
         out = self.graph().out
@@ -355,7 +361,7 @@ class RowFold:
                 continue
             rows.add((p[0], p[1], wb, wa, None))
             n += 1
-            self.edges_touched.add(p)
+            self.sources_touched.add(p[0])
         head = (seq, rec.ts, rule, cause, self._tags[type(rec.event)])
         self.groups["deltas"].append((head, n))
 
@@ -369,7 +375,7 @@ class RowFold:
         self._diff(rec, {(e.source, e.target) for e in ev.edges}, (), "prune", ev.cause_seq)
 
     def _relevance(self, rec: Record, ev: EdgeRelevanceSet) -> None:
-        self.edges_touched.update((u.source, t) for u in ev.updates for t in u.targets)
+        self.sources_touched.update(u.source for u in ev.updates if u.targets)
         self._evolve(rec)
 
     # ------------------------------------------------------------ nodes
@@ -516,7 +522,8 @@ class RowFold:
     # ------------------------------------------------------------ the present
 
     def current(self) -> dict[str, list[tuple[Any, ...]]]:
-        """Rows of the nodes and edges touched since ``reset``, as they are now."""
+        """Rows of the nodes touched since ``reset`` and of every edge out of the
+        sources touched, as they are now."""
         g = self.g
         if g is None:
             return {"nodes": [], "edges": []}
@@ -530,8 +537,7 @@ class RowFold:
                     + (g.merged.get(i),)
                 )
         edges = []
-        for s, t in sorted(self.edges_touched):
-            e = (g.out.get(s) or {}).get(t)
-            if e is not None:
+        for s in sorted(self.sources_touched):
+            for t, e in sorted((g.out.get(s) or {}).items()):
                 edges.append((s, t, e.weight, e.kind, e.relevance, e.last_seq))
         return {"nodes": nodes, "edges": edges}
