@@ -59,7 +59,7 @@ from replay.store_meta import (
 from replay.tables import GROUPED, HISTORY, TABLES
 from replay.worker import first_line
 
-VERSION = 6
+VERSION = 7
 """The schema version; a store of another version is rebuilt."""
 
 CHUNK = 50_000
@@ -148,6 +148,7 @@ def _schema_sql() -> list[str]:
         "first_ts BIGINT, chain VARCHAR, probe UBIGINT)"
     )
     out.append("CREATE TABLE store.graph(seq BIGINT, body BLOB)")
+    out.append("CREATE TABLE store.paths(seq BIGINT, path VARCHAR[])")
     out += list(_MACROS)
     for name, cols in TABLES.items():
         extra = ", edge UBIGINT" if name == "deltas" else ""

@@ -22,6 +22,14 @@ that hold no change of an audited edge. The store records what DuckDB's ``hash``
 for ``KEY_PROBE`` and is rebuilt when another DuckDB hashes otherwise."""
 KEY_PROBE = "ocb edge"
 
+PATHS = (
+    "INSERT INTO store.paths SELECT seq, list(node || ' -> ' || chosen ORDER BY step) "
+    "FROM _batch GROUP BY seq"
+)
+"""Each trace's walk (``node -> chosen``, step by step) in ``store.paths`` (no view),
+built from the same batch as ``steps``: an audit reads the paths of its traces there
+rather than among every trace's steps."""
+
 
 def insert(con: duckdb.DuckDBPyConnection, table: str, data: dict[str, Any]) -> None:
     """Load columns (numpy arrays by column name) into ``store.<table>`` in one statement."""
@@ -35,6 +43,8 @@ def insert(con: duckdb.DuckDBPyConnection, table: str, data: dict[str, Any]) -> 
     con.register("_batch", data)
     try:
         con.execute(sql)
+        if table == "steps":
+            con.execute(PATHS)
     finally:
         con.unregister("_batch")
 

@@ -3,9 +3,12 @@ and unknown ids refused with close matches."""
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from ocb.brain import Brain
 from ocb.upkeep.maintain import maintain
@@ -13,8 +16,9 @@ from ocb_events.clock import TickClock
 from ocb_events.errors import InputError
 from ocb_events.schema import QueryTraced
 from projections import graph
-from replay.analytics import AnalyticsStore
-from replay.audit import audit_edge, audit_node
+from replay.analytics import AnalyticsStore, edge_key
+from replay.audit import EDGE_AUDIT_SQL, _keyed_audit, _path, audit_edge, audit_node
+from tests.ocb.support import ops, run_op, workspaces, write_workspace
 
 QUESTION = "how do I roll back a bad deploy"
 
@@ -153,3 +157,35 @@ def test_unknown_ids_are_refused_with_close_matches(used: Brain, tmp_path: Path)
             assert err.value.hint
         with pytest.raises(InputError, match="`limit` must be at least 0"):
             audit_node(store, src, limit=-1)
+
+
+@settings(max_examples=12, deadline=None)
+@given(workspaces, st.lists(ops, min_size=2, max_size=10))
+def test_the_keyed_audit_reads_the_documented_query_s_rows(
+    files: list[list[tuple[str, str]]], part: list[tuple[Any, ...]]
+) -> None:
+    """Every edge that changed because of a label, a retraction or anything else: the
+    audit's query (changes found by key, narrower joins) gives exactly the rows of
+    ``EDGE_AUDIT_SQL`` over the views, and its paths the steps of each trace."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        write_workspace(root / "ws", files)
+        clock = TickClock()
+        b, _ = Brain.init(root / "brain", root / "ws", clock=clock)
+        with b, AnalyticsStore(root / "a.duckdb") as store:
+            last: dict[str, Any] = {}
+            for op in part:
+                run_op(b, op, clock, last)
+            store.catch_up(b.log)
+            edges = store.query(
+                "SELECT source, target, bool_or(e.type IN ('teacher_labeled', 'retracted')) "
+                "FROM deltas d LEFT JOIN events e ON e.seq = d.cause_seq GROUP BY ALL "
+                "ORDER BY 3 DESC, 1, 2 LIMIT 6"
+            ).rows
+            for source, target, _ in edges:
+                keyed = store.query(_keyed_audit(edge_key(source, target)), [source, target])
+                assert keyed.rows == store.query(EDGE_AUDIT_SQL, [source, target]).rows
+            walks = store.query(
+                "SELECT seq, list(node || ' -> ' || chosen ORDER BY step) FROM steps GROUP BY seq"
+            ).rows
+            assert dict(walks) == _path(store, {int(s) for s, _ in walks})
