@@ -10,7 +10,8 @@ writes snapshots every ``--every`` records (as a brain that lived that long woul
 have), then measures, medians over repeats: a full rebuild; ``as-of`` to random points
 (loading every projection from the nearest checkpoint plus the tail); the analytics
 store's catch-up from scratch and after 10,000 new records; a GROUP BY over all
-traces; and the audit of one much-changed edge. Prints machine facts and a Markdown
+traces; the audit of one much-changed edge; and the export of every view as Parquet
+partitioned by day (``ocb export --parquet``). Prints machine facts and a Markdown
 table, writes JSON to ``--out``.
 
     .venv/bin/python benchmarks/bench_history.py               # ~20 min, ~4 GB in /tmp
@@ -119,6 +120,7 @@ def bench_analytics(brain: Path, runs: int) -> dict[str, Any]:
                 "GROUP BY 1, 2 HAVING n > 1 ORDER BY n, source, target"
             ).rows
             out["store_mib"] = store.size_bytes / 2**20
+            out |= bench_export(store.path, brain, b)
             if not counts:  # a mix that changes no edge (routes learn instead)
                 return out
             for name, (src, dst, n) in (
@@ -129,6 +131,19 @@ def bench_analytics(brain: Path, runs: int) -> dict[str, Any]:
                 out[f"audit_{name}_ms"], _ = median_ms(
                     lambda s=src, d=dst: audit_edge(store, s, d), runs
                 )
+    return out
+
+
+def bench_export(db: Path, brain: Path, b: Brain) -> dict[str, Any]:
+    """Every view written as Parquet partitioned by day (``ocb export --parquet``), once."""
+    from replay.parquet import brain_id, export_parquet
+
+    dest = brain.parent / "export"
+    t0 = time.perf_counter()
+    got = export_parquet(db, dest, brain_id=brain_id(b.log), brain=brain.name)
+    out = {"export_s": time.perf_counter() - t0, "export_mib": got.bytes / 2**20}
+    out["export_files"] = sum(v.files for v in got.views)
+    shutil.rmtree(dest)
     return out
 
 
@@ -202,6 +217,9 @@ def table(mixes: list[dict[str, Any]]) -> list[tuple[str, list[float | None], st
         ("log bytes per event", col(lambda m: m["bytes_per_event"]), "<= 500"),
         ("log size, MiB", col(lambda m: m["log_mib"]), ""),
         ("analytics store, MiB", col(an("store_mib")), ""),
+        ("Parquet export of every view, s", col(an("export_s")), ""),
+        ("Parquet export, MiB", col(an("export_mib")), ""),
+        ("Parquet export, files", col(an("export_files")), ""),
     ]
 
 
