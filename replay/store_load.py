@@ -10,10 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 import duckdb
+import numpy as np
 
 from replay.columns import Tails, column, grouped
 from replay.rows import RowFold
-from replay.tables import TABLES, VARCHAR
+from replay.tables import TABLES, VARCHAR, VARCHARS
 
 EDGE_KEY = "hash(source, target)"
 """The key ``store.deltas`` keeps beside each change (column ``edge``, not in the view):
@@ -31,10 +32,33 @@ built from the same batch as ``steps``: an audit reads the paths of its traces t
 rather than among every trace's steps."""
 
 
+_SEP = "\x1f"
+
+
+def _joined(lists: Any) -> Any:
+    """Lists of strings as one string each (every item after ``_SEP``), which DuckDB
+    splits back far faster than it reads Python lists; None when an item holds
+    ``_SEP`` itself."""
+    out = np.empty(len(lists), dtype=object)
+    out[:] = [None if v is None else _SEP + _SEP.join(v) if len(v) else "" for v in lists]
+    items = sum(len(v) for v in lists if v is not None)
+    if "".join(v for v in out if v is not None).count(_SEP) != items:
+        return None
+    return out
+
+
 def insert(con: duckdb.DuckDBPyConnection, table: str, data: dict[str, Any]) -> None:
     """Load columns (numpy arrays by column name) into ``store.<table>`` in one statement."""
     names = ", ".join(c for c, _ in TABLES[table])
-    sql = f"INSERT INTO store.{table} ({names}) SELECT {names} FROM _batch"
+    picks = []
+    for c, kind in TABLES[table]:
+        joined = _joined(data[c]) if kind == VARCHARS else None
+        if joined is None:
+            picks.append(c)
+        else:
+            data[c] = joined
+            picks.append(f"string_split({c}, chr(31))[2:] AS {c}")
+    sql = f"INSERT INTO store.{table} ({names}) SELECT {', '.join(picks)} FROM _batch"
     if table == "deltas":
         sql = (
             f"INSERT INTO store.deltas ({names}, edge) SELECT {names}, {EDGE_KEY} AS edge "

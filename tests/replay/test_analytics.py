@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -19,7 +20,9 @@ from ocb_events.errors import AnalyticsError
 from ocb_events.log import SegmentLog
 from ocb_events.schema import STOP, EdgesUpdated, OutcomeRecorded, QueryTraced
 from replay.analytics import AnalyticsStore, _open
-from replay.tables import TABLES
+from replay.columns import column
+from replay.store_load import _SEP, _joined
+from replay.tables import TABLES, VARCHARS
 from tests.ocb.support import ops, run_op, workspaces, write_workspace
 from tests.ocb_events.golden_log import GOLDEN
 
@@ -285,3 +288,23 @@ def test_stores_of_one_process_read_side_by_side(built: Path, tmp_path: Path) ->
             assert other.query("SELECT count(*) FROM events").rows == [(b.log.last_seq,)]
     finally:
         first.close()
+
+
+@given(
+    st.lists(
+        st.one_of(st.none(), st.lists(st.text(st.sampled_from("ab\x1f é"), max_size=3))),
+        max_size=8,
+    )
+)
+def test_lists_of_strings_go_to_duckdb_joined_and_come_back(lists: list[list[str] | None]) -> None:
+    """A list column is handed to DuckDB as one string per row and split back there: the
+    same lists, empty ones and empty strings too; lists whose items hold the separator
+    go as lists."""
+    joined = _joined(column(VARCHARS, lists))
+    if any(_SEP in x for v in lists if v for x in v):
+        assert joined is None
+        return
+    con = duckdb.connect()
+    con.register("_b", {"x": joined})
+    got = con.execute("SELECT string_split(x, chr(31))[2:] FROM _b").fetchall()
+    assert [r[0] for r in got] == lists
