@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from ocb_events.errors import OcbError
     from ocb_events.schema import QueryTraced, Record
     from replay.audit import EdgeAudit, NodeAudit
+    from replay.parquet import ParquetExport
     from replay.report import HistoryReport
     from replay.store_meta import QueryResult
     from replay.verify import Check
@@ -69,6 +70,7 @@ _HOME = {
     "MaintenanceReport": "ocb.upkeep.maintain",
     "NodeAudit": "replay.audit",
     "OcbError": "ocb_events.errors",
+    "ParquetExport": "replay.parquet",
     "QueryResult": "replay.store_meta",
     "QueryTraced": "ocb_events.schema",
     "RecallAnswer": "ocb.memory.recall_service",
@@ -112,6 +114,7 @@ __all__ = [
     "MaintenanceReport",
     "NodeAudit",
     "OcbError",
+    "ParquetExport",
     "QueryResult",
     "QueryTraced",
     "RecallAnswer",

@@ -4,7 +4,9 @@ read from the analytics store (``replay.analytics``).
 An edge audit is the documented query ``EDGE_AUDIT_SQL`` (``deltas`` joined to the
 record that caused each change: an outcome with its trace, a maintenance run, an
 injection, a teacher label, a file sync, or a retraction with what it took back),
-plus the path of each scored trace. A node
+plus the path of each scored trace. It runs as ``_keyed_audit``, the same rows found
+without scanning the history: the edge's changes by their key (``store.deltas.edge``),
+each cause narrowed to those changes, the paths from ``store.paths``. A node
 audit lists its lifecycle (created from a file version, edited, moved, renamed, merged,
 split, authority), injections, weight changes around it and its access history (every query
 that fired it).
