@@ -104,7 +104,7 @@ def check_dir(dest: Path, ident: str, force: bool) -> None:
 
 
 def _select(view: str, last_ts: int) -> str:
-    names = ", ".join(f"v.{c}" for c, _ in TABLES[view])
+    names = "v.*"  # the view's columns (edges: with its tier)
     if view in _PRESENT:
         day = f"CAST(make_timestamp_ns({int(last_ts)}) AS DATE)"
         return f"SELECT {names}, $1 AS brain_id, $2 AS brain, {day} AS day FROM main.{view} v"
