@@ -4,9 +4,9 @@ read from the analytics store (``replay.analytics``).
 An edge audit is the documented query ``EDGE_AUDIT_SQL`` (``deltas`` joined to the
 record that caused each change: an outcome with its trace, a maintenance run, an
 injection, a teacher label, a file sync, or a retraction with what it took back),
-plus the path of each scored trace. It runs as ``_keyed_audit``, the same rows found
-without scanning the history: the edge's changes by their key (``store.deltas.edge``),
-each cause narrowed to those changes, the paths from ``store.paths``. A node
+plus the path of each scored trace (``replay.audit_sql``). It runs as ``keyed_audit``:
+the same rows, found without scanning the history (the edge's changes by their key,
+each cause narrowed to those changes, the paths from ``store.paths``). A node
 audit lists its lifecycle (created from a file version, edited, moved, renamed, merged,
 split, authority), injections, weight changes around it and its access history (every query
 that fired it).
@@ -24,78 +24,8 @@ import msgspec
 
 from ocb_events.errors import InputError, close_matches, unknown_with
 from replay.analytics import AnalyticsStore, edge_key
+from replay.audit_sql import EDGE_AUDIT_SQL as EDGE_AUDIT_SQL, keyed_audit
 from replay.timetravel import iso
-
-_SELECT = """
-SELECT d.seq, d.ord, d.ts, d.before, d.after, d.delta, d.rule, d.event, d.cause_seq,
-       e.type AS cause_type, e.actor AS cause_actor, e.ts AS cause_ts,
-       o.reward, o.source AS reward_source, o.trace_seq, o.fired_ids,
-       coalesce(t.trace_id, o.trace_id, l.trace_id) AS trace_id,
-       coalesce(t.query, lt.query) AS query,
-       coalesce(t.chat_id, o.chat_id) AS chat_id,
-       m.op, m.params, m.summary,
-       i.node_id AS injected, i.node_type, i.content,
-       l.teacher, l.hop, l.node AS labelled_node,
-       f.path AS file, f.action AS file_action, f.content_hash,
-       r.target_seq AS retracted_seq, r.kind AS retracted_kind, r.reason AS retract_reason,
-       r.node_id AS retracted_node, ro.reward AS retracted_reward,
-       ro.source AS retracted_source, ro.trace_id AS retracted_trace
-"""
-_JOINS = """
-LEFT JOIN events e ON e.seq = d.cause_seq
-LEFT JOIN outcomes o ON o.seq = d.cause_seq
-LEFT JOIN traces t ON t.seq = o.trace_seq
-LEFT JOIN maintenance m ON m.seq = d.cause_seq
-LEFT JOIN injections i ON i.seq = d.cause_seq
-LEFT JOIN labels l ON l.seq = d.cause_seq
-LEFT JOIN traces lt ON lt.trace_id = l.trace_id AND lt.seq < l.seq
-LEFT JOIN files f ON f.seq = d.cause_seq
-LEFT JOIN retractions r ON r.seq = d.cause_seq
-LEFT JOIN outcomes ro ON ro.seq = r.target_seq
-"""
-
-EDGE_AUDIT_SQL = (
-    _SELECT
-    + "FROM deltas d"
-    + _JOINS
-    + "WHERE d.source = ? AND d.target = ?\nORDER BY d.seq, d.ord\n"
-)
-"""Every change of one edge (``?`` = source, target) with its cause, oldest first."""
-
-
-_KEYED_JOINS = {
-    # the changes' own causes narrow each scan; a label's trace and a retraction's
-    # outcome are looked up for labels and retractions only, not for every change
-    "LEFT JOIN events e ON e.seq = d.cause_seq\n": (
-        "LEFT JOIN events e ON e.seq = d.cause_seq AND e.seq IN (SELECT cause_seq FROM d)\n"
-    ),
-    "LEFT JOIN traces lt ON lt.trace_id = l.trace_id AND lt.seq < l.seq\n": (
-        "LEFT JOIN (SELECT l2.seq AS label_seq, lt.query FROM labels l2 JOIN traces lt "
-        "ON lt.trace_id = l2.trace_id AND lt.seq < l2.seq) lt ON lt.label_seq = l.seq\n"
-    ),
-    "LEFT JOIN outcomes ro ON ro.seq = r.target_seq\n": (
-        "LEFT JOIN (SELECT r2.seq AS retraction_seq, ro.* FROM retractions r2 JOIN outcomes ro "
-        "ON ro.seq = r2.target_seq) ro ON ro.retraction_seq = r.seq\n"
-    ),
-}
-
-
-def _keyed_audit(key: int) -> str:
-    """``EDGE_AUDIT_SQL``, the same rows, read faster: the edge's changes found by
-    their key first (the row groups of ``store.deltas`` that cannot hold the key are
-    skipped), then joined to their causes."""
-    joins = _JOINS
-    for old, new in _KEYED_JOINS.items():
-        assert old in joins
-        joins = joins.replace(old, new)
-    return (
-        "WITH d AS MATERIALIZED (SELECT * FROM store.deltas "
-        f"WHERE edge = {int(key)}::UBIGINT AND source = ? AND target = ?)\n"
-        + _SELECT
-        + "FROM d"
-        + joins
-        + "ORDER BY d.seq, d.ord\n"
-    )
 
 
 class Cause(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -311,7 +241,7 @@ def audit_edge(store: AnalyticsStore, source: str, target: str) -> EdgeAudit:
         InputError: a node the history never held, or no edge between the two
             (suggesting close ids or the source's targets).
     """
-    rows = store.query(_keyed_audit(edge_key(source, target)), [source, target])
+    rows = store.query(keyed_audit(edge_key(source, target)), [source, target])
     if not rows.rows:
         _check_node(store, source, "source node")
         if target != "<STOP>":

@@ -17,7 +17,8 @@ from ocb_events.errors import InputError
 from ocb_events.schema import QueryTraced
 from projections import graph
 from replay.analytics import AnalyticsStore, edge_key
-from replay.audit import EDGE_AUDIT_SQL, _keyed_audit, _path, audit_edge, audit_node
+from replay.audit import _path, audit_edge, audit_node
+from replay.audit_sql import EDGE_AUDIT_SQL, keyed_audit
 from tests.ocb.support import ops, run_op, workspaces, write_workspace
 
 QUESTION = "how do I roll back a bad deploy"
@@ -183,7 +184,7 @@ def test_the_keyed_audit_reads_the_documented_query_s_rows(
                 "ORDER BY 3 DESC, 1, 2 LIMIT 6"
             ).rows
             for source, target, _ in edges:
-                keyed = store.query(_keyed_audit(edge_key(source, target)), [source, target])
+                keyed = store.query(keyed_audit(edge_key(source, target)), [source, target])
                 assert keyed.rows == store.query(EDGE_AUDIT_SQL, [source, target]).rows
             walks = store.query(
                 "SELECT seq, list(node || ' -> ' || chosen ORDER BY step) FROM steps GROUP BY seq"

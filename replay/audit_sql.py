@@ -1,0 +1,75 @@
+"""The SQL of an edge audit: ``EDGE_AUDIT_SQL``, the documented query over the views,
+and ``keyed_audit``, the same rows read by the edge's key (``replay.audit`` runs it)."""
+
+from __future__ import annotations
+
+_SELECT = """
+SELECT d.seq, d.ord, d.ts, d.before, d.after, d.delta, d.rule, d.event, d.cause_seq,
+       e.type AS cause_type, e.actor AS cause_actor, e.ts AS cause_ts,
+       o.reward, o.source AS reward_source, o.trace_seq, o.fired_ids,
+       coalesce(t.trace_id, o.trace_id, l.trace_id) AS trace_id,
+       coalesce(t.query, lt.query) AS query,
+       coalesce(t.chat_id, o.chat_id) AS chat_id,
+       m.op, m.params, m.summary,
+       i.node_id AS injected, i.node_type, i.content,
+       l.teacher, l.hop, l.node AS labelled_node,
+       f.path AS file, f.action AS file_action, f.content_hash,
+       r.target_seq AS retracted_seq, r.kind AS retracted_kind, r.reason AS retract_reason,
+       r.node_id AS retracted_node, ro.reward AS retracted_reward,
+       ro.source AS retracted_source, ro.trace_id AS retracted_trace
+"""
+_JOINS = """
+LEFT JOIN events e ON e.seq = d.cause_seq
+LEFT JOIN outcomes o ON o.seq = d.cause_seq
+LEFT JOIN traces t ON t.seq = o.trace_seq
+LEFT JOIN maintenance m ON m.seq = d.cause_seq
+LEFT JOIN injections i ON i.seq = d.cause_seq
+LEFT JOIN labels l ON l.seq = d.cause_seq
+LEFT JOIN traces lt ON lt.trace_id = l.trace_id AND lt.seq < l.seq
+LEFT JOIN files f ON f.seq = d.cause_seq
+LEFT JOIN retractions r ON r.seq = d.cause_seq
+LEFT JOIN outcomes ro ON ro.seq = r.target_seq
+"""
+
+EDGE_AUDIT_SQL = (
+    _SELECT
+    + "FROM deltas d"
+    + _JOINS
+    + "WHERE d.source = ? AND d.target = ?\nORDER BY d.seq, d.ord\n"
+)
+"""Every change of one edge (``?`` = source, target) with its cause, oldest first."""
+
+
+_KEYED_JOINS = {
+    # the changes' own causes narrow each scan; a label's trace and a retraction's
+    # outcome are looked up for labels and retractions only, not for every change
+    "LEFT JOIN events e ON e.seq = d.cause_seq\n": (
+        "LEFT JOIN events e ON e.seq = d.cause_seq AND e.seq IN (SELECT cause_seq FROM d)\n"
+    ),
+    "LEFT JOIN traces lt ON lt.trace_id = l.trace_id AND lt.seq < l.seq\n": (
+        "LEFT JOIN (SELECT l2.seq AS label_seq, lt.query FROM labels l2 JOIN traces lt "
+        "ON lt.trace_id = l2.trace_id AND lt.seq < l2.seq) lt ON lt.label_seq = l.seq\n"
+    ),
+    "LEFT JOIN outcomes ro ON ro.seq = r.target_seq\n": (
+        "LEFT JOIN (SELECT r2.seq AS retraction_seq, ro.* FROM retractions r2 JOIN outcomes ro "
+        "ON ro.seq = r2.target_seq) ro ON ro.retraction_seq = r.seq\n"
+    ),
+}
+
+
+def keyed_audit(key: int) -> str:
+    """``EDGE_AUDIT_SQL``, the same rows, read faster: the edge's changes found by
+    their key first (the row groups of ``store.deltas`` that cannot hold the key are
+    skipped), then joined to their causes."""
+    joins = _JOINS
+    for old, new in _KEYED_JOINS.items():
+        assert old in joins
+        joins = joins.replace(old, new)
+    return (
+        "WITH d AS MATERIALIZED (SELECT * FROM store.deltas "
+        f"WHERE edge = {int(key)}::UBIGINT AND source = ? AND target = ?)\n"
+        + _SELECT
+        + "FROM d"
+        + joins
+        + "ORDER BY d.seq, d.ord\n"
+    )
