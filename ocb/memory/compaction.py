@@ -8,8 +8,12 @@ verbatim, to the bank pages they belong to:
   page of the first of its entities that has one (``bank/entities/<Name>.md``), else to
   its kind's page: W ``bank/world.md``, B and S ``bank/experience.md``, O
   ``bank/opinions.md``;
-- a line someone said (``- 13:56 Caroline: ...``, ``- Caroline: ...``) goes to that
-  person's page, ``bank/entities/Caroline.md``, created when missing.
+- lines someone said (``- 13:56 Caroline: ...``, or ``- Caroline: ...`` when Caroline
+  has a page) go, as runs of
+  adjacent lines, to that person's page, ``bank/entities/Caroline.md``; a dialogue (a
+  run of several speakers) goes whole, in order, to the page of the conversation
+  between them, ``bank/conversations/Caroline - Melanie.md`` (pages are created when
+  missing).
 
 On each page the moved lines of one note follow a heading ``## From <note path>`` (so
 their chunks keep the note's day), appended at the end, notes in path order. The note
@@ -56,8 +60,9 @@ _TITLES = {
     "bank/experience.md": "Experience",
     "bank/opinions.md": "Opinions",
 }
-SPEAKER = re.compile(r"^ ?[-*+]\s+(?:\d{1,2}:\d{2}\s+)?([A-Z][\w'-]*(?: [A-Z][\w'-]*){0,2}):\s+\S")
-"""A line someone said: a bullet ``[HH:MM ]Name: text`` (a name of one to three words)."""
+SPEAKER = re.compile(r"^ ?[-*+]\s+(\d{1,2}:\d{2}\s+)?([A-Z][\w'-]*(?: [A-Z][\w'-]*){0,2}):\s+\S")
+"""A line someone said: a bullet ``HH:MM Name: text`` (a name of one to three words), or
+``Name: text`` when Name has a page (so ``- TODO: ...`` is not someone)."""
 _CONT = re.compile(r"^(?:\s{2,}|\t)\S")
 _SENTENCE = re.compile(r"^(.+?[.!?])(?:\s|$)")
 _SUMMARY_CHARS = 160
@@ -131,25 +136,40 @@ def _fact_blocks(path: str, text: str, pages: Mapping[str, object]) -> list[_Blo
     return out
 
 
-def _said_blocks(lines: list[str], taken: set[int]) -> list[_Block]:
-    """The lines someone said (outside fenced code), with their continuation lines."""
-    out: list[_Block] = []
+def _said_blocks(lines: list[str], taken: set[int], pages: Mapping[str, object]) -> list[_Block]:
+    """The lines someone said (outside fenced code), with their continuation lines, as
+    runs of adjacent lines: a run of one person goes to that person's page, a dialogue
+    (a run of several) to the page of the conversation between them."""
+    said: list[tuple[int, int, str]] = []
     fence = False
     i = 0
     while i < len(lines):
         if FENCE.match(lines[i]):
             fence = not fence
         m = None if fence or i in taken else SPEAKER.match(lines[i])
-        page = _entity_page(m[1]) if m else None
-        if page is None:
+        page = _entity_page(m[2]) if m else None
+        if m is None or page is None or not (m[1] or page in pages):
             i += 1
             continue
         end = i
         while end + 1 < len(lines) and end + 1 not in taken and _CONT.match(lines[end + 1]):
             end += 1
-        out.append(_Block(i, end, page))
+        said.append((i, end, m[2]))
         i = end + 1
-    return out
+    runs: list[tuple[int, int, list[str]]] = []
+    for start, end, who in said:
+        if runs and runs[-1][1] + 1 == start:
+            runs[-1] = (runs[-1][0], end, [*runs[-1][2], who])
+        else:
+            runs.append((start, end, [who]))
+    return [_Block(a, b, _said_page(who)) for a, b, who in runs]
+
+
+def _said_page(speakers: list[str]) -> str:
+    names = sorted(set(speakers), key=lambda n: (n.lower(), n))
+    if len(names) == 1:
+        return f"bank/entities/{names[0]}.md"
+    return f"bank/conversations/{' - '.join(names)}.md"
 
 
 def _first_sentence(text: str) -> str:
@@ -203,18 +223,14 @@ def _note_text(path: str, lines: list[str], moved: dict[int, str], as_of: int) -
     title = 0 if lines and (h := HEADING.match(lines[0])) and len(h[1]) == 1 else None
     head = lines[0] if title is not None else f"# {day_of(path)}"
     bullets, left = _summary(lines, moved, title)
-    pages = sorted(set(moved.values()))
-    where = f"moved verbatim to {', '.join(pages)}" if pages else "none to move"
     out = [head, "", "## Summary", "", *(bullets or ["- (empty)"]), "", COMPACTED, ""]
-    out.append(
-        f"Facts {where}. The full text is in the brain's log: `ocb show {path} --as-of {as_of}`."
-    )
+    out.append(f"The full text is in the brain's log: `ocb show {path} --as-of {as_of}`.")
     return "\n".join(out) + "\n", left
 
 
 def _page_start(page: str, before: str | None) -> str:
     if before is None:
-        name = page.removeprefix("bank/entities/").removesuffix(".md")
+        name = page.rsplit("/", 1)[-1].removesuffix(".md")
         return f"# {_TITLES.get(page, name)}\n"
     return before if before.endswith("\n") or not before else before + "\n"
 
@@ -250,7 +266,7 @@ def plan_compaction(
         lines = split_lines(text)
         blocks = _fact_blocks(path, text, pages)
         taken = {i for b in blocks for i in range(b.start, b.end + 1)}
-        blocks = sorted(blocks + _said_blocks(lines, taken), key=lambda b: b.start)
+        blocks = sorted(blocks + _said_blocks(lines, taken, pages), key=lambda b: b.start)
         moved = {i: b.page for b in blocks for i in range(b.start, b.end + 1)}
         for b in blocks:
             per = added.setdefault(b.page, [])

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from ocb.brain import Brain
 from ocb.cli.app import app
 from ocb.engine.routes import live_credits
-from ocb.memory.compaction import COMPACTED, daily_day, plan_compaction
+from ocb.memory.compaction import COMPACTED, Move, daily_day, plan_compaction
 from ocb_events.clock import TickClock
 from ocb_events.errors import WorkspaceError
 from projections import graph as graph_projection, memory as memory_projection
@@ -37,7 +37,7 @@ NOTES = {
     PROSE: "# 2026-10-30\n\nA long day of planning. Nothing decided.\n\n## Call\n\n"
     "- 10:00 Alice: the billing migration starts in December\n"
     "- 10:01 Peter: I will write the runbook for it\n"
-    "  with the rollback steps\n",
+    "  with the rollback steps\n\n## Later\n\n- 16:00 Peter: the runbook draft is in the wiki\n",
     "bank/entities/Peter.md": "# Peter\n\n- W @Peter: sits next to the window\n",
 }
 
@@ -75,8 +75,9 @@ def test_moves_are_verbatim_and_the_note_keeps_a_summary() -> None:
     c = plan_compaction(NOTES, dt.date(2026, 11, 8), as_of=12)
     assert c.notes == (PROSE, OLD)
     after = {e.path: e.after for e in c.edits}
+    talk = "bank/conversations/Alice - Peter.md"
     assert sorted(after) == [
-        "bank/entities/Alice.md",
+        talk,
         "bank/entities/Peter.md",
         "bank/experience.md",
         "bank/world.md",
@@ -85,22 +86,34 @@ def test_moves_are_verbatim_and_the_note_keeps_a_summary() -> None:
     ]
     assert after[PROSE] == (
         "# 2026-10-30\n\n## Summary\n\n- A long day of planning.\n"
-        "- Call: (3 lines moved to bank/entities/Alice.md, bank/entities/Peter.md)\n\n"
-        f"{COMPACTED}\n\nFacts moved verbatim to bank/entities/Alice.md, "
-        "bank/entities/Peter.md. The full text is in the brain's log: "
-        f"`ocb show {PROSE} --as-of 12`.\n"
+        f"- Call: (3 lines moved to {talk})\n"
+        "- Later: (1 line moved to bank/entities/Peter.md)\n\n"
+        f"{COMPACTED}\n\nThe full text is in the brain's log: `ocb show {PROSE} --as-of 12`.\n"
+    )
+    # a dialogue stays whole on the page of the conversation
+    assert after[talk] == (
+        f"# Alice - Peter\n\n## From {PROSE}\n\n"
+        "- 10:00 Alice: the billing migration starts in December\n"
+        "- 10:01 Peter: I will write the runbook for it\n  with the rollback steps\n"
     )
     # Peter has a page: his Retain fact goes there; the others to their kind's page
     assert after["bank/entities/Peter.md"] == (
         "# Peter\n\n- W @Peter: sits next to the window\n\n"
-        f"## From {PROSE}\n\n- 10:01 Peter: I will write the runbook for it\n"
-        "  with the rollback steps\n\n"
+        f"## From {PROSE}\n\n- 16:00 Peter: the runbook draft is in the wiki\n\n"
         f"## From {OLD}\n\n- W @Peter: Peter owns the billing service\n"
     )
     texts = {**NOTES, **after}
     for m in c.moves:
         (src, a, b), (dst, x, y) = (_span(m.source), _span(m.target))
         assert split_lines(NOTES[src])[a - 1 : b] == split_lines(texts[dst])[x - 1 : y]
+
+
+def test_a_name_without_a_time_is_someone_only_when_it_has_a_page() -> None:
+    note = "# 2026-01-02\n\n- TODO: call the bank\n- Peter: send the runbook\n"
+    texts = {"memory/2026-01-02.md": note, "bank/entities/Peter.md": "# Peter\n"}
+    c = plan_compaction(texts, dt.date(2026, 2, 1), as_of=1)
+    assert c.moves == (Move("memory/2026-01-02.md#L4-L4", "bank/entities/Peter.md#L5-L5"),)
+    assert "- TODO: call the bank" in c.edits[-1].after  # summarized, not moved
 
 
 def _span(source: str) -> tuple[str, int, int]:
@@ -163,14 +176,14 @@ def test_dry_run_writes_and_records_nothing_and_prints_the_diff(tmp_path: Path) 
         seq = b.log.last_seq
     code, out, err = ocb("compact", "--older-than", "2026-11-08", "--dry-run", "--brain", path)
     assert (code, err) == (0, "")
-    assert "--- /dev/null\n+++ b/bank/entities/Alice.md\n" in out
+    assert "--- /dev/null\n+++ b/bank/conversations/Alice - Peter.md\n" in out
     assert f"--- a/{OLD}\n+++ b/{OLD}\n" in out
     # moved: out of the note, into Peter's page
     assert "\n-- W @Peter: Peter owns the billing service\n" in out
     assert "\n+- W @Peter: Peter owns the billing service\n" in out
     assert out.endswith(
         "would compact (dry run, nothing written) 2 daily notes of days before 2026-11-08: "
-        "5 moves into 4 bank page(s), 437 -> 1,118 characters in 6 file(s)\n"
+        "5 moves into 4 bank page(s), 496 -> 1,058 characters in 6 file(s)\n"
     )
     assert tree(ws) == files
     with Brain(tmp_path / "brain", writer=False) as b:
@@ -180,7 +193,10 @@ def test_dry_run_writes_and_records_nothing_and_prints_the_diff(tmp_path: Path) 
     )
     got = json.loads(out)
     assert (code, got["written"], got["notes"]) == (0, False, [PROSE, OLD])
-    assert got["moves"][0] == {"source": f"{PROSE}#L7-L7", "target": "bank/entities/Alice.md#L5-L5"}
+    assert got["moves"][0] == {
+        "source": f"{PROSE}#L7-L9",
+        "target": "bank/conversations/Alice - Peter.md#L5-L7",
+    }
     assert tree(ws) == files
 
 
@@ -273,6 +289,7 @@ def test_facts_chunks_learned_edges_and_routes_follow_the_moved_text(tmp_path: P
         fact = next(
             f.id for f in mem.facts.values() if f.content == "Peter owns the billing service"
         )
+        day_ns = mem.facts[fact].time_ns
         r = b.compact("14d")
         assert r.carried >= 1 and r.routes_retied == 1
         g, mem = b.store.graph, b.store.state("memory")
@@ -282,6 +299,7 @@ def test_facts_chunks_learned_edges_and_routes_follow_the_moved_text(tmp_path: P
         )
         assert g.out[retain][other].weight == weight
         assert mem.facts[fact].path == "bank/entities/Peter.md" and not mem.facts[fact].retired_seq
+        assert mem.facts[fact].time_ns == day_ns  # still dated by its note, for --since
         routes = b.store.state("routes").routes
         assert any(retain in live_credits(route, g) for route in routes.values())
         for name, proj in (("graph", graph_projection), ("memory", memory_projection)):
