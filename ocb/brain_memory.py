@@ -125,18 +125,25 @@ class MemoryCommands:
         return reflect(self.store, since, summarize=summarize, judge=judge, actor=actor)
 
     def compact(
-        self, older_than: str = "30d", *, dry_run: bool = False, actor: str = "maintenance"
+        self,
+        older_than: str = "30d",
+        *,
+        dry_run: bool = False,
+        extractor: str = "",
+        actor: str = "maintenance",
     ) -> CompactReport:
         """Turn the daily notes older than ``older_than`` into short summaries and move
-        their facts to the bank pages they belong to (see ``ocb.memory.compact``).
+        their facts to the bank pages they belong to (see ``ocb.memory.compact``);
+        ``extractor``, a command, writes the summaries instead.
 
         Raises:
-            InputError: a bad span, or a brain opened as of a past point (but a dry run).
+            InputError: a bad span, a failed extractor, or a brain opened as of a past
+                point (but for a dry run).
             WorkspaceError: no workspace, or a file that may not be written (nothing is).
         """
         from ocb.memory.compact import compact
 
-        return compact(self.store, older_than, dry_run=dry_run, actor=actor)
+        return compact(self.store, older_than, dry_run=dry_run, extractor=extractor, actor=actor)
 
     def show_file(self, path: str) -> FileAt:
         """A workspace file as the brain recorded it at its last seq (or ``as_of``):

@@ -22,6 +22,13 @@ def compact(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the diff, write and record nothing.")
     ] = False,
+    extractor: Annotated[
+        str,
+        typer.Option(
+            help="A command that reads a note on stdin and prints its summary lines "
+            "(default: the first sentence of each section)."
+        ),
+    ] = "",
     as_json: JsonOpt = False,
 ) -> None:
     """Turn old daily notes into short summaries and move their facts to bank pages.
@@ -36,12 +43,13 @@ def compact(
     Example:
       ocb compact --older-than 30d --dry-run --brain /tmp/brain
       ocb compact --older-than 8w --brain /tmp/brain --json
+      ocb compact --extractor "python summarize.py" --dry-run --brain /tmp/brain
     """
     from ocb.cli.render.compact import compact_text
     from ocb.wire.compact import compact_json
 
     with open_brain(brain, writer=not dry_run) as b:
-        report = b.compact(older_than, dry_run=dry_run)
+        report = b.compact(older_than, dry_run=dry_run, extractor=extractor)
     out(report, as_json, compact_text, compact_json)
 
 

@@ -22,6 +22,9 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
+import os
+import shlex
+import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -53,7 +56,7 @@ from workspace_sync import (
 )
 from workspace_sync.diff import tokens
 
-__all__ = ["CARRY_MIN", "CompactReport", "compact"]
+__all__ = ["CARRY_MIN", "EXTRACTOR_TIMEOUT_S", "CompactReport", "compact", "extract"]
 
 CARRY_MIN = 0.5
 """The share of an old chunk's words a new chunk must hold to carry its id."""
@@ -233,6 +236,47 @@ def _retie(store: Store, carried: dict[str, tuple[str, str]], cause: int, actor:
     return sum(len(e.credits) for e in events if isinstance(e, RouteUpdated))
 
 
+EXTRACTOR_TIMEOUT_S = 120
+
+
+def extract(command: str, path: str, text: str) -> list[str]:
+    """The summary lines the ``extractor`` command prints for a note: it runs (no shell)
+    with the note's text on stdin and ``OCB_NOTE_PATH`` naming it; each line it prints
+    becomes a summary bullet (none: the extractive summary stays).
+
+    Raises:
+        InputError: the command cannot run, fails, or runs over EXTRACTOR_TIMEOUT_S.
+    """
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:
+        raise _failed(command, path, str(exc)) from None
+    if not argv:
+        raise _failed(command, path, "an empty command")
+    env = {**os.environ, "OCB_NOTE_PATH": path}
+    try:
+        p = subprocess.run(
+            argv, input=text, capture_output=True, text=True, env=env, timeout=EXTRACTOR_TIMEOUT_S
+        )
+    except subprocess.TimeoutExpired:
+        raise _failed(command, path, f"over {EXTRACTOR_TIMEOUT_S} s") from None
+    except OSError as exc:
+        raise _failed(command, path, exc.strerror or str(exc)) from None
+    if p.returncode != 0:
+        first = (p.stderr.strip().splitlines() or [""])[0]
+        raise _failed(command, path, f"exit {p.returncode}" + (f": {first}" if first else ""))
+    return p.stdout.splitlines()
+
+
+def _failed(command: str, path: str, why: str) -> InputError:
+    return InputError(
+        f"the extractor {command!r} failed on {path} ({why}); nothing was written",
+        "fix the command (it reads a note on stdin and prints summary lines), "
+        "or leave out --extractor",
+        param="extractor",
+    )
+
+
 def _refuse_past(store: Store) -> None:
     if store.as_of is not None:
         raise InputError(
@@ -275,15 +319,21 @@ def _recorded_as_read(store: Store, files: dict[str, FileText], notes: Sequence[
 
 
 def compact(
-    store: Store, older_than: str = "30d", *, dry_run: bool = False, actor: str = "maintenance"
+    store: Store,
+    older_than: str = "30d",
+    *,
+    dry_run: bool = False,
+    extractor: str = "",
+    actor: str = "maintenance",
 ) -> CompactReport:
     """Compact the daily notes of the brain's workspace older than ``older_than`` (a
     span back from the brain's clock, ``30d``, ``8w``, or a day) as the module says;
-    ``dry_run`` writes and records nothing and returns the diff.
+    ``dry_run`` writes and records nothing and returns the diff. ``extractor``, a
+    command, writes each note's summary instead (``extract``).
 
     Raises:
-        InputError: an unreadable span, or a brain opened as of a past point (but for a
-            dry run).
+        InputError: an unreadable span, an extractor that failed, or a brain opened as
+            of a past point (but for a dry run).
         WorkspaceError: no workspace, a note that changed meanwhile, or a file that may
             not be written (then nothing is).
     """
@@ -298,10 +348,16 @@ def compact(
     texts = {p: f.text for p, f in files.items()}
     refused = frozenset(p for p, _ in skipped)
 
+    summaries: dict[str, list[str]] | None = None
+
     def decide(seq: int) -> Compaction:
-        return plan_compaction(texts, dt.date.fromisoformat(cutoff), as_of=seq, refused=refused)
+        day = dt.date.fromisoformat(cutoff)
+        return plan_compaction(texts, day, as_of=seq, refused=refused, summaries=summaries)
 
     plan = decide(store.horizon)
+    if extractor:
+        summaries = {p: extract(extractor, p, texts[p]) for p in plan.notes}
+        plan = decide(store.horizon)
     pending = frozenset() if dry_run else _pending(store.graph, files)
     if dry_run or not (plan.edits or pending):
         return _report(older_than, cutoff, plan, skipped)

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import msgspec
 
@@ -218,11 +218,15 @@ def _summary(lines: list[str], moved: dict[int, str], title: int | None) -> tupl
     return out, left
 
 
-def _note_text(path: str, lines: list[str], moved: dict[int, str], as_of: int) -> tuple[str, int]:
+def _note_text(
+    path: str, lines: list[str], moved: dict[int, str], as_of: int, given: Sequence[str] | None
+) -> tuple[str, int]:
     """The compacted note: its title, summary and the Compacted section."""
     title = 0 if lines and (h := HEADING.match(lines[0])) and len(h[1]) == 1 else None
     head = lines[0] if title is not None else f"# {day_of(path)}"
     bullets, left = _summary(lines, moved, title)
+    if given is not None and _bullets(given):
+        bullets = _bullets(given)
     out = [head, "", "## Summary", "", *(bullets or ["- (empty)"]), "", COMPACTED, ""]
     out.append(f"The full text is in the brain's log: `ocb show {path} --as-of {as_of}`.")
     return "\n".join(out) + "\n", left
@@ -235,13 +239,30 @@ def _page_start(page: str, before: str | None) -> str:
     return before if before.endswith("\n") or not before else before + "\n"
 
 
+def _bullets(given: Sequence[str]) -> list[str]:
+    """An extractor's summary lines as bullets (headings and blank lines left out, so
+    a summary never opens a Retain or Compacted section)."""
+    out = []
+    for line in given:
+        body = line.strip()
+        if body and not HEADING.match(body) and not FENCE.match(body):
+            out.append(body if body[:2] in ("- ", "* ", "+ ") else f"- {body}")
+    return out
+
+
 def plan_compaction(
-    texts: Mapping[str, str], cutoff: dt.date, *, as_of: int, refused: frozenset[str] = frozenset()
+    texts: Mapping[str, str],
+    cutoff: dt.date,
+    *,
+    as_of: int,
+    refused: frozenset[str] = frozenset(),
+    summaries: Mapping[str, Sequence[str]] | None = None,
 ) -> Compaction:
     """Compact every daily note of ``texts`` (workspace-relative path -> text) whose
     day ended on or before ``cutoff``'s start (its day is before ``cutoff``), but those
     already compacted and those in ``refused``. ``as_of`` is the seq whose state holds
-    the notes' old texts (named in each compacted note).
+    the notes' old texts (named in each compacted note); ``summaries`` gives a note's
+    summary lines (an extractor's) in place of the extractive one.
 
     Example:
         >>> note = {"memory/2026-01-02.md": "# 2026-01-02\\n\\n- 09:00 Ann: hi there all\\n"}
@@ -273,7 +294,8 @@ def plan_compaction(
             if not per or per[-1][0] != path:
                 per.append((path, []))
             per[-1][1].append((b.start, b.end, lines[b.start : b.end + 1]))
-        after, n = _note_text(path, lines, moved, as_of)
+        given = summaries.get(path) if summaries is not None else None
+        after, n = _note_text(path, lines, moved, as_of, given)
         left += n
         note_edits.append(Edit(path, text, after))
         moves_from[path] = blocks

@@ -23,7 +23,7 @@ from ocb.cli.app import app
 from ocb.engine.routes import live_credits
 from ocb.memory.compaction import COMPACTED, Move, daily_day, plan_compaction
 from ocb_events.clock import TickClock
-from ocb_events.errors import WorkspaceError
+from ocb_events.errors import InputError, WorkspaceError
 from projections import graph as graph_projection, memory as memory_projection
 from replay import rebuild
 from tests.ocb.memory.support import LOGS, NOW
@@ -373,3 +373,34 @@ def test_a_kill_at_any_step_leaves_old_or_new_files_and_a_log_that_folds(
 def _seqless(data: bytes | None) -> bytes | None:
     """A compacted note names the seq of its old text, which a rerun moves on."""
     return None if data is None else re.sub(rb"--as-of \d+", b"--as-of N", data)
+
+
+def test_an_extractor_writes_the_summaries_and_a_failing_one_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    ws = make(tmp_path)
+    talk = (
+        f'{sys.executable} -c "import os, sys; t = sys.stdin.read(); '
+        f"print('## Retain'); print(os.environ['OCB_NOTE_PATH'], len(t.splitlines()))\""
+    )
+    with brain(tmp_path, ws) as b:
+        files, seq = tree(ws), b.log.last_seq
+        bad = f"{sys.executable} -c \"import sys; sys.exit('no model here')\""
+        with pytest.raises(InputError, match="exit 1: no model here"):
+            b.compact("14d", extractor=bad)
+        assert tree(ws) == files and b.log.last_seq == seq
+        b.compact("14d", extractor=talk)
+    assert (
+        (ws / OLD)
+        .read_text()
+        .startswith(f"# 2026-11-01\n\n## Summary\n\n- {OLD} 6\n\n{COMPACTED}\n")
+    )
+    ws2 = make(tmp_path / "cli")
+    brain(tmp_path / "cli", ws2).close()
+    args = ["--older-than", "2026-11-08", "--brain", str(tmp_path / "cli" / "brain")]
+    code, out, err = ocb("compact", "--extractor", "no-such-command-x", *args)
+    assert (code, out) == (1, "")
+    assert err.startswith(
+        "error: the extractor 'no-such-command-x' failed on memory/2026-10-30.md ("
+    )
+    assert len(err.splitlines()) == 2
