@@ -10,8 +10,12 @@ if TYPE_CHECKING:
 
 
 def compact_text(r: CompactReport) -> str:
-    lines = [r.diff.rstrip("\n")] if r.diff and not r.written else []
     n = len(r.notes)
+    if not n and not r.written:
+        said = [f"  skipped {path}: {why}" for path, why in r.skipped]
+        head = f"nothing to compact: no daily note of days before {r.cutoff} is left as it was"
+        return "\n".join([f"{head}; nothing written or recorded", *said])
+    lines = [r.diff.rstrip("\n")] if r.diff and not r.written else []
     verb = "compacted" if r.written else "would compact (dry run, nothing written)"
     head = f"{verb} {n} daily note{'s' if n != 1 else ''} of days before {r.cutoff}"
     if n:

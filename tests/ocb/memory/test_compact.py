@@ -188,6 +188,12 @@ def test_dry_run_writes_and_records_nothing_and_prints_the_diff(tmp_path: Path) 
     assert tree(ws) == files
     with Brain(tmp_path / "brain", writer=False) as b:
         assert b.log.last_seq == seq
+    code, out, _ = ocb("compact", "--older-than", "2026-10-01", "--brain", path)
+    assert (code, out) == (
+        0,
+        "nothing to compact: no daily note of days before 2026-10-01 is left as it was; "
+        "nothing written or recorded\n",
+    )
     code, out, _ = ocb(
         "compact", "--older-than", "2026-11-08", "--dry-run", "--json", "--brain", path
     )
