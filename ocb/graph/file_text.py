@@ -1,12 +1,12 @@
 """A workspace file as the brain recorded it (``ocb show PATH --as-of SEQ``): its text
 put back together from the chunks the log holds for it at that seq.
 
-Chunks hold every non-blank line of a file at its line number (headings included), so
-the lines between them were blank. The text is checked against the content hash the
-log recorded for the file: ``exact`` says it matched, byte for byte. It may not when
-the file had lines of only spaces, a long line cut into slices at runs of whitespace,
-text that a merge or a secret redaction replaced, or text not valid as UTF-8; then the
-lines are still those the brain indexed.
+Chunks hold the lines of a file at their line numbers (headings included); the lines
+no chunk holds were blank (those after the last chunk too: as many as give the recorded
+hash, up to 63). The text is checked against the content hash the log recorded for the
+file: ``exact`` says it matched, byte for byte. It may not when the file had a long line
+cut into slices at runs of whitespace, text that a merge or a secret redaction replaced,
+or bytes that are not UTF-8; the lines are still those the brain indexed.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from ocb_events.errors import InputError, unknown
 from projections.graph import State
 
 __all__ = ["FileAt", "file_at"]
+
+_TRAILING = 64
 
 
 class FileAt(msgspec.Struct):
@@ -81,6 +83,7 @@ def file_at(graph: State, path: str, seq: int) -> FileAt:
             lines[n.start_line + k] = line
     last = max(lines, default=0)
     body = "\n".join(lines.get(i, "") for i in range(1, last + 1))
-    candidates = [body + "\n", body] if body else ["", "\n"]
+    # the blank lines after the last chunk are not in any: try a few
+    candidates = [body + "\n" * k for k in (1, 0, *range(2, _TRAILING))]
     text = next((t for t in candidates if _hash(t) == entry.content_hash), candidates[0])
     return FileAt(rel, seq, entry.content_hash, text, _hash(text) == entry.content_hash, len(nodes))
