@@ -123,6 +123,8 @@ PEER_IMPORTS: set[tuple[str, str]] = {
     ("ocb.memory.retain", "ocb.graph.sync"),
     ("ocb.memory.reflect", "ocb.graph.sync"),
     ("ocb.memory.unretain", "ocb.graph.sync"),
+    # compact moves daily notes' facts to bank pages, recorded by the sync with their ids
+    ("ocb.memory.compact", "ocb.graph.sync"),
 }
 # Upward imports allowed for now (module -> module): none. The set only shrinks: an
 # entry that no longer happens fails too.

@@ -14,6 +14,7 @@ from typer.main import get_command_name
 from typer.models import CommandInfo
 
 from ocb.cli.checks import group as checks
+from ocb.cli.compact import group as compaction
 from ocb.cli.core import group as core
 from ocb.cli.history import audit, group as history
 from ocb.cli.kg import group as kg
@@ -26,7 +27,20 @@ from ocb.cli.upkeep import group as upkeep
 from ocb.cli.warm import group as warming
 from ocb.cli.whatif import group as whatif
 
-GROUPS = (core, upkeep, checks, history, memory, reflect, retract, whatif, live, mcp, warming)
+GROUPS = (
+    core,
+    upkeep,
+    checks,
+    history,
+    memory,
+    reflect,
+    compaction,
+    retract,
+    whatif,
+    live,
+    mcp,
+    warming,
+)
 """Every group of top-level commands; their commands are listed flat."""
 
 ORDER = (
@@ -54,6 +68,8 @@ ORDER = (
     "retain",
     "recall",
     "reflect",
+    "compact",
+    "show",
     "retract",
     "diff",
     "what-if",

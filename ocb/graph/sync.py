@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, MutableMapping, Sequence
 from hashlib import sha256
 from pathlib import Path
+from typing import Protocol
 
 import msgspec
 import numpy as np
@@ -58,6 +59,17 @@ Progress = Callable[[str, int, int], None]
 Scanned = tuple[list[FileText], list[Skipped]]
 EMBED_BATCH = 1024
 _SIM_BLOCK = 1024
+
+
+class Carry(Protocol):
+    """How a sync that moves text between files (``ocb compact``) keeps its identity:
+    ``chunks`` rewrites the decided file events so that moved text keeps its chunk ids,
+    ``facts`` adds to each destination file the facts that moved into it (so they keep
+    their ids)."""
+
+    def chunks(self, graph: State, events: list[Event]) -> list[Event]: ...
+
+    def facts(self, previous: dict[str, PreviousFacts]) -> dict[str, PreviousFacts]: ...
 
 
 class SyncPlan(msgspec.Struct):
@@ -213,6 +225,7 @@ def decide_sync(
     progress: Progress | None = None,
     scope: frozenset[str] | None = None,
     held: frozenset[str] = frozenset(),
+    carry: Carry | None = None,
 ) -> SyncPlan:
     """Everything a sync records: attach, embedder, file events, vectors, edges. With
     ``scope``, only the files at those paths are decided (a file of the scope missing
@@ -234,6 +247,8 @@ def decide_sync(
         max_chars=s.max_chunk_chars,
         taken=graph.nodes,
     )
+    if carry is not None:
+        file_events = carry.chunks(graph, file_events)
     plan.events.extend(file_events)
     _count(plan.report, file_events)
     new = _new_chunks(file_events)
@@ -355,6 +370,7 @@ def plan_sync(
     progress: Progress | None = None,
     secrets: Scanner | None = None,
     scope: frozenset[str] | None = None,
+    carry: Carry | None = None,
 ) -> tuple[SyncPlan, list[Problem]]:
     """A sync's chunk events (``decide_sync``) followed by the facts of the Markdown
     files that changed, and the fact bullets that were skipped. With ``secrets``, every
@@ -370,13 +386,15 @@ def plan_sync(
         files, found = _redact_new(graph, mem, files, secrets)
     plan = decide_sync(
         graph, embedder_id, files, skipped, embedder, existing_vectors, s,
-        root=root, progress=progress, scope=scope, held=held,
+        root=root, progress=progress, scope=scope, held=held, carry=carry,
     )  # fmt: skip
     changed = frozenset(
         e.path for e in plan.events if isinstance(e, (FileIndexed, FileChanged, FileMoved))
     )
     moves = [e for e in plan.events if isinstance(e, FileMoved)]
     previous = _previous_facts(mem, moves, scope)
+    if carry is not None:
+        previous = carry.facts(previous)
     facts, problems = diff_facts(
         files,
         previous,
@@ -459,12 +477,14 @@ def sync(
     paths: Collection[str] | None = None,
     embedded: MutableMapping[str, npt.NDArray[np.float32]] | None = None,
     actor: str = "",
+    carry: Carry | None = None,
 ) -> SyncReport:
     """Index a workspace or bring the brain up to date with it, and record the sync
     (see ``Brain.sync``) as ``actor`` (default: ``sync``); with ``paths``, only the
     files at those workspace-relative paths (a directory among them: the files under
     it). ``embedded`` holds vectors of chunk texts (``chunk_input``) embedded ahead,
-    taken (and dropped from it) instead of embedding them.
+    taken (and dropped from it) instead of embedding them. ``carry`` keeps the identity
+    of text moved between files (see ``Carry``).
 
     Raises:
         WorkspaceError: missing, not a directory, without any indexable file, or a
@@ -496,7 +516,7 @@ def sync(
 
     def decide(_seq: int) -> Decision:
         scan = (files, skipped, scope)
-        plans.append(_settled_plan(store, root, scan, read, cause, progress, emb))
+        plans.append(_settled_plan(store, root, scan, read, cause, progress, emb, carry))
         plan, problems = plans[-1]
         said: list[str] = []
         for sk in plan.skipped:  # paths named with a secret shown redacted
@@ -528,6 +548,7 @@ def _settled_plan(
     cause: str,
     progress: Progress | None,
     embedder: Embedder,
+    carry: Carry | None = None,
 ) -> tuple[SyncPlan, list[Problem]]:
     """The plan of a sync, decided again (three tries) while a file it read changes on
     disk, so that what is recorded always matches one version of every file.
@@ -544,6 +565,7 @@ def _settled_plan(
             store.graph, store.state("vectors").embedder_id, store.state("memory"),
             embedder, store.vectors_of, ix, files, skipped,
             root=root_s, cause=cause, progress=progress, secrets=store.secrets(), scope=scope,
+            carry=carry,
         )  # fmt: skip
         moved = changed_on_disk(root, plan.events, max_bytes=ix.max_file_bytes)
         if not moved:
