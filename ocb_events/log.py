@@ -65,13 +65,23 @@ from ocb_events.integrity import (
     verify_log,
 )
 from ocb_events.marks import Seal, Tail, TailWriter, read_seals, read_tail, write_seals
-from ocb_events.rewrite import migrate_legacy, needs_migration, redact_records, sweep_temp
+from ocb_events.rewrite import (
+    compress_segment,
+    migrate_legacy,
+    needs_migration,
+    redact_records,
+    seal_of,
+    sweep_temp,
+)
 from ocb_events.schema import Event, FoldRecord, Record
 from ocb_events.segments import (
     Recovery,
     Segment,
     acquire_lock,
+    is_compressed,
     list_segments,
+    packed_head,
+    read_at,
     read_frames,
     segment_format,
     segment_name,
@@ -105,6 +115,8 @@ class SegmentLog:
         segment_bytes: the size after which a new segment is started.
         writer: take the exclusive writer lock and repair a torn tail; readers take
             no lock and stop quietly at an incomplete tail.
+        compress: store each segment compressed once it is full
+            (``ocb_events.blocks``).
 
     Raises:
         BrainLocked: another writer holds the lock.
@@ -120,12 +132,14 @@ class SegmentLog:
         durability: Durability = "batch",
         segment_bytes: int = SEGMENT_BYTES,
         writer: bool = True,
+        compress: bool = True,
     ) -> None:
         self.directory = Path(directory)
         self._clock = clock
         self.durability: Durability = durability
         self.segment_bytes = segment_bytes
         self.writer = writer
+        self.compress = compress
         self.recovery: Recovery | None = None
         self._mutex = threading.RLock()
         self._group_depth = 0
@@ -245,8 +259,7 @@ class SegmentLog:
         offsets = self._offsets(seg)
         if not offsets:
             return 0
-        with open(seg.path, "rb") as fh:
-            return int(HEAD.unpack(os.pread(fh.fileno(), HEAD.size, offsets[-1]))[3])
+        return int(HEAD.unpack(read_at(seg.path, offsets[-1], HEAD.size))[3])
 
     def _truncate(self, seg: Segment, offset: int) -> None:
         fd = os.open(seg.path, os.O_WRONLY)
@@ -317,9 +330,12 @@ class SegmentLog:
         if not 1 <= seq <= self._last_seq:
             raise LogError(f"no record {seq} (the log holds 1..{self._last_seq})")
         seg = next(s for s in reversed(self._segments) if s.first_seq <= seq)
-        off = self._offsets(seg)[seq - seg.first_seq]
-        with open(seg.path, "rb") as fh:
-            return seg, os.pread(fh.fileno(), segment_format(seg).frame_size, off)
+        fmt = segment_format(seg)
+        head = packed_head(seg, seq, fmt)
+        if head is None:
+            off = self._offsets(seg)[seq - seg.first_seq]
+            head = read_at(seg.path, off, fmt.frame_size)
+        return seg, head
 
     def ts_of(self, seq: int) -> int:
         """The ts of record ``seq`` (read from its frame header, no decoding).
@@ -350,7 +366,7 @@ class SegmentLog:
     ) -> Iterator[Record | FoldRecord]:
         fmt = segment_format(seg)
         off, expected = fmt.header_size, seg.first_seq
-        if from_seq > seg.first_seq:
+        if from_seq > seg.first_seq and not is_compressed(seg.path):
             offsets = self._offsets(seg)
             k = from_seq - seg.first_seq
             if k < len(offsets):
@@ -417,7 +433,10 @@ class SegmentLog:
 
     def _ensure_segment(self, first_seq: int) -> None:
         """Open the last segment for appending, or start a new one when it is full."""
-        if self._segments and self._end < self.segment_bytes:
+        last = self._segments[-1] if self._segments else None
+        if last is not None and self._fd is None and is_compressed(last.path):
+            last = None  # a full segment (the one after it was lost): start anew
+        if last is not None and self._end < self.segment_bytes:
             if self._fd is None:
                 self._fd = os.open(self._segments[-1].path, os.O_WRONLY | os.O_APPEND)
             return
@@ -448,6 +467,22 @@ class SegmentLog:
         self._prefix_crc = zlib.crc32(header)
         self._write_tail()
         self._mark_durable()
+        if self.compress and len(self._segments) > 1:
+            self._compress(self._segments[-2])
+
+    def _compress(self, seg: Segment) -> None:
+        """Store a sealed segment compressed and seal it again; a failure leaves it
+        plain, which reads the same."""
+        try:
+            if not compress_segment(seg, self._offsets(seg)):
+                return
+            old = self._seals[seg.first_seq]
+            self._seals[seg.first_seq] = seal_of(
+                seg.path, old.first_seq, old.last_seq, old.last_ts, old.chain
+            )
+            write_seals(self.directory, self._seals)
+        except OSError:
+            pass  # a seal that no longer matches makes the next open verify it
 
     def _seal_last(self) -> None:
         """Record the last segment as full (it is never written again), so the next
