@@ -16,7 +16,11 @@ in place of a record that was damaged or lost: ``ocb verify --repair``). The crc
 covers everything after it.
 
 The chain of record ``n`` is ``H(chain(n-1) | seq | ts | digest(payload_n))`` with
-``H`` and ``digest`` sha256 cut to 16 bytes, and the chain of seq 0 all zeros. A
+``H`` and ``digest`` sha256 cut to 16 bytes, and the chain of seq 0 all zeros. It
+covers the payload's bytes as stored (either encoding of ``ocb_events.codec``), not the
+logical record: ``ocb_events.recode`` recomputes it when it re-encodes a log. A full
+segment stored compressed (``ocb_events.blocks``) holds these same bytes, and
+``map_file`` gives them back, so nothing here sees the difference. A
 redacted frame keeps the digest of the payload it replaced, so redaction never breaks
 the chain; anything else that changes a record changes every chain after it. The
 chain of a record names the exact history up to it: snapshots and caches carry it and

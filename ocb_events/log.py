@@ -66,11 +66,10 @@ from ocb_events.integrity import (
 )
 from ocb_events.marks import Seal, Tail, TailWriter, read_seals, read_tail, write_seals
 from ocb_events.rewrite import (
-    compress_segment,
+    compress_sealed,
     migrate_legacy,
     needs_migration,
     redact_records,
-    seal_of,
     sweep_temp,
 )
 from ocb_events.schema import Event, FoldRecord, Record
@@ -245,12 +244,8 @@ class SegmentLog:
                 self.recovery = Recovery(seg.name, got.torn_at, dropped, got.last_seq)
             else:
                 self.recovery = Recovery(seg.name, got.torn_at, dropped, got.last_seq, False)
-        self._last_seq, self._last_ts, self._end, self._chain = (
-            got.last_seq,
-            got.last_ts,
-            got.end,
-            got.chain,
-        )
+        self._last_seq, self._last_ts = got.last_seq, got.last_ts
+        self._end, self._chain = got.end, got.chain
 
     def _prev_last_ts(self) -> int:
         if len(self._segments) < 2:
@@ -468,35 +463,16 @@ class SegmentLog:
         self._write_tail()
         self._mark_durable()
         if self.compress and len(self._segments) > 1:
-            self._compress(self._segments[-2])
-
-    def _compress(self, seg: Segment) -> None:
-        """Store a sealed segment compressed and seal it again; a failure leaves it
-        plain, which reads the same."""
-        try:
-            if not compress_segment(seg, self._offsets(seg)):
-                return
-            old = self._seals[seg.first_seq]
-            self._seals[seg.first_seq] = seal_of(
-                seg.path, old.first_seq, old.last_seq, old.last_ts, old.chain
-            )
-            write_seals(self.directory, self._seals)
-        except OSError:
-            pass  # a seal that no longer matches makes the next open verify it
+            compress_sealed(self.directory, self._segments[-2], self._seals, self._offsets)
 
     def _seal_last(self) -> None:
         """Record the last segment as full (it is never written again), so the next
         open trusts it while its size, mtime and inode stay the same."""
         seg = self._segments[-1]
         st = seg.path.stat()
+        last = (self._last_seq, self._last_ts, self._chain)
         self._seals[seg.first_seq] = Seal(
-            seg.first_seq,
-            self._last_seq,
-            self._last_ts,
-            self._chain,
-            st.st_size,
-            st.st_mtime_ns,
-            st.st_ino,
+            seg.first_seq, *last, st.st_size, st.st_mtime_ns, st.st_ino
         )
         write_seals(self.directory, self._seals)
 

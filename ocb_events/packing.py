@@ -27,12 +27,15 @@ from typing import Any
 
 import msgspec
 
-from ocb_events.parts import Candidate, SeedHit, Step
+from ocb_events.parts import SeedHit, Step
 
 BODY_VERSION = 1
 
 _ENCODER = msgspec.msgpack.Encoder()
 _DECODER = msgspec.msgpack.Decoder(tuple[Any, ...])
+
+
+_Body = tuple[tuple[SeedHit, ...], tuple[Step, ...], tuple[str, ...]]
 
 
 class BadBody(ValueError):
@@ -134,21 +137,30 @@ def _unpack(b: tuple[Any, ...]) -> tuple[tuple[SeedHit, ...], tuple[Step, ...], 
     (_, strs, s_ids, s_score, s_lex, s_vec, hops, nodes, stops, chosen, followed, sizes,
      c_tgt, c_w, differ, c_logit, c_tier, c_uses, fired) = b  # fmt: skip
     n = len(s_ids)
-    seeds = tuple(
-        SeedHit(node_id=strs[i], score=a, lexical=x, vector=v)
-        for i, a, x, v in zip(
-            s_ids, _unfloats(s_score, n), _unfloats(s_lex, n), _unfloats(s_vec, n), strict=True
+    seeds = list(
+        zip(
+            [strs[i] for i in s_ids],
+            _unfloats(s_score, n),
+            _unfloats(s_lex, n),
+            _unfloats(s_vec, n),
+            strict=True,
         )
     )
     m = len(c_tgt)
-    weights = _unfloats(c_w, m)
-    logits = list(weights)
+    logits = _unfloats(c_w, m)
+    weights = list(logits)
     for i, lg in zip(differ, _unfloats(c_logit, len(differ)), strict=True):
         logits[i] = lg
-    cands = [
-        Candidate(target=strs[t], weight=w, logit=lg, tier=strs[r], uses=u)
-        for t, w, lg, r, u in zip(c_tgt, weights, logits, c_tier, c_uses, strict=True)
-    ]
+    cands = list(
+        zip(
+            [strs[t] for t in c_tgt],
+            weights,
+            logits,
+            [strs[r] for r in c_tier],
+            c_uses,
+            strict=True,
+        )
+    )
     if sum(sizes) != m or any(k < 0 for k in sizes):
         raise BadBody("candidate counts do not add up")
     steps, at = [], 0
@@ -156,15 +168,7 @@ def _unpack(b: tuple[Any, ...]) -> tuple[tuple[SeedHit, ...], tuple[Step, ...], 
     for hop, node, stop, ch, fol, k in zip(
         hops, nodes, stop_logits, chosen, followed, sizes, strict=True
     ):
-        steps.append(
-            Step(
-                hop=hop,
-                node=strs[node],
-                candidates=tuple(cands[at : at + k]),
-                stop_logit=stop,
-                chosen=strs[ch],
-                followed=tuple(strs[f] for f in fol),
-            )
-        )
+        steps.append((hop, strs[node], cands[at : at + k], stop, strs[ch], [strs[f] for f in fol]))
         at += k
-    return seeds, tuple(steps), tuple(strs[f] for f in fired)
+    body: _Body = msgspec.convert((seeds, steps, [strs[f] for f in fired]), _Body)
+    return body

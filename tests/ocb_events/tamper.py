@@ -9,6 +9,7 @@ import zlib
 from collections.abc import Callable
 from pathlib import Path
 
+from ocb_events.blocks import is_packed
 from ocb_events.frames import (
     CURRENT,
     LENGTH_MASK,
@@ -19,7 +20,6 @@ from ocb_events.frames import (
     link,
     scan_offsets,
 )
-from ocb_events.blocks import is_packed
 from ocb_events.log import SegmentLog, frame_records
 from ocb_events.marks import Tail, write_seals
 from ocb_events.rewrite import seal_of
