@@ -103,7 +103,7 @@ def _train(data: bytes, frames: Sequence[int]) -> zstd.ZstdDict | None:
     """A dictionary trained on a sample of a segment's frames (None for a small one)."""
     if len(data) < DICT_MIN or len(frames) < 64:
         return None
-    step = max(1, len(frames) // 4000)
+    step = max(1, len(frames) // 500)  # more samples train slower, no better
     ends = [*frames[1:], len(data)]
     samples = [data[frames[k] : ends[k]] for k in range(0, len(frames), step)]
     try:

@@ -64,7 +64,9 @@ def test_rewrite_keeps_the_records_and_verifies_before_and_after(built: Path) ->
     code, out, err = ocb("verify", "--brain", built, "--rewrite")
     assert code == 0, out + err
     traces = sum(isinstance(r.event, QueryTraced) for r in before)
-    assert out.startswith(f"rewrote the log: {len(before)} records, {traces} in the compact format;")
+    assert out.startswith(
+        f"rewrote the log: {len(before)} records, {traces} in the compact format;"
+    )
     assert f"recorded as seq {len(before) + 1}\n" in out
     assert "\nPASS  log: " in out and "FAIL" not in out
 
