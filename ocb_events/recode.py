@@ -41,6 +41,7 @@ from ocb_events.frames import (
     segment_header,
 )
 from ocb_events.integrity import verify_log
+from ocb_events.log import SegmentLog
 from ocb_events.marks import Seal, Tail, replace_tail, write_seals
 from ocb_events.rewrite import compress_segment, seal_of
 from ocb_events.segments import Segment, acquire_lock, list_segments
@@ -196,8 +197,6 @@ def _same_records(old: Path, new: Path) -> None:
     Raises:
         LogError: they differ (naming the first seq that does).
     """
-    from ocb_events.log import SegmentLog  # the log uses this module's siblings
-
     with SegmentLog(old, writer=False) as a, SegmentLog(new, writer=False) as b:
         if a.last_seq != b.last_seq:
             raise LogError(f"the rewritten log holds {b.last_seq} records, not {a.last_seq}")
