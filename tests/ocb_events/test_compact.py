@@ -17,10 +17,10 @@ from hypothesis import given, settings, strategies as st
 from ocb_events.blocks import Packed
 from ocb_events.codec import decode_for_fold, decode_record, encode_record
 from ocb_events.errors import LogCorrupt
-from ocb_events.frames import frame_records, segment_header
+from ocb_events.frames import encode_frame, frame_records, segment_header
 from ocb_events.log import SegmentLog, verify_log
 from ocb_events.packing import BadBody, pack_trace, unpack_trace
-from ocb_events.parts import Candidate, SeedHit, Step
+from ocb_events.parts import Candidate, QueryParams, SeedHit, Step
 from ocb_events.recode import REWRITE_SUFFIX, rewrite_log
 from ocb_events.schema import QueryTraced, Record
 from ocb_events.segments import list_segments, packed
@@ -59,13 +59,11 @@ def _trace(i: int) -> QueryTraced:
         fired=(f"notes/n{i % 7}.md::0",),
         stop_reason="stop",
         context_chars=100 + i,
-        params=rebuild_params(),
+        params=_params(),
     )
 
 
-def rebuild_params():  # type: ignore[no-untyped-def]
-    from ocb_events.parts import QueryParams
-
+def _params() -> QueryParams:
     return QueryParams(
         mode="weight", max_hops=3, max_fired=5, max_context_chars=2000, max_seeds=5,
         tau=1.0, damping=0.9, reflex=0.6, habitual=0.2, inhibitory=-0.2, alpha=0.5,
@@ -214,8 +212,6 @@ def _write_old(directory: Path, recs: list[Record], per_segment: int) -> None:
         part = recs[i : i + per_segment]
         out = bytearray(segment_header(part[0].seq, chain))
         for r in part:
-            from ocb_events.frames import encode_frame
-
             frame, chain = encode_frame(r.seq, r.ts, _OLD.encode(r), chain)
             out += frame
         (directory / f"{part[0].seq:020d}.seg").write_bytes(bytes(out))
@@ -321,3 +317,22 @@ def test_the_rewrite_of_any_records_keeps_them(
     rewrite_log(directory)
     with SegmentLog(directory, writer=False) as log:
         assert list(log.read()) == renumbered
+
+
+def test_a_record_in_a_compressed_segment_is_redacted_like_any_other(tmp_path: Path) -> None:
+    from ocb_events.schema import ContentForgotten
+
+    directory = tmp_path / "log"
+    recs = _log(directory)
+    victim = recs[1]
+    assert packed(list_segments(directory)[0].path) is not None
+    forgotten = msgspec.structs.replace(victim, event=_trace(1000))
+    with SegmentLog(directory) as log:
+        before = log.chain_of(log.last_seq)
+        log.redact({victim.seq: encode_record(forgotten)})
+        log.append([ContentForgotten(what="a test", seqs=(victim.seq,))], actor="t")
+        assert log.chain_of(len(recs)) == before, "redaction keeps the chain"
+    verify_log(directory)
+    with SegmentLog(directory, writer=False) as log:
+        got = list(log.read(1, len(recs)))
+    assert got == [forgotten if r.seq == victim.seq else r for r in recs]
