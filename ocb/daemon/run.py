@@ -181,7 +181,7 @@ def _serve(
     idle_s: float,
 ) -> None:
     brain.warn = lambda m: log(f"warning: {m}")
-    ws = workspace or (Path(brain.graph.workspace) if brain.graph.workspace else None)
+    ws = workspace or (Path(brain.store.workspace) if brain.store.workspace else None)
     follower = Follower(brain, ws, log, debounce_ms=debounce_ms)
     server = Server(
         brain, methods(brain), timeout=timeout, idle_s=idle_s, log=log, info=follower.info
@@ -265,7 +265,7 @@ def watch(brain_path: Path, workspace: Path | None, *, debounce_ms: int, echo: T
     with LiveBrain(
         brain_path, create=workspace is not None, warn=lambda m: say(f"warning: {m}")
     ) as brain:
-        ws = workspace or (Path(brain.graph.workspace) if brain.graph.workspace else None)
+        ws = workspace or (Path(brain.store.workspace) if brain.store.workspace else None)
         if ws is None:
             raise WorkspaceError("this brain has no workspace to watch", "pass --workspace DIR")
         follower = Follower(brain, ws, say, debounce_ms=debounce_ms)

@@ -20,9 +20,11 @@ answer is looked up once the server answers again (its chain names it).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Literal, TypeVar, overload
+
+import msgspec
 
 from ocb_events.clock import Clock, system_clock
 from ocb_events.codec import decode_for_fold, decode_record, encode_record
@@ -32,7 +34,7 @@ from ocb_events.pg.conn import Target, connect, driver, reason_of
 from ocb_events.pg.tables import create_tables, q
 from ocb_events.schema import Event, FoldRecord, Record
 
-__all__ = ["PAGE", "PostgresLog"]
+__all__ = ["PAGE", "PostgresLog", "StoredRecord"]
 
 PAGE = 2_000
 """Records fetched per round trip when reading."""
@@ -378,6 +380,68 @@ class PostgresLog:
 
         self._run(work)
 
+    def copy_in(self, rows: Iterable[StoredRecord]) -> int:
+        """Fill an empty log with records stored elsewhere, as they are (seq, ts,
+        chain and bytes kept: ``ocb log migrate``), in one transaction; returns the
+        last seq.
+
+        Raises:
+            LogError: the log is not empty.
+            LogCorrupt: a row's chain is not the one its content gives (nothing kept).
+            LogUnavailable: the server does not answer (nothing kept).
+        """
+        s = self.target.schema
+        with self._mutex:
+            conn = self._connection()
+            try:
+                with conn.transaction():
+                    head = conn.execute(q(s, "SELECT last_seq FROM {s}.head FOR UPDATE")).fetchone()
+                    if head[0]:
+                        raise LogError(
+                            f"the log at {self.url} already holds {head[0]} records",
+                            "copy into a new database or ?schema=",
+                        )
+                    last = self._copy_rows(conn, rows)
+                    conn.execute(
+                        q(s, "UPDATE {s}.head SET last_seq = %s, last_ts = %s, chain = %s"),
+                        (last.seq, last.ts, last.chain),
+                    )
+            except self._pg.OperationalError as exc:
+                self._drop()
+                raise self._unavailable(exc, _NOTHING) from None
+            self._last_seq, self._last_ts, self._chain = last.seq, last.ts, last.chain
+            return last.seq
+
+    def _copy_rows(self, conn: Any, rows: Iterable[StoredRecord]) -> StoredRecord:
+        where = f"{self.target.schema}.records"
+        last = StoredRecord(0, 0, ZERO_CHAIN, None, b"")
+        sql = "COPY {s}.records (seq, ts, chain, original, payload) FROM STDIN"
+        with conn.cursor().copy(q(self.target.schema, sql)) as cp:
+            for row in rows:
+                if row.seq != last.seq + 1:
+                    raise LogCorrupt(where, 0, last.seq + 1, "record missing from the copy")
+                if link_of(last.chain, row.seq, row.ts, row.payload, row.original) != row.chain:
+                    raise LogCorrupt(where, 0, row.seq, "did not match its hash chain")
+                cp.write_row((row.seq, row.ts, row.chain, row.original, row.payload))
+                last = row
+        return last
+
+    def stored(self, from_seq: int = 1) -> Iterator[StoredRecord]:
+        """The records as stored (``copy_in``'s rows), to this handle's end."""
+        sql = q(
+            self.target.schema,
+            "SELECT seq, ts, chain, original, payload FROM {s}.records "
+            "WHERE seq >= %s AND seq <= %s ORDER BY seq LIMIT %s",
+        )
+        seq, limit = from_seq, self._last_seq
+        while seq <= limit:
+            rows = self.rows(sql, (seq, limit, PAGE))
+            if not rows:
+                return
+            for r in rows:
+                yield StoredRecord(r[0], r[1], bytes(r[2]), _opt(r[3]), bytes(r[4]))
+            seq = rows[-1][0] + 1
+
     # ------------------------------------------------------------------ blobs
 
     def put_blob(self, name: str, data: bytes) -> None:
@@ -401,6 +465,11 @@ class PostgresLog:
         )
         return None if row is None else bytes(row[0])
 
+    def blob_names(self) -> list[str]:
+        """The names of every blob stored with the log, sorted."""
+        sql = q(self.target.schema, "SELECT digest FROM {s}.blobs ORDER BY digest")
+        return [str(r[0]) for r in self.rows(sql, ())]
+
     def close(self) -> None:
         with self._mutex:
             self._drop()
@@ -410,6 +479,21 @@ class PostgresLog:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class StoredRecord(msgspec.Struct, frozen=True):
+    """One record as a log stores it: its chain value, and for a redacted record the
+    digest of the payload it replaced (``original``)."""
+
+    seq: int
+    ts: int
+    chain: bytes
+    original: bytes | None
+    payload: bytes
+
+
+def _opt(value: Any) -> bytes | None:
+    return None if value is None else bytes(value)
 
 
 _NOTHING = "nothing was recorded; start the server (or fix the URL), then retry"
