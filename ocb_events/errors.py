@@ -123,7 +123,9 @@ class LogUnavailable(LogError):
     def __init__(self, url: str, reason: str, hint: str = "") -> None:
         super().__init__(
             f"the log at {url} is unavailable: {reason}",
-            hint or "start the server, or fix the URL or the password, then retry",
+            hint
+            or "start the server (or fix the URL or the password), then retry; nothing "
+            "was recorded",
         )
         self.url = url
         self.reason = reason

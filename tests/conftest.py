@@ -80,13 +80,13 @@ def brain(built: Path) -> Iterator[Brain]:
 
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def pg_server() -> Iterator[Any]:
     """A real PostgreSQL server for the session (``tests.pg_server``); fails, never
     skips, when its packages are missing."""
     from tests.pg_server import PgServer
 
-    server = PgServer(tmp_path_factory.mktemp("postgres"))
+    server = PgServer()
     try:
         yield server
     finally:
-        server.server.cleanup()
+        server.cleanup()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -34,11 +35,19 @@ def require() -> tuple[Any, Any]:
 
 
 class PgServer:
-    """One PostgreSQL server in ``root`` (stopped and deleted at exit)."""
+    """One PostgreSQL server in a temp directory of its own (stopped and deleted by
+    ``cleanup``).
 
-    def __init__(self, root: Path) -> None:
+    Its data directory is never under pytest's ``/tmp/pytest-of-<user>``: the server
+    runs as another user (``embedded_postgres``, when the tests run as root), and every
+    pytest run makes that directory private to its owner again, which would lock the
+    server out of its own files while other test runs start.
+    """
+
+    def __init__(self) -> None:
         self.psycopg, self.ep = require()
-        self.data = root / "pg"
+        self.root = Path(tempfile.mkdtemp(prefix="ocb-pg-"))
+        self.data = self.root / "pg"
         self.server = self.ep.get_server(self.data, cleanup_mode="delete")
         self.base = self.server.get_uri()
         self._names = itertools.count(1)
@@ -57,6 +66,11 @@ class PgServer:
         with self.psycopg.connect(self.base, autocommit=True) as conn:
             cur = conn.execute(statement, params)
             return cur.fetchall() if cur.description else []
+
+    def cleanup(self) -> None:
+        """Stop the server and delete its files."""
+        self.server.cleanup()
+        shutil.rmtree(self.root, ignore_errors=True)
 
     def stop(self) -> None:
         self.ep.pg_ctl(["-m", "fast", "stop"], pgdata=self.data, user=self.server.system_user)

@@ -27,6 +27,7 @@ from ocb.daemon.live import LiveBrain
 from ocb.daemon.protocol import RpcError, call, connect, run_dir, socket_address, socket_path
 from ocb.daemon.server import IDLE_S, Method, Server
 from ocb.daemon.stop import lock_holder
+from ocb.daemon.tail import LogTail
 from ocb.daemon.watcher import Follower
 from ocb_events.durable import open_private, private_dir
 from ocb_events.errors import InputError, OcbError, WorkspaceError
@@ -186,13 +187,16 @@ def _serve(
     server = Server(
         brain, methods(brain), timeout=timeout, idle_s=idle_s, log=log, info=follower.info
     )
+    tail = LogTail(brain, log)  # a shared log: fold what other brains append
     server.start()
     try:
+        tail.start(server.writer.submit)
         follower.start(server.writer.submit)  # reconciled once it returns
         brain.warm()
         listener = None if stdio else bind(brain.path)
     except BaseException:
         follower.stop()
+        tail.stop()
         server.close()
         raise
     previous = {
@@ -215,6 +219,7 @@ def _serve(
             listener.close()
             socket_path(brain.path).unlink(missing_ok=True)
         follower.stop()
+        tail.stop()
         signal.set_wakeup_fd(wakeup)
         server.close()
         for s, h in previous.items():

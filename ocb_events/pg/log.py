@@ -39,6 +39,9 @@ __all__ = ["PAGE", "PostgresLog", "StoredRecord"]
 PAGE = 2_000
 """Records fetched per round trip when reading."""
 
+CHAINS_KEPT = 4096
+"""Chain values a handle keeps once read (``chain_of``)."""
+
 T = TypeVar("T")
 _Decode = Callable[..., Record | FoldRecord]
 
@@ -74,6 +77,7 @@ class PostgresLog:
         self._mutex = threading.RLock()
         self._conn: Any = None
         self._last_seq, self._last_ts, self._chain = 0, 0, ZERO_CHAIN
+        self._chains: dict[int, bytes] = {}
         conn = self._connection()
         if create:
             self._run(lambda c: create_tables(c, self.target.schema))
@@ -241,12 +245,19 @@ class PostgresLog:
         return int(self._column("ts", seq))
 
     def chain_of(self, seq: int) -> bytes | None:
+        """The chain at ``seq`` (kept once read: a record's chain never changes, so
+        what a brain derived from a point of its history needs no server)."""
         self._check_range(seq, 0)
         if seq == 0:
             return ZERO_CHAIN
         if seq == self._last_seq:
             return self._chain
-        return bytes(self._column("chain", seq))
+        got = self._chains.get(seq)
+        if got is None:
+            if len(self._chains) >= CHAINS_KEPT:
+                self._chains.clear()
+            got = self._chains[seq] = bytes(self._column("chain", seq))
+        return got
 
     # ------------------------------------------------------------------ writing
 

@@ -42,14 +42,14 @@ def url(pg_server: PgServer) -> str:
 
 
 @pytest.fixture
-def own_server(tmp_path: Path) -> Iterator[PgServer]:
+def own_server() -> Iterator[PgServer]:
     """A server of this test alone (it gets stopped and started)."""
-    server = PgServer(tmp_path)
+    server = PgServer()
     try:
         yield server
     finally:
         server.start()
-        server.server.cleanup()
+        server.cleanup()
 
 
 def _table(pg: PgServer, log: PostgresLog) -> str:
