@@ -141,7 +141,7 @@ class Store:
             raise
 
     def _open_log(self, writer: bool, durability: Durability) -> EventLog:
-        shared = open_shared(self.path, clock=self.clock, durability=durability)
+        shared = open_shared(self.path, clock=self.clock, durability=durability, create=writer)
         if shared is not None:  # on PostgreSQL (``ocb.shared_log``)
             return shared
         log = SegmentLog(self.path / "log", clock=self.clock, writer=writer, durability=durability)

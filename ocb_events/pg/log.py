@@ -327,9 +327,9 @@ class PostgresLog:
         self, conn: Any, rows: list[tuple[int, int, bytes, bytes]], last: Record, chain: bytes
     ) -> None:
         s = self.target.schema
-        with conn.cursor().copy(
-            q(s, "COPY {s}.records (seq, ts, chain, payload) FROM STDIN")
-        ) as cp:
+        sql = "COPY {s}.records (seq, ts, chain, payload) FROM STDIN (FORMAT BINARY)"
+        with conn.cursor().copy(q(s, sql)) as cp:
+            cp.set_types(["int8", "int8", "bytea", "bytea"])
             for row in rows:
                 cp.write_row(row)
         conn.execute(
@@ -426,8 +426,9 @@ class PostgresLog:
     def _copy_rows(self, conn: Any, rows: Iterable[StoredRecord]) -> StoredRecord:
         where = f"{self.target.schema}.records"
         last = StoredRecord(0, 0, ZERO_CHAIN, None, b"")
-        sql = "COPY {s}.records (seq, ts, chain, original, payload) FROM STDIN"
+        sql = "COPY {s}.records (seq, ts, chain, original, payload) FROM STDIN (FORMAT BINARY)"
         with conn.cursor().copy(q(self.target.schema, sql)) as cp:
+            cp.set_types(["int8", "int8", "bytea", "bytea", "bytea"])
             for row in rows:
                 if row.seq != last.seq + 1:
                     raise LogCorrupt(where, 0, last.seq + 1, "record missing from the copy")
