@@ -4,6 +4,7 @@ records rebuilding to the same bytes from either log."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -61,6 +62,9 @@ def test_a_second_brain_joins_and_records_only_what_its_copy_adds(
         assert answer.results
         end = b2.log.last_seq
         assert _snapshots({n: b2.state(n) for n in PROJECTIONS}) == _snapshots(rebuild(b2.log))
+    doctor = runner.invoke(app, ["doctor", "--brain", str(tmp_path / "b2"), "--json"])
+    checks = {c["name"]: c["status"] for c in json.loads(doctor.output)["checks"]}
+    assert checks["log integrity"] == checks["blobs"] == "pass", doctor.output  # fetched
     with Brain(tmp_path / "b1") as b1:  # folds what the other brain recorded
         assert b1.log.last_seq == end
         assert "extra.md" in b1.graph.files
