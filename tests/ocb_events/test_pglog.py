@@ -16,10 +16,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings, strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
 from ocb_events.clock import TickClock
+from ocb_events.codec import encode_record
 from ocb_events.errors import LogConflict, LogCorrupt, LogTruncated, LogUnavailable
-from ocb_events.frames import ZERO_CHAIN
+from ocb_events.frames import ZERO_CHAIN, digest, link
 from ocb_events.log import SegmentLog
 from ocb_events.pg import (
     Listener,
@@ -28,9 +31,10 @@ from ocb_events.pg import (
     Target,
     verify_postgres,
 )
-from ocb_events.schema import ConfigChanged, Record
+from ocb_events.schema import ConfigChanged, Event, Record
 from tests.ocb_events.support import config_events
 from tests.pg_server import PASSWORD, PgServer
+from tests.strategies import event_lists
 from tests.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -382,3 +386,66 @@ def test_importing_the_product_does_not_import_the_driver() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, env=_env(), check=True
     )
     assert out.stdout.strip() == "False"
+
+
+# ------------------------------------------------------------------ two brains, one log
+
+
+class TwoHandles(RuleBasedStateMachine):
+    """Two handles on one log (two brains) append with and without expectations,
+    refresh and read, checked against ``model``: every acknowledged record, in order.
+    A handle never sees past the end it knows; a stale expectation conflicts and moves
+    that end on; the chain always links."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__()
+        self.logs = [PostgresLog(url, clock=TickClock(step_ns=7)) for _ in range(2)]
+        self.model: list[Record] = []
+
+    @rule(h=st.integers(0, 1), batch=event_lists, expect=st.booleans())
+    def append(self, h: int, batch: list[Event], expect: bool) -> None:
+        log = self.logs[h]
+        known = log.last_seq
+        if expect and known != len(self.model):
+            with pytest.raises(LogConflict):
+                log.append(batch, actor=f"h{h}", expected_seq=known)
+            assert log.last_seq == len(self.model)
+            return
+        got = log.append(batch, actor=f"h{h}", expected_seq=known if expect else None)
+        assert [r.seq for r in got] == list(
+            range(len(self.model) + 1, len(self.model) + len(batch) + 1)
+        )
+        assert [r.event for r in got] == batch
+        self.model.extend(got)
+        assert log.last_seq == len(self.model) or not batch
+
+    @rule(h=st.integers(0, 1))
+    def refresh(self, h: int) -> None:
+        assert self.logs[h].refresh() == len(self.model)
+
+    @rule(h=st.integers(0, 1), lo=st.integers(-1, 40), hi=st.none() | st.integers(-1, 40))
+    def read(self, h: int, lo: int, hi: int | None) -> None:
+        log = self.logs[h]
+        end = log.last_seq if hi is None else min(hi, log.last_seq)
+        assert list(log.read(lo, hi)) == [r for r in self.model if lo <= r.seq <= end]
+
+    @invariant()
+    def ends_are_never_ahead(self) -> None:
+        assert all(log.last_seq <= len(self.model) for log in self.logs)
+
+    def teardown(self) -> None:
+        chain = ZERO_CHAIN
+        for rec in self.model:
+            chain = link(chain, rec.seq, rec.ts, digest(encode_record(rec)))
+        if self.model:
+            assert verify_postgres(self.logs[0]).chain == chain
+            assert all(a.ts <= b.ts for a, b in zip(self.model, self.model[1:], strict=False))
+        for log in self.logs:
+            log.close()
+
+
+def test_two_handles_on_one_log(pg_server: PgServer) -> None:
+    run_state_machine_as_test(
+        lambda: TwoHandles(pg_server.fresh_url()),
+        settings=settings(max_examples=40, stateful_step_count=20),
+    )
