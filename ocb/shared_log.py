@@ -64,12 +64,13 @@ def location(brain: Path) -> Location | None:
     """The shared log a brain records (None: its log is the local segment log)."""
     try:
         return msgspec.json.decode((brain / LOCATION).read_bytes(), type=Location)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
     except (OSError, msgspec.DecodeError) as exc:
         raise InputError(
             f"cannot read {brain / LOCATION}: {exc}",
-            f"run ocb init --log URL --brain {brain} again to record the log's URL",
+            "initialise the brain again with its log's URL (`log`) to record it",
+            param="log",
         ) from None
 
 
@@ -83,8 +84,8 @@ def attach(brain: Path, url: str, workspace: Path | None = None) -> Location:
     """
     if not is_postgres_url(url):
         raise InputError(
-            f"--log takes a PostgreSQL URL, got {strip_password(url)}",
-            "pass --log postgresql://USER@HOST:PORT/DATABASE",
+            f"`log` takes a PostgreSQL URL, got {strip_password(url)}",
+            "pass `log=postgresql://USER@HOST:PORT/DATABASE`",
             param="log",
         )
     target = Target.parse(url)
@@ -92,13 +93,13 @@ def attach(brain: Path, url: str, workspace: Path | None = None) -> Location:
     if held is not None and held.url != target.safe:
         raise InputError(
             f"brain {brain} keeps its log at {held.url}, not {target.safe}",
-            "use a new --brain directory for another log",
+            "use a new brain directory for another log",
             param="log",
         )
     if held is None and (brain / "log").is_dir():
         raise InputError(
             f"brain {brain} has a local log",
-            f"copy it to PostgreSQL with: ocb log migrate --to URL --brain {brain}",
+            "copy its log to PostgreSQL with `ocb log migrate` first",
             param="log",
         )
     check_brain_path(brain, create=True)
