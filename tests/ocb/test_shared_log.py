@@ -265,3 +265,5 @@ def test_verify_checks_the_shared_log_and_names_a_damaged_seq(
     bad = runner.invoke(app, ["verify", "--brain", str(tmp_path / "b")])
     assert bad.exit_code == 1
     assert "log corrupt at seq 5" in bad.output and "hash chain" in bad.output
+    repair = runner.invoke(app, ["verify", "--repair", "--brain", str(tmp_path / "b")])
+    assert repair.exit_code == 1 and "keeps its log on PostgreSQL" in repair.output
