@@ -18,8 +18,10 @@ Importing this module does not import the PostgreSQL driver.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -28,10 +30,11 @@ from ocb_events.blobs import BlobStore
 from ocb_events.clock import Clock
 from ocb_events.durable import replace_file
 from ocb_events.errors import InputError
-from ocb_events.pg.blobs import SharedBlobStore
-from ocb_events.pg.conn import Target, is_postgres_url, strip_password
-from ocb_events.pg.log import PostgresLog
 from ocb_events.protocol import EventLog
+
+if TYPE_CHECKING:  # the shared log's modules load only for a brain that has one
+    from ocb_events.pg.conn import Target
+    from ocb_events.pg.log import PostgresLog
 
 __all__ = [
     "LOCATION",
@@ -82,6 +85,8 @@ def attach(brain: Path, url: str, workspace: Path | None = None) -> Location:
         InputError: not a PostgreSQL URL; the brain already has a local log, or a
             shared log elsewhere.
     """
+    from ocb_events.pg.conn import Target, is_postgres_url, strip_password
+
     if not is_postgres_url(url):
         raise InputError(
             f"`log` takes a PostgreSQL URL, got {strip_password(url)}",
@@ -119,6 +124,8 @@ def detach(brain: Path) -> None:
 
 def target_of(brain: Path, loc: Location) -> Target:
     """The log's target with the password kept beside the brain (if any)."""
+    from ocb_events.pg.conn import Target
+
     try:
         password: str | None = (brain / PASSWORD_FILE).read_text().strip() or None
     except FileNotFoundError:
@@ -137,6 +144,8 @@ def open_shared(
     loc = location(brain)
     if loc is None:
         return None
+    from ocb_events.pg.log import PostgresLog
+
     return PostgresLog(
         target_of(brain, loc),
         clock=clock,
@@ -171,7 +180,10 @@ def verify_shared(
 def blob_store(log: EventLog, directory: Path) -> BlobStore:
     """The blob store that goes with ``log``: blobs in the database for a shared log
     (cached in ``directory``), else in ``directory``."""
-    if isinstance(log, PostgresLog):
+    pg = sys.modules.get("ocb_events.pg.log")  # loaded by any PostgresLog
+    if pg is not None and isinstance(log, pg.PostgresLog):
+        from ocb_events.pg.blobs import SharedBlobStore
+
         return SharedBlobStore(directory, log)
     return BlobStore(directory)
 

@@ -9,15 +9,17 @@ server that goes away is retried every second; reads go on from what is folded.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ocb.daemon.live import LiveBrain
 from ocb_events.errors import LogUnavailable
-from ocb_events.pg.listen import Listener
-from ocb_events.pg.log import PostgresLog
+
+if TYPE_CHECKING:  # loaded only for a brain on a shared log
+    from ocb_events.pg.log import PostgresLog
 
 __all__ = ["LogTail"]
 
@@ -38,7 +40,8 @@ class LogTail:
 
     def start(self, submit: Submit) -> None:
         log = self.brain.log
-        if not isinstance(log, PostgresLog):
+        pg = sys.modules.get("ocb_events.pg.log")  # loaded by any PostgresLog
+        if pg is None or not isinstance(log, pg.PostgresLog):
             return
         self._thread = threading.Thread(
             target=self._run, args=(log, submit), name="ocb-log-tail", daemon=True
@@ -46,6 +49,8 @@ class LogTail:
         self._thread.start()
 
     def _run(self, log: PostgresLog, submit: Submit) -> None:
+        from ocb_events.pg.listen import Listener
+
         down = False
         with Listener(log.target) as listener:
             while not self._stop.is_set():
