@@ -29,7 +29,7 @@ from ocb.paths import check_brain_path
 from ocb_events.blobs import BlobStore
 from ocb_events.clock import Clock
 from ocb_events.durable import replace_file
-from ocb_events.errors import InputError
+from ocb_events.errors import BrainExists, InputError
 from ocb_events.protocol import EventLog
 
 if TYPE_CHECKING:  # the shared log's modules load only for a brain that has one
@@ -84,6 +84,7 @@ def attach(brain: Path, url: str, workspace: Path | None = None) -> Location:
     Raises:
         InputError: not a PostgreSQL URL; the brain already has a local log, or a
             shared log elsewhere.
+        BrainExists: the brain's copy of the workspace is another directory.
     """
     from ocb_events.pg.conn import Target, is_postgres_url, strip_password
 
@@ -109,6 +110,8 @@ def attach(brain: Path, url: str, workspace: Path | None = None) -> Location:
         )
     check_brain_path(brain, create=True)
     ws = str(workspace.resolve()) if workspace is not None else (held.workspace if held else "")
+    if held is not None and held.workspace and ws != held.workspace:
+        raise BrainExists(brain, held.workspace, ws)
     loc = Location(url=target.safe, workspace=ws)
     if target.password:
         replace_file(brain / PASSWORD_FILE, [target.password.encode()], brain / "pw.tmp")

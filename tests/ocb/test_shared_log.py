@@ -96,6 +96,19 @@ def test_init_with_a_password_keeps_it_out_of_every_file_but_one(
         assert not any(PASSWORD.encode() in row.payload for row in log.stored())
 
 
+def test_a_brain_keeps_its_copy_of_the_workspace(pg_server: PgServer, tmp_path: Path) -> None:
+    url = pg_server.fresh_url()
+    ws = fresh_copy(tmp_path / "ws")
+    _join(tmp_path / "b", url, ws).close()
+    other = fresh_copy(tmp_path / "other")
+    args = ["init", "--workspace", str(other), "--brain", str(tmp_path / "b"), "--log", url]
+    got = runner.invoke(app, args)
+    assert got.exit_code == 1
+    assert got.output.startswith(f"error: brain {tmp_path / 'b'} was built from workspace {ws}")
+    again = runner.invoke(app, ["init", "--workspace", str(ws), "--brain", str(tmp_path / "b")])
+    assert again.exit_code == 0 and again.output.startswith("indexed 0 new, 0 changed")
+
+
 def test_init_on_an_unreachable_server_is_one_line(tmp_path: Path, workspace: Path) -> None:
     url = "postgresql://me:pw-9x@127.0.0.1:1/brains?connect_timeout=2"
     got = runner.invoke(
