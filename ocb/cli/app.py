@@ -18,6 +18,7 @@ from ocb.cli.compact import group as compaction
 from ocb.cli.core import group as core
 from ocb.cli.history import audit, group as history
 from ocb.cli.kg import group as kg
+from ocb.cli.logs import group as logs
 from ocb.cli.mcp import group as mcp
 from ocb.cli.memory import group as memory
 from ocb.cli.reflect import group as reflect
@@ -88,7 +89,7 @@ def _name(command: CommandInfo) -> str:
 
 def build() -> typer.Typer:
     """The ``ocb`` app: every group's commands at the top level, in ``ORDER``, then the
-    ``audit`` and ``kg`` sub-apps."""
+    ``audit``, ``kg``, ``log`` and ``serve`` sub-apps."""
     app = typer.Typer(
         help="OpenClawBrain: a learning memory graph over a Markdown workspace. "
         "A command is answered by the daemon serving its brain (ocb serve) when one "
@@ -105,6 +106,7 @@ def build() -> typer.Typer:
     app.registered_commands.extend(commands[name] for name in ORDER)
     app.add_typer(audit, name="audit")
     app.add_typer(kg, name="kg")
+    app.add_typer(logs, name="log")
     app.add_typer(serve, name="serve")
     return app
 

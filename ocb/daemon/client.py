@@ -21,7 +21,7 @@ from ocb.daemon.protocol import PROTOCOL, RpcError, call, connect
 
 __all__ = ["LOCAL_COMMANDS", "PATH_OPTIONS", "brain_of", "forward", "split_no_daemon"]
 
-LOCAL_COMMANDS = frozenset({"serve", "watch", "demo", "mcp"})
+LOCAL_COMMANDS = frozenset({"serve", "watch", "demo", "mcp", "log"})
 """Commands that never go to a daemon (they start one, or need the brain to themselves)."""
 PATH_OPTIONS = frozenset({"--batch", "--brain", "--labels", "--plot", "--sessions", "--workspace"})
 """The options whose value is a path (checked against the app by a test)."""

@@ -15,10 +15,12 @@ import numpy.typing as npt
 
 from ocb.engine.embed import Ahead, Embedder, Matrix, chunk_input, pack_matrix
 from ocb.engine.embedders import embedder_spec
+from ocb.graph.copies import screen_copy
 from ocb.graph.names import check_root, secret_paths
 from ocb.redaction import warn_file
 from ocb.reports import SyncReport
 from ocb.settings import Indexing, actor_of
+from ocb.shared_log import write_bases
 from ocb.store import Decision, Store
 from ocb_events.errors import BrainExists, WorkspaceError
 from ocb_events.schema import (
@@ -82,6 +84,8 @@ class SyncPlan(msgspec.Struct):
     report: SyncReport = msgspec.field(default_factory=SyncReport)
     secrets: list[tuple[str, Finding]] = msgspec.field(default_factory=list)
     """Secrets redacted from the files this sync records, as (path, finding)."""
+    bases: dict[str, str] | None = None
+    """For a brain on a shared log: its copy's sync bases once this is recorded."""
 
 
 def previous_files(graph: State, scope: frozenset[str] | None = None) -> dict[str, PreviousFile]:
@@ -496,8 +500,8 @@ def sync(
     store.load("config", "graph", "vectors", "memory")
     g = store.graph
     root_s = str(root.resolve())
-    if g.workspace and g.workspace != root_s:
-        raise BrainExists(store.path, g.workspace, root_s)
+    if store.workspace and store.workspace != root_s:  # a shared log: this copy's
+        raise BrainExists(store.path, store.workspace, root_s)
 
     limit = store.setting(Indexing).max_file_bytes
 
@@ -532,6 +536,8 @@ def sync(
 
     store.transact(who, decide)
     plan, problems = plans[-1]
+    if plan.bases is not None:  # a shared log: what this copy now agrees with
+        write_bases(store.path, plan.bases)
     store.search_index()
     store.save_snapshots(force=bool(plan.events) and paths is None)
     return _report(store, plan, problems)
@@ -561,12 +567,15 @@ def _settled_plan(
     attempt = 0
     while True:
         ix = store.setting(Indexing)
+        copy = screen_copy(store, files, skipped, scope)
+        mine, left = (copy.files, copy.skipped) if copy is not None else (files, skipped)
         plan, problems = plan_sync(
             store.graph, store.state("vectors").embedder_id, store.state("memory"),
-            embedder, store.vectors_of, ix, files, skipped,
+            embedder, store.vectors_of, ix, mine, left,
             root=root_s, cause=cause, progress=progress, secrets=store.secrets(), scope=scope,
             carry=carry,
         )  # fmt: skip
+        plan.bases = copy.bases if copy is not None else None
         moved = changed_on_disk(root, plan.events, max_bytes=ix.max_file_bytes)
         if not moved:
             return plan, problems
