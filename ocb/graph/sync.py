@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, MutableMapping, Sequence
 from hashlib import sha256
 from pathlib import Path
-from typing import Protocol
 
 import msgspec
 import numpy as np
@@ -15,6 +14,7 @@ import numpy.typing as npt
 
 from ocb.engine.embed import Ahead, Embedder, Matrix, chunk_input, pack_matrix
 from ocb.engine.embedders import embedder_spec
+from ocb.graph.carry import Carry
 from ocb.graph.copies import screen_copy
 from ocb.graph.names import check_root, secret_paths
 from ocb.redaction import warn_file
@@ -61,17 +61,6 @@ Progress = Callable[[str, int, int], None]
 Scanned = tuple[list[FileText], list[Skipped]]
 EMBED_BATCH = 1024
 _SIM_BLOCK = 1024
-
-
-class Carry(Protocol):
-    """How a sync that moves text between files (``ocb compact``) keeps its identity:
-    ``chunks`` rewrites the decided file events so that moved text keeps its chunk ids,
-    ``facts`` adds to each destination file the facts that moved into it (so they keep
-    their ids)."""
-
-    def chunks(self, graph: State, events: list[Event]) -> list[Event]: ...
-
-    def facts(self, previous: dict[str, PreviousFacts]) -> dict[str, PreviousFacts]: ...
 
 
 class SyncPlan(msgspec.Struct):

@@ -136,7 +136,7 @@ def _diff(edits: Sequence[Edit]) -> str:
 
 
 class _Carry:
-    """The identity a compaction keeps (``ocb.graph.sync.Carry``)."""
+    """The identity a compaction keeps (``ocb.graph.carry.Carry``)."""
 
     def __init__(self, plan: Compaction, pending: frozenset[str], pages: frozenset[str]) -> None:
         self.notes = frozenset(plan.notes) | pending
