@@ -19,10 +19,12 @@ if TYPE_CHECKING:
     from ocb.brain import Brain
     from ocb.checks.repair import BrainRepair
     from ocb.checks.verify import Head, Verification
+    from ocb.graph.file_text import FileAt
     from ocb.graph.retract import RetractReport
     from ocb.graph.route import TrainReport
     from ocb.graph.teach import TeachReport
     from ocb.graph.warm import WarmReport
+    from ocb.memory.compact import CompactReport
     from ocb.memory.kg import KgHistory, KgSetReport, KgView
     from ocb.memory.recall import RecallItem
     from ocb.memory.recall_service import RecallAnswer
@@ -54,9 +56,11 @@ _HOME = {
     "BrainRepair": "ocb.checks.repair",
     "Check": "replay.verify",
     "Cited": "ocb.reports",
+    "CompactReport": "ocb.memory.compact",
     "DiffReport": "ocb.whatif",
     "EdgeAudit": "replay.audit",
     "FactRetraction": "ocb.memory.unretain",
+    "FileAt": "ocb.graph.file_text",
     "ForgetReport": "ocb.upkeep.forget",
     "Head": "ocb.checks.verify",
     "Health": "ocb.upkeep.health",
@@ -98,9 +102,11 @@ __all__ = [
     "BrainRepair",
     "Check",
     "Cited",
+    "CompactReport",
     "DiffReport",
     "EdgeAudit",
     "FactRetraction",
+    "FileAt",
     "ForgetReport",
     "Head",
     "Health",

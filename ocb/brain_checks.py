@@ -12,6 +12,7 @@ from ocb.store import Store, Warn
 
 if TYPE_CHECKING:
     from ocb.checks.repair import BrainRepair
+    from ocb.checks.rewrite import BrainRewrite
     from ocb.checks.verify import Head, Verification
     from ocb.upkeep.blobs import BlobReport
     from replay.verify import Check, Progress as Counted
@@ -43,6 +44,15 @@ class CheckCommands:
         from ocb.checks.repair import repair_brain
 
         return repair_brain(Path(path), warn=warn)
+
+    @staticmethod
+    def rewrite(path: str | Path, *, warn: Warn | None = None) -> BrainRewrite:
+        """Rewrite the log in the current storage format, verified before and after
+        (``ocb.checks.rewrite``). Raises BrainNotFound without a brain at ``path``,
+        BrainLocked when another writes it, LogCorrupt when the log does not verify."""
+        from ocb.checks.rewrite import rewrite_brain
+
+        return rewrite_brain(Path(path), warn=warn)
 
     @staticmethod
     def install_command(extra: str) -> str:

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 from ocb.store import Store
 
 if TYPE_CHECKING:
+    from ocb.graph.file_text import FileAt
+    from ocb.memory.compact import CompactReport
     from ocb.memory.kg import KgHistory, KgSetReport, KgView
     from ocb.memory.recall_service import RecallAnswer
     from ocb.memory.reflect import Judge, ReflectReport, Summarize
@@ -121,6 +123,39 @@ class MemoryCommands:
         from ocb.memory.reflect import reflect
 
         return reflect(self.store, since, summarize=summarize, judge=judge, actor=actor)
+
+    def compact(
+        self,
+        older_than: str = "30d",
+        *,
+        dry_run: bool = False,
+        extractor: str = "",
+        actor: str = "maintenance",
+    ) -> CompactReport:
+        """Turn the daily notes older than ``older_than`` into short summaries and move
+        their facts to the bank pages they belong to (see ``ocb.memory.compact``);
+        ``extractor``, a command, writes the summaries instead.
+
+        Raises:
+            InputError: a bad span, a failed extractor, or a brain opened as of a past
+                point (but for a dry run).
+            WorkspaceError: no workspace, or a file that may not be written (nothing is).
+        """
+        from ocb.memory.compact import compact
+
+        return compact(self.store, older_than, dry_run=dry_run, extractor=extractor, actor=actor)
+
+    def show_file(self, path: str) -> FileAt:
+        """A workspace file as the brain recorded it at its last seq (or ``as_of``):
+        see ``ocb.graph.file_text``.
+
+        Raises:
+            InputError: a path outside the workspace, or one not indexed then.
+        """
+        from ocb.graph.file_text import file_at
+
+        self.store.load("graph")
+        return file_at(self.store.graph, path, self.store.horizon)
 
     def kg_set(
         self, subject: str, predicate: str, value: str, source: str = "", *, actor: str = "cli"

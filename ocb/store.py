@@ -2,9 +2,10 @@
 from the log. Every command reads and records through a ``Store``; ``ocb.brain.Brain``
 holds one (``brain.store``) and has one method per command.
 
-The log is any ``EventLog``: the segment log in ``<path>/log`` by default, or one given
-as ``log=`` (e.g. ``ocb_events.memory.MemoryLog``, a brain that lives in memory; its
-blobs, snapshots and caches still go under ``path``).
+The log is any ``EventLog``: the segment log in ``<path>/log`` by default, the shared
+log on PostgreSQL the brain records (``ocb.shared_log``), or one given as ``log=``
+(e.g. ``ocb_events.memory.MemoryLog``, a brain that lives in memory; its blobs,
+snapshots and caches still go under ``path``).
 
 Example:
     >>> with Store("/tmp/brain", writer=False) as store:  # doctest: +SKIP
@@ -25,7 +26,7 @@ from ocb.engine.search import SearchIndex
 from ocb.paths import check_brain_path
 from ocb.redaction import scanner_of, screened
 from ocb.settings import Actor, Indexing, Learning, S, Storage, Traversal, resolve
-from ocb_events.blobs import BlobStore
+from ocb.shared_log import blob_store, location, open_shared
 from ocb_events.clock import Clock, system_clock
 from ocb_events.errors import (
     BrainError,
@@ -108,7 +109,7 @@ class Store:
         self.clock = clock
         if log is not None:  # the directory holds only what is derived, and blobs
             check_brain_path(self.path, create=True)
-        elif not (self.path / "log").is_dir():
+        elif not (self.path / "log").is_dir() and location(self.path) is None:
             check_brain_path(self.path, create=create)
         self.warn: Warn = warn or (lambda _msg: None)
         if as_of is not None and writer:
@@ -117,7 +118,7 @@ class Store:
         """What opening the segment log repaired or found torn (None: nothing)."""
         self.log: EventLog = log if log is not None else self._open_log(writer, durability)
         self.writer = writer
-        self.blobs = BlobStore(self.path / "blobs")
+        self.blobs = blob_store(self.log, self.path / "blobs")
         self.snapshots = SnapshotStore(self.path / "snapshots")
         self.snapshot_every = snapshot_every
         if isinstance(embedder, str):  # a spec: hash, minilm, http:...
@@ -139,7 +140,10 @@ class Store:
             self.log.close()
             raise
 
-    def _open_log(self, writer: bool, durability: Durability) -> SegmentLog:
+    def _open_log(self, writer: bool, durability: Durability) -> EventLog:
+        shared = open_shared(self.path, clock=self.clock, durability=durability, create=writer)
+        if shared is not None:  # on PostgreSQL (``ocb.shared_log``)
+            return shared
         log = SegmentLog(self.path / "log", clock=self.clock, writer=writer, durability=durability)
         r = self.recovery = log.recovery
         if r is not None and r.repaired:
@@ -185,6 +189,13 @@ class Store:
         so a cache of another history (a repaired or restored log) is never used."""
         chain = self.log.chain_of(seq)
         return f"{seq}-{chain.hex()[:16] if chain is not None else 'legacy'}"
+
+    @property
+    def workspace(self) -> str:
+        """The workspace of this brain: the one its log records, or for a brain on a
+        shared log the one of this machine's copy (``ocb.shared_log``)."""
+        loc = location(self.path) if not isinstance(self.log, SegmentLog) else None
+        return (loc.workspace if loc is not None else "") or self.graph.workspace
 
     @property
     def horizon(self) -> int:

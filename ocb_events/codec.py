@@ -1,7 +1,15 @@
 """Binary and JSON codecs for log records, built once and reused.
 
 NOTE: records are stored as msgpack maps of field names, so an added field with a
-default still decodes old records. A change of shape gets an upcaster registered by
+default still decodes old records. A query trace is stored compact: its record map
+holds a fifth key ``z`` (so its first byte is ``0x85``, never that of a record of the
+old encoding, ``0x84``) with the trace's seeds, steps and fired ids packed as columns
+(``ocb_events.packing``), and its event map holds every other field of the trace, so
+``decode_for_fold`` reads the head of either encoding alike and skips the body as one
+binary string. Decoding gives a ``Record`` equal to the one encoded (floats bit for
+bit); every record of either encoding decodes, and the encoding is self-contained (no
+dictionary outside the record), so any log that stores ``encode_record``'s bytes
+holds the compact form. A change of shape gets an upcaster registered by
 ``(tag, version)``: it lifts the raw mapping of an old event one version up. Decoding
 tries the typed fast path first and only falls back to upcasting when that fails.
 """
@@ -14,7 +22,9 @@ from typing import Any
 import msgspec
 
 from ocb_events.errors import LogCorrupt, UnknownEventType
-from ocb_events.schema import EVENT_TYPES, FoldRecord, Record
+from ocb_events.packing import BadBody, pack_trace, unpack_trace
+from ocb_events.parts import QueryParams
+from ocb_events.schema import EVENT_TYPES, FoldRecord, QueryTraced, Record
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -25,6 +35,43 @@ _FOLD_DECODER = msgspec.msgpack.Decoder(FoldRecord)
 _JSON_ENCODER = msgspec.json.Encoder()
 _KNOWN_TAGS = frozenset(t.__struct_config__.tag for t in EVENT_TYPES)
 _UPCASTERS: dict[tuple[str, int], Upcaster] = {}
+_PACKED = 0x85
+"""The first byte of a compact trace record (a map of five keys)."""
+
+
+class _TraceHead(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    omit_defaults=True,
+    tag_field="type",
+    tag="query_traced",
+):
+    """Every field of a ``QueryTraced`` but its packed body (seeds, steps, fired)."""
+
+    trace_id: str
+    query: str
+    stop_reason: str
+    context_chars: int
+    params: QueryParams
+    chat_id: str = ""
+    vetoed: tuple[str, ...] = ()
+    route: str = ""
+    route_mode: str = ""
+
+
+class _PackedTrace(msgspec.Struct, frozen=True, kw_only=True):
+    """A compact trace record: the head as an event map, the body in ``z``."""
+
+    seq: int
+    ts: int
+    actor: str
+    event: _TraceHead
+    z: bytes
+
+
+_PACKED_DECODER = msgspec.msgpack.Decoder(_PackedTrace)
+_HEAD_FIELDS = _TraceHead.__struct_fields__
 
 
 def register_upcaster(tag: str, version: int, fn: Upcaster) -> None:
@@ -34,7 +81,14 @@ def register_upcaster(tag: str, version: int, fn: Upcaster) -> None:
 
 
 def encode_record(rec: Record) -> bytes:
-    """The msgpack bytes of a record."""
+    """The msgpack bytes of a record (a query trace in its compact form)."""
+    ev = rec.event
+    if type(ev) is QueryTraced:
+        head = _TraceHead(**{f: getattr(ev, f) for f in _HEAD_FIELDS})
+        body = pack_trace(ev.seeds, ev.steps, ev.fired)
+        return _ENCODER.encode(
+            _PackedTrace(seq=rec.seq, ts=rec.ts, actor=rec.actor, event=head, z=body)
+        )
     return _ENCODER.encode(rec)
 
 
@@ -46,6 +100,8 @@ def decode_record(buf: bytes | memoryview, *, segment: str = "", offset: int = 0
         LogCorrupt: the bytes are not a record at all.
     """
     try:
+        if buf and buf[0] == _PACKED:
+            return _decode_packed(buf, segment, offset)
         return _DECODER.decode(buf)
     except msgspec.ValidationError as exc:
         return _decode_slow(buf, exc, segment, offset)
@@ -63,6 +119,19 @@ def decode_for_fold(
         return _FOLD_DECODER.decode(buf)
     except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
         return decode_record(buf, segment=segment, offset=offset)
+
+
+def _decode_packed(buf: bytes | memoryview, segment: str, offset: int) -> Record:
+    packed = _PACKED_DECODER.decode(buf)
+    try:
+        seeds, steps, fired = unpack_trace(packed.z)
+    except BadBody as exc:
+        raise LogCorrupt(segment, offset, packed.seq, f"bad trace body: {exc}") from exc
+    head = packed.event
+    event = QueryTraced(
+        seeds=seeds, steps=steps, fired=fired, **{f: getattr(head, f) for f in _HEAD_FIELDS}
+    )
+    return Record(seq=packed.seq, ts=packed.ts, actor=packed.actor, event=event)
 
 
 def _decode_slow(buf: bytes | memoryview, exc: Exception, segment: str, offset: int) -> Record:

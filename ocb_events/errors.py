@@ -12,6 +12,7 @@ CLI and other front ends render them as they name them (``--top``).
     │   ├── LogTruncated         records the log is known to have held are gone
     │   ├── LogConflict          append with a stale expected_seq
     │   ├── LogWriteFailed       the disk refused an append (the log is rolled back)
+    │   ├── LogUnavailable       a PostgreSQL log that cannot be reached or logged into
     │   ├── UnknownEventType     a tag this version cannot decode
     │   └── BrainLocked          another process holds the writer lock
     ├── BrainError
@@ -112,6 +113,22 @@ class LogWriteFailed(LogError):
             "free disk space or fix permissions, then retry; nothing was recorded",
         )
         self.path = path
+
+
+class LogUnavailable(LogError):
+    """A log on PostgreSQL that cannot be reached (server down, unreachable host, wrong
+    password, missing extra). ``url`` is the log's address without its password, the
+    only form of it any message shows."""
+
+    def __init__(self, url: str, reason: str, hint: str = "") -> None:
+        super().__init__(
+            f"the log at {url} is unavailable: {reason}",
+            hint
+            or "start the server (or fix the URL or the password), then retry; nothing "
+            "was recorded",
+        )
+        self.url = url
+        self.reason = reason
 
 
 class UnknownEventType(LogError):

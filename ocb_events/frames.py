@@ -16,7 +16,11 @@ in place of a record that was damaged or lost: ``ocb verify --repair``). The crc
 covers everything after it.
 
 The chain of record ``n`` is ``H(chain(n-1) | seq | ts | digest(payload_n))`` with
-``H`` and ``digest`` sha256 cut to 16 bytes, and the chain of seq 0 all zeros. A
+``H`` and ``digest`` sha256 cut to 16 bytes, and the chain of seq 0 all zeros. It
+covers the payload's bytes as stored (either encoding of ``ocb_events.codec``), not the
+logical record: ``ocb_events.recode`` recomputes it when it re-encodes a log. A full
+segment stored compressed (``ocb_events.blocks``) holds these same bytes, and
+``map_file`` gives them back, so nothing here sees the difference. A
 redacted frame keeps the digest of the payload it replaced, so redaction never breaks
 the chain; anything else that changes a record changes every chain after it. The
 chain of a record names the exact history up to it: snapshots and caches carry it and
@@ -36,6 +40,7 @@ from pathlib import Path
 
 import msgspec
 
+from ocb_events.blocks import MAGIC as PACKED_MAGIC, Packed
 from ocb_events.codec import encode_record
 from ocb_events.errors import LogCorrupt
 from ocb_events.schema import Record
@@ -266,12 +271,29 @@ def scan_offsets(path: Path, first_seq: int, fmt: Format) -> array[int]:
     return out
 
 
-def map_file(path: Path) -> tuple[mmap.mmap | bytes, int]:
-    """A read-only map of a file and its size (empty bytes for an empty file)."""
+def map_file(path: Path, *, lenient: bool = False) -> tuple[mmap.mmap | bytes, int]:
+    """A read-only map of a segment file and its size (empty bytes for an empty file);
+    the segment's own bytes when it is stored compressed (``ocb_events.blocks``).
+
+    Args:
+        lenient: a damaged compressed block reads as zeros, a compressed segment
+            whose table is damaged as empty (for salvage).
+
+    Raises:
+        LogCorrupt: a compressed block is damaged (unless ``lenient``).
+    """
     with open(path, "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
         if size == 0:
             return b"", 0
+        if fh.read(len(PACKED_MAGIC)) == PACKED_MAGIC:
+            try:
+                data = Packed(path).read(lenient=lenient)
+            except LogCorrupt:
+                if not lenient:
+                    raise
+                data = b""  # a damaged table: what the segment held is unknown
+            return data, len(data)
         return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ), size
 
 

@@ -65,13 +65,22 @@ from ocb_events.integrity import (
     verify_log,
 )
 from ocb_events.marks import Seal, Tail, TailWriter, read_seals, read_tail, write_seals
-from ocb_events.rewrite import migrate_legacy, needs_migration, redact_records, sweep_temp
+from ocb_events.rewrite import (
+    compress_sealed,
+    migrate_legacy,
+    needs_migration,
+    redact_records,
+    sweep_temp,
+)
 from ocb_events.schema import Event, FoldRecord, Record
 from ocb_events.segments import (
     Recovery,
     Segment,
     acquire_lock,
+    is_compressed,
     list_segments,
+    packed_head,
+    read_at,
     read_frames,
     segment_format,
     segment_name,
@@ -105,6 +114,8 @@ class SegmentLog:
         segment_bytes: the size after which a new segment is started.
         writer: take the exclusive writer lock and repair a torn tail; readers take
             no lock and stop quietly at an incomplete tail.
+        compress: store each segment compressed once it is full
+            (``ocb_events.blocks``).
 
     Raises:
         BrainLocked: another writer holds the lock.
@@ -120,12 +131,14 @@ class SegmentLog:
         durability: Durability = "batch",
         segment_bytes: int = SEGMENT_BYTES,
         writer: bool = True,
+        compress: bool = True,
     ) -> None:
         self.directory = Path(directory)
         self._clock = clock
         self.durability: Durability = durability
         self.segment_bytes = segment_bytes
         self.writer = writer
+        self.compress = compress
         self.recovery: Recovery | None = None
         self._mutex = threading.RLock()
         self._group_depth = 0
@@ -231,12 +244,8 @@ class SegmentLog:
                 self.recovery = Recovery(seg.name, got.torn_at, dropped, got.last_seq)
             else:
                 self.recovery = Recovery(seg.name, got.torn_at, dropped, got.last_seq, False)
-        self._last_seq, self._last_ts, self._end, self._chain = (
-            got.last_seq,
-            got.last_ts,
-            got.end,
-            got.chain,
-        )
+        self._last_seq, self._last_ts = got.last_seq, got.last_ts
+        self._end, self._chain = got.end, got.chain
 
     def _prev_last_ts(self) -> int:
         if len(self._segments) < 2:
@@ -245,8 +254,7 @@ class SegmentLog:
         offsets = self._offsets(seg)
         if not offsets:
             return 0
-        with open(seg.path, "rb") as fh:
-            return int(HEAD.unpack(os.pread(fh.fileno(), HEAD.size, offsets[-1]))[3])
+        return int(HEAD.unpack(read_at(seg.path, offsets[-1], HEAD.size))[3])
 
     def _truncate(self, seg: Segment, offset: int) -> None:
         fd = os.open(seg.path, os.O_WRONLY)
@@ -317,9 +325,12 @@ class SegmentLog:
         if not 1 <= seq <= self._last_seq:
             raise LogError(f"no record {seq} (the log holds 1..{self._last_seq})")
         seg = next(s for s in reversed(self._segments) if s.first_seq <= seq)
-        off = self._offsets(seg)[seq - seg.first_seq]
-        with open(seg.path, "rb") as fh:
-            return seg, os.pread(fh.fileno(), segment_format(seg).frame_size, off)
+        fmt = segment_format(seg)
+        head = packed_head(seg, seq, fmt)
+        if head is None:
+            off = self._offsets(seg)[seq - seg.first_seq]
+            head = read_at(seg.path, off, fmt.frame_size)
+        return seg, head
 
     def ts_of(self, seq: int) -> int:
         """The ts of record ``seq`` (read from its frame header, no decoding).
@@ -350,7 +361,7 @@ class SegmentLog:
     ) -> Iterator[Record | FoldRecord]:
         fmt = segment_format(seg)
         off, expected = fmt.header_size, seg.first_seq
-        if from_seq > seg.first_seq:
+        if from_seq > seg.first_seq and not is_compressed(seg.path):
             offsets = self._offsets(seg)
             k = from_seq - seg.first_seq
             if k < len(offsets):
@@ -417,7 +428,10 @@ class SegmentLog:
 
     def _ensure_segment(self, first_seq: int) -> None:
         """Open the last segment for appending, or start a new one when it is full."""
-        if self._segments and self._end < self.segment_bytes:
+        last = self._segments[-1] if self._segments else None
+        if last is not None and self._fd is None and is_compressed(last.path):
+            last = None  # a full segment (the one after it was lost): start anew
+        if last is not None and self._end < self.segment_bytes:
             if self._fd is None:
                 self._fd = os.open(self._segments[-1].path, os.O_WRONLY | os.O_APPEND)
             return
@@ -448,20 +462,17 @@ class SegmentLog:
         self._prefix_crc = zlib.crc32(header)
         self._write_tail()
         self._mark_durable()
+        if self.compress and len(self._segments) > 1:
+            compress_sealed(self.directory, self._segments[-2], self._seals, self._offsets)
 
     def _seal_last(self) -> None:
         """Record the last segment as full (it is never written again), so the next
         open trusts it while its size, mtime and inode stay the same."""
         seg = self._segments[-1]
         st = seg.path.stat()
+        last = (self._last_seq, self._last_ts, self._chain)
         self._seals[seg.first_seq] = Seal(
-            seg.first_seq,
-            self._last_seq,
-            self._last_ts,
-            self._chain,
-            st.st_size,
-            st.st_mtime_ns,
-            st.st_ino,
+            seg.first_seq, *last, st.st_size, st.st_mtime_ns, st.st_ino
         )
         write_seals(self.directory, self._seals)
 

@@ -26,6 +26,7 @@ the chain kept elsewhere tells whether the history was rewritten.
 
 from __future__ import annotations
 
+import mmap
 import os
 import zlib
 from pathlib import Path
@@ -34,7 +35,16 @@ import msgspec
 
 from ocb_events.codec import encode_record
 from ocb_events.errors import LogWriteFailed
-from ocb_events.frames import LOST, MORE, REDACTED, ZERO_CHAIN, encode_frame, link, segment_header
+from ocb_events.frames import (
+    LOST,
+    MORE,
+    REDACTED,
+    ZERO_CHAIN,
+    encode_frame,
+    link,
+    map_file,
+    segment_header,
+)
 from ocb_events.links import judge, unnamed_redactions
 from ocb_events.marks import Seal, Tail, read_seals, read_tail, replace_tail, write_seals
 from ocb_events.rewrite import replace_segment, seal_of, sweep_temp
@@ -188,7 +198,10 @@ def _tail_of(segs: list[Segment], walk: Salvage) -> Tail | None:
     if not segs or segs[-1].first_seq not in walk.headers:
         return None
     seg = segs[-1]
-    data = seg.path.read_bytes()
+    buf, _ = map_file(seg.path, lenient=True)
+    data = bytes(buf)
+    if isinstance(buf, mmap.mmap):
+        buf.close()
     kept = [e for e in walk.entries.get(seg.first_seq, []) if isinstance(e, Kept)]
     if kept:
         last_seq, last_ts, chain = kept[-1].seq, kept[-1].ts, kept[-1].chain

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import mmap
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 import msgspec
 
+from ocb_events.blocks import is_packed, pack
 from ocb_events.durable import fsync_dir, replace_file
 from ocb_events.errors import LogCorrupt
 from ocb_events.frames import (
@@ -59,6 +60,42 @@ def replace_segment(path: Path, data: bytes | bytearray, suffix: str = ".rewrite
 def seal_of(path: Path, first_seq: int, last_seq: int, last_ts: int, chain: bytes) -> Seal:
     st = path.stat()
     return Seal(first_seq, last_seq, last_ts, chain, st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+def compress_segment(seg: Segment, offsets: Sequence[int]) -> bool:
+    """Store a full segment compressed in blocks (``ocb_events.blocks``; the same
+    bytes inside, so its chain and seal content stay), atomically; ``offsets`` are its
+    frames'. Returns whether it was rewritten (False when it already was compressed).
+
+    Raises:
+        OSError: the disk refused the write (the segment stays as it was).
+    """
+    data = seg.path.read_bytes()
+    if is_packed(data) or not offsets:
+        return False
+    replace_segment(seg.path, pack(data, seg.first_seq, offsets))
+    return True
+
+
+def compress_sealed(
+    directory: Path,
+    seg: Segment,
+    seals: dict[int, Seal],
+    offsets: Callable[[Segment], Sequence[int]],
+) -> None:
+    """Store a sealed segment compressed and seal it again (in ``seals`` and on disk);
+    a failure leaves it plain, which reads the same (a seal that no longer matches only
+    makes the next open verify the segment)."""
+    try:
+        if not compress_segment(seg, offsets(seg)):
+            return
+        old = seals[seg.first_seq]
+        seals[seg.first_seq] = seal_of(
+            seg.path, old.first_seq, old.last_seq, old.last_ts, old.chain
+        )
+        write_seals(directory, seals)
+    except OSError:
+        pass
 
 
 def needs_migration(segs: Iterable[Segment], seals: Mapping[int, Seal]) -> bool:

@@ -206,7 +206,7 @@ def _walk_segment(walk: Salvage, seg: Segment, expected: int, last: bool, held: 
     """Read one segment into ``walk``; return the next expected seq."""
     if not seg.path.exists():
         return expected  # a segment the log starts with that is gone
-    buf, size = map_file(seg.path)
+    buf, size = map_file(seg.path, lenient=True)
     try:
         try:
             head = read_header(buf, size, seg.name, seg.first_seq)

@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 
+from ocb_events.blocks import MAGIC as PACKED_MAGIC, Packed
 from ocb_events.durable import open_private
 from ocb_events.errors import BrainLocked, LogCorrupt
 from ocb_events.frames import (
@@ -176,9 +177,38 @@ def segment_head(seg: Segment) -> tuple[Format, bytes] | None:
     Raises:
         LogCorrupt: an unknown magic or a first seq that does not match the name.
     """
-    with open(seg.path, "rb") as fh:
-        data = fh.read(_HEADER_MAX)
+    data = read_at(seg.path, 0, _HEADER_MAX)
     return read_header(data, len(data), seg.name, seg.first_seq)
+
+
+def is_compressed(path: Path) -> bool:
+    """Whether a segment file is stored compressed (``ocb_events.blocks``)."""
+    with open(path, "rb") as fh:
+        return fh.read(len(PACKED_MAGIC)) == PACKED_MAGIC
+
+
+def packed(path: Path) -> Packed | None:
+    """The block table of a segment file stored compressed; None for a plain one."""
+    with open(path, "rb") as fh:
+        if fh.read(len(PACKED_MAGIC)) != PACKED_MAGIC:
+            return None
+    return Packed(path)
+
+
+def read_at(path: Path, off: int, n: int) -> bytes:
+    """Up to ``n`` bytes of a segment at ``off`` (decompressing the block that holds
+    them when the segment is stored compressed; a frame never spans two blocks).
+
+    Raises:
+        LogCorrupt: the block is damaged.
+    """
+    box = packed(path)
+    if box is None:
+        with open(path, "rb") as fh:
+            return os.pread(fh.fileno(), n, off)
+    i = box.block_of_offset(off)
+    base = box.blocks[i].offset if box.blocks else 0
+    return box.read(i, i)[off - base : off - base + n]
 
 
 def segment_format(seg: Segment) -> Format:
@@ -206,7 +236,7 @@ def read_frames(
     Raises:
         LogCorrupt: framing or a checksum that does not hold, or a record missing.
     """
-    buf, size = map_file(seg.path)
+    buf, base, size, off, expected = _frames_from(seg, off, expected, from_seq, limit)
     name = seg.name
     view = memoryview(buf)
     unpack, crc32, head = HEAD.unpack_from, zlib.crc32, fmt.frame_size
@@ -216,16 +246,16 @@ def read_frames(
         while off < size and expected <= limit:
             if size - off < head:
                 break
-            crc, word, seq, _ = unpack(buf, off)
+            crc, word, seq, _ = unpack(buf, off - base)
             end = off + head + (word & mask)
             if seq != expected or end > size:
                 raise LogCorrupt(name, off, expected, "framing mismatch")
             if seq >= from_seq:
-                with view[off + 4 : end] as body:
+                with view[off - base + 4 : end - base] as body:
                     if crc32(body) != crc:
                         raise LogCorrupt(name, off, seq, "checksum mismatch")
                 start = off + head + (DIGEST_BYTES if word & redacted else 0)
-                with view[start:end] as payload:
+                with view[start - base : end - base] as payload:
                     rec = decode(payload, segment=name, offset=off)
                 yield rec
             off = end
@@ -236,3 +266,44 @@ def read_frames(
         view.release()
         if isinstance(buf, mmap.mmap):
             buf.close()
+
+
+def packed_head(seg: Segment, seq: int, fmt: Format) -> bytes | None:
+    """The frame header of record ``seq`` of a compressed segment (None for a plain
+    segment), decompressing only the block that holds it.
+
+    Raises:
+        LogCorrupt: the block is damaged or does not hold the record.
+    """
+    box = packed(seg.path)
+    if box is None or not box.blocks:
+        return None
+    i = box.block_of_seq(seq)
+    data = box.read(i, i)
+    off, at = (fmt.header_size if i == 0 else 0), box.blocks[i].first_seq
+    mask = LENGTH_MASK if fmt.chained else ~MORE
+    while at < seq and len(data) - off >= fmt.frame_size:
+        off += fmt.frame_size + (HEAD.unpack_from(data, off)[1] & mask)
+        at += 1
+    head = data[off : off + fmt.frame_size]
+    if len(head) < fmt.frame_size or HEAD.unpack_from(head)[2] != seq:
+        raise LogCorrupt(seg.name, box.blocks[i].offset, seq, "record missing")
+    return head
+
+
+def _frames_from(
+    seg: Segment, off: int, expected: int, from_seq: int, limit: int
+) -> tuple[mmap.mmap | bytes, int, int, int, int]:
+    """The bytes of a segment to read records ``expected..limit`` from ``off``: its
+    map, or for a compressed segment the blocks that hold them; with the segment offset
+    they start at and end at, and the offset and seq of the first frame to read."""
+    box = packed(seg.path)
+    if box is None or not box.blocks:
+        buf, size = map_file(seg.path)
+        return buf, 0, size, off, expected
+    first, last = box.block_of_seq(max(expected, from_seq)), box.block_of_seq(limit)
+    data = box.read(first, last)
+    if first == 0:
+        return data, 0, len(data), off, expected
+    block = box.blocks[first]
+    return data, block.offset, block.offset + len(data), block.offset, block.first_seq

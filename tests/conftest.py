@@ -17,6 +17,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -76,3 +77,16 @@ def built(tmp_path: Path, workspace: Path, example_brain: Path) -> Path:
 def brain(built: Path) -> Iterator[Brain]:
     with Brain(built, clock=TickClock(start_ns=1_800_000_000_000_000_000)) as b:
         yield b
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[Any]:
+    """A real PostgreSQL server for the session (``tests.pg_server``); fails, never
+    skips, when its packages are missing."""
+    from tests.pg_server import PgServer
+
+    server = PgServer()
+    try:
+        yield server
+    finally:
+        server.cleanup()

@@ -80,7 +80,7 @@ def test_lint(command: list[str]) -> None:
 # the lower packages, and the units listed for it here.
 BASE = {"ocb.settings", "ocb.redaction", "ocb.reports"}
 FEATURES = {"ocb.graph", "ocb.memory", "ocb.upkeep"}
-CORE = {"ocb.engine", "ocb.store", *BASE}
+CORE = {"ocb.engine", "ocb.store", "ocb.shared_log", *BASE}
 BRAIN_PARTS = {"ocb.brain_checks", "ocb.brain_history", "ocb.brain_memory"}
 LAYERS: dict[str, set[str]] = {
     "ocb.setting_checks": set(),  # a key's entry and the checks of its values
@@ -89,7 +89,9 @@ LAYERS: dict[str, set[str]] = {
     "ocb.reports": {"ocb.settings"},
     "ocb.engine": {"ocb.settings"},
     "ocb.paths": set(),  # where a brain may live
-    "ocb.store": {"ocb.engine", "ocb.paths", *BASE},
+    "ocb.shared_log": {"ocb.paths"},  # where its log lives: local, or on PostgreSQL
+    "ocb.store": {"ocb.engine", "ocb.paths", "ocb.shared_log", *BASE},
+    "ocb.log_migrate": {"ocb.shared_log"},  # ocb log migrate: the log to PostgreSQL and back
     "ocb.graph": CORE,
     "ocb.memory": CORE,
     "ocb.upkeep": CORE,
@@ -123,6 +125,8 @@ PEER_IMPORTS: set[tuple[str, str]] = {
     ("ocb.memory.retain", "ocb.graph.sync"),
     ("ocb.memory.reflect", "ocb.graph.sync"),
     ("ocb.memory.unretain", "ocb.graph.sync"),
+    # compact moves daily notes' facts to bank pages, recorded by the sync with their ids
+    ("ocb.memory.compact", "ocb.graph.sync"),
 }
 # Upward imports allowed for now (module -> module): none. The set only shrinks: an
 # entry that no longer happens fails too.

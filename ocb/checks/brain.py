@@ -10,6 +10,7 @@ from ocb.checks.private import privacy_check
 from ocb.engine.embed import unpack_matrix
 from ocb.engine.policy import tiers
 from ocb.settings import Memory, Traversal, resolve
+from ocb.shared_log import location, verify_shared
 from ocb.store import Store
 from ocb.upkeep.blobs import ROUTE_MODEL, BlobReport, find_lost, regenerate_blobs
 from ocb_events.errors import InputError, LogError, OcbError
@@ -28,6 +29,11 @@ from replay.verify import (
 
 
 def _log_check(path: Path) -> Check:
+    if location(path) is not None:
+        try:
+            return Check("log integrity", PASS, verify_shared(path)[1])
+        except OcbError as exc:
+            return Check("log integrity", FAIL, exc.message)
     try:
         reports = verify_log(path / "log")
     except OcbError as exc:

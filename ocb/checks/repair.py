@@ -15,9 +15,10 @@ from pathlib import Path
 
 import msgspec
 
+from ocb.shared_log import location
 from ocb.store import Store, Warn
 from ocb_events.clock import Clock, system_clock
-from ocb_events.errors import BrainNotFound
+from ocb_events.errors import BrainNotFound, InputError
 from ocb_events.repair import repair_log
 from ocb_events.schema import LogRepaired, SeqRange
 from replay import SnapshotStore
@@ -68,8 +69,14 @@ def repair_brain(
     Raises:
         BrainNotFound: no brain at ``path``.
         BrainLocked: another process writes the brain.
+        InputError: the brain's log is on PostgreSQL (restore the database instead).
     """
     path = Path(path)
+    if location(path) is not None:
+        raise InputError(
+            f"brain {path} keeps its log on PostgreSQL, and a repair rewrites segments",
+            "restore the database from its backup (ocb verify names the first damaged seq)",
+        )
     if not (path / "log").is_dir():
         raise BrainNotFound(path)
     snapshots = SnapshotStore(path / "snapshots")

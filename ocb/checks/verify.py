@@ -14,6 +14,7 @@ from pathlib import Path
 
 import msgspec
 
+from ocb.shared_log import location, verify_shared
 from ocb.store import Store, Warn
 from ocb_events.errors import InputError, OcbError
 from ocb_events.frames import DIGEST_BYTES
@@ -106,6 +107,18 @@ def check_heads(directory: Path, heads: list[Head]) -> list[Check]:
     return [_head_check(h, v) for h, v in zip(heads, got, strict=True)]
 
 
+def _shared_check(brain: Path, heads: list[Head]) -> tuple[list[Check], Head | None]:
+    """The log check and the head checks of a brain on a shared log (PostgreSQL)."""
+    try:
+        last, detail, chain, chains = verify_shared(brain, [h.seq for h in heads])
+    except OcbError as exc:
+        return [held("log", False, exc.message)], None
+    found = [held("log", True, detail)]
+    for h, c in zip(heads, chains, strict=True):
+        found.append(_head_check(h, Vouch(h.seq, c, 1, last)))
+    return found, Head(last, chain.hex()) if last else None
+
+
 def _log_check(directory: Path) -> tuple[Check, Head | None]:
     try:
         reports: list[SegmentReport] = verify_log(directory)
@@ -134,9 +147,12 @@ def verify_brain(
         BrainNotFound: no brain at ``path``.
     """
     log = Path(path) / "log"
-    first, head = _log_check(log)
-    found = [first, *check_heads(log, heads or [])]
-    if first.ok:
+    if location(Path(path)) is not None:
+        found, head = _shared_check(Path(path), heads or [])
+    else:
+        first, head = _log_check(log)
+        found = [first, *check_heads(log, heads or [])]
+    if found[0].ok:
         with Store(path, writer=False, warn=warn) as store:
             found += verify_snapshots(store.log, store.snapshots, progress)
     return Verification(found, head)

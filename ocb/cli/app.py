@@ -14,9 +14,11 @@ from typer.main import get_command_name
 from typer.models import CommandInfo
 
 from ocb.cli.checks import group as checks
+from ocb.cli.compact import group as compaction
 from ocb.cli.core import group as core
 from ocb.cli.history import audit, group as history
 from ocb.cli.kg import group as kg
+from ocb.cli.logs import group as logs
 from ocb.cli.mcp import group as mcp
 from ocb.cli.memory import group as memory
 from ocb.cli.reflect import group as reflect
@@ -26,7 +28,20 @@ from ocb.cli.upkeep import group as upkeep
 from ocb.cli.warm import group as warming
 from ocb.cli.whatif import group as whatif
 
-GROUPS = (core, upkeep, checks, history, memory, reflect, retract, whatif, live, mcp, warming)
+GROUPS = (
+    core,
+    upkeep,
+    checks,
+    history,
+    memory,
+    reflect,
+    compaction,
+    retract,
+    whatif,
+    live,
+    mcp,
+    warming,
+)
 """Every group of top-level commands; their commands are listed flat."""
 
 ORDER = (
@@ -55,6 +70,8 @@ ORDER = (
     "retain",
     "recall",
     "reflect",
+    "compact",
+    "show",
     "retract",
     "diff",
     "what-if",
@@ -73,7 +90,7 @@ def _name(command: CommandInfo) -> str:
 
 def build() -> typer.Typer:
     """The ``ocb`` app: every group's commands at the top level, in ``ORDER``, then the
-    ``audit`` and ``kg`` sub-apps."""
+    ``audit``, ``kg``, ``log`` and ``serve`` sub-apps."""
     app = typer.Typer(
         help="OpenClawBrain: a learning memory graph over a Markdown workspace. "
         "A command is answered by the daemon serving its brain (ocb serve) when one "
@@ -90,6 +107,7 @@ def build() -> typer.Typer:
     app.registered_commands.extend(commands[name] for name in ORDER)
     app.add_typer(audit, name="audit")
     app.add_typer(kg, name="kg")
+    app.add_typer(logs, name="log")
     app.add_typer(serve, name="serve")
     return app
 

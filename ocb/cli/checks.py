@@ -89,22 +89,34 @@ def verify_command(
             "(recorded as a log_repaired event).",
         ),
     ] = False,
+    rewrite: Annotated[
+        bool,
+        typer.Option(
+            "--rewrite",
+            help="First rewrite the log in the current storage format (compact records, "
+            "full segments compressed): the records stay the same, their bytes and the "
+            "hash chain change (recorded as a log_repaired event). The old log stays in "
+            "place until the new one is verified.",
+        ),
+    ] = False,
     head: HeadOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Check the log's framing, checksums, seqs and hash chain, and every snapshot
     against a rebuild; print the head of the chain (SEQ:HEX) to keep elsewhere. With
-    --repair, repair a damaged log first.
+    --repair, repair a damaged log first; with --rewrite, rewrite an older log in the
+    current format first.
 
     \b
     Example:
       ocb verify --brain /tmp/brain
       ocb verify --brain /tmp/brain --head 1200:0f3c9a41d2b8e7f6a5c4d3e2f1a0b9c8
       ocb verify --brain /tmp/brain --repair
+      ocb verify --brain /tmp/brain --rewrite
     """
     from ocb.brain import Brain
     from ocb.cli.progress import ProgressBar
-    from ocb.cli.render.verify import log_repair_text, verify_text
+    from ocb.cli.render.verify import log_repair_text, log_rewrite_text, verify_text
     from ocb.wire import verify_json
 
     heads = Brain.parse_heads(head or [], repair=repair)
@@ -113,6 +125,10 @@ def verify_command(
         fixed = Brain.repair(brain, warn=warn)
         if not as_json:
             typer.echo(log_repair_text(fixed))  # before the checks, which may take a while
+    if rewrite:
+        done = Brain.rewrite(brain, warn=warn)
+        if not as_json:
+            typer.echo(log_rewrite_text(done))
     bar = ProgressBar()
     found = Brain.verify_at(
         brain, heads=heads, warn=warn, progress=lambda n, t: bar("verify", n, t)

@@ -42,6 +42,15 @@ def init(
             "existing brain keeps its own (switch with ocb reembed)."
         ),
     ] = None,
+    log: Annotated[
+        str | None,
+        typer.Option(
+            help="Keep the log in PostgreSQL, shared with brains on other machines "
+            "(postgresql://USER@HOST/DB, the postgres extra): a log that exists is "
+            "joined. The password is taken out of the URL into a 0600 file in the "
+            "brain, or comes from PGPASSWORD or ~/.pgpass."
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Index a workspace into a brain (re-run to sync changes).
@@ -50,13 +59,14 @@ def init(
     Example:
       ocb init --workspace examples/workspace --brain /tmp/brain
       ocb init --workspace notes --brain /tmp/b2 --embedder minilm
+      ocb init --workspace notes --brain /tmp/b3 --log postgresql://me@db.example/brains
     """
     from ocb.cli.progress import ProgressBar
     from ocb.cli.render.graph import sync_text
     from ocb.wire import sync_json
 
     bar = ProgressBar()
-    report = init_brain(brain, workspace, bar, embedder)
+    report = init_brain(brain, workspace, bar, embedder, log)
     bar.close()
     out(report, as_json, sync_text, sync_json)
 

@@ -84,16 +84,25 @@ def open_brain(
 
 
 def init_brain(
-    path: Path, workspace: Path, progress: Progress, embedder: str | None = None
+    path: Path,
+    workspace: Path,
+    progress: Progress,
+    embedder: str | None = None,
+    log: str | None = None,
 ) -> SyncReport:
     """Create or sync the brain at ``path`` with ``workspace`` (the served brain syncs),
     its vectors made by the embedder ``embedder`` names (a new brain's; an existing
-    brain's must be the one it was built with)."""
+    brain's must be the one it was built with), its log on PostgreSQL at ``log``."""
     served = _served(path)
     if served is not None:
         _same_embedder(served, embedder)
         return served.sync(workspace, progress=progress)
     from ocb.brain import Brain
+
+    if log is not None:
+        from ocb.shared_log import attach
+
+        attach(path, log, workspace)
 
     opts: dict[str, Any] = {"embedder": embedder} if embedder else {}
     b, report = Brain.init(path, workspace, progress=progress, warn=warn, **opts)

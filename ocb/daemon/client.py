@@ -21,7 +21,7 @@ from ocb.daemon.protocol import PROTOCOL, RpcError, call, connect
 
 __all__ = ["LOCAL_COMMANDS", "PATH_OPTIONS", "brain_of", "forward", "split_no_daemon"]
 
-LOCAL_COMMANDS = frozenset({"serve", "watch", "demo", "mcp", "export"})
+LOCAL_COMMANDS = frozenset({"serve", "watch", "demo", "mcp", "log", "export"})
 """Commands that never go to a daemon (they start one, need the brain to themselves, or
 write files with a DuckDB connection of their own: export)."""
 PATH_OPTIONS = frozenset(

@@ -15,7 +15,7 @@ from ocb.redaction import screened
 from ocb.store import Store, StoreOptions
 from ocb_events.errors import BrainError
 from ocb_events.schema import Event, Record
-from projections import PROJECTIONS
+from projections import PROJECTIONS, fold
 
 __all__ = ["LiveBrain", "LiveStore"]
 
@@ -52,6 +52,21 @@ class LiveStore(Store):
     def derived(self, name: str, key: str, make: Callable[[], T]) -> T:
         with self._derive:  # one thread builds an index; the others wait for it
             return super().derived(name, key, make)
+
+    def catch_up(self) -> int:
+        """Fold what other brains appended to a shared log since this one last looked
+        (``PostgresLog.refresh``); returns how many records. A segment log has no other
+        writer: nothing to do."""
+        refresh = getattr(self.log, "refresh", None)
+        if refresh is None:
+            return 0
+        with self.gate.write():
+            before = self.log.last_seq
+            now = int(refresh())
+            if now > before and self._states:
+                since = min(st.seq for st in self._states.values())
+                fold(self.log.read(since + 1, now), self._states)
+            return now - before
 
     def forget_loaded(self) -> None:
         """Drop the projections and indexes held in memory (they load again on use)."""

@@ -27,6 +27,7 @@ from ocb.daemon.live import LiveBrain
 from ocb.daemon.protocol import RpcError, call, connect, run_dir, socket_address, socket_path
 from ocb.daemon.server import IDLE_S, Method, Server
 from ocb.daemon.stop import lock_holder
+from ocb.daemon.tail import LogTail
 from ocb.daemon.watcher import Follower
 from ocb_events.durable import open_private, private_dir
 from ocb_events.errors import InputError, OcbError, WorkspaceError
@@ -181,18 +182,21 @@ def _serve(
     idle_s: float,
 ) -> None:
     brain.warn = lambda m: log(f"warning: {m}")
-    ws = workspace or (Path(brain.graph.workspace) if brain.graph.workspace else None)
+    ws = workspace or (Path(brain.store.workspace) if brain.store.workspace else None)
     follower = Follower(brain, ws, log, debounce_ms=debounce_ms)
     server = Server(
         brain, methods(brain), timeout=timeout, idle_s=idle_s, log=log, info=follower.info
     )
+    tail = LogTail(brain, log)  # a shared log: fold what other brains append
     server.start()
     try:
+        tail.start(server.writer.submit)
         follower.start(server.writer.submit)  # reconciled once it returns
         brain.warm()
         listener = None if stdio else bind(brain.path)
     except BaseException:
         follower.stop()
+        tail.stop()
         server.close()
         raise
     previous = {
@@ -215,6 +219,7 @@ def _serve(
             listener.close()
             socket_path(brain.path).unlink(missing_ok=True)
         follower.stop()
+        tail.stop()
         signal.set_wakeup_fd(wakeup)
         server.close()
         for s, h in previous.items():
@@ -265,7 +270,7 @@ def watch(brain_path: Path, workspace: Path | None, *, debounce_ms: int, echo: T
     with LiveBrain(
         brain_path, create=workspace is not None, warn=lambda m: say(f"warning: {m}")
     ) as brain:
-        ws = workspace or (Path(brain.graph.workspace) if brain.graph.workspace else None)
+        ws = workspace or (Path(brain.store.workspace) if brain.store.workspace else None)
         if ws is None:
             raise WorkspaceError("this brain has no workspace to watch", "pass --workspace DIR")
         follower = Follower(brain, ws, say, debounce_ms=debounce_ms)

@@ -30,7 +30,7 @@ def read_workspace_lines(
             index, not a regular file, hard-linked, binary, too large, not indexed).
         InputError: ``start`` or ``lines`` is below 1, or ``start`` is past the end.
     """
-    root = store.graph.workspace
+    root = store.workspace
     if not root:
         raise WorkspaceError("this brain has no workspace to read", "ocb init --workspace DIR")
     scanner = store.secrets()

@@ -14,10 +14,13 @@ import numpy.typing as npt
 
 from ocb.engine.embed import Ahead, Embedder, Matrix, chunk_input, pack_matrix
 from ocb.engine.embedders import embedder_spec
+from ocb.graph.carry import Carry
+from ocb.graph.copies import screen_copy
 from ocb.graph.names import check_root, secret_paths
 from ocb.redaction import warn_file
 from ocb.reports import SyncReport
 from ocb.settings import Indexing, actor_of
+from ocb.shared_log import write_bases
 from ocb.store import Decision, Store
 from ocb_events.errors import BrainExists, WorkspaceError
 from ocb_events.schema import (
@@ -70,6 +73,8 @@ class SyncPlan(msgspec.Struct):
     report: SyncReport = msgspec.field(default_factory=SyncReport)
     secrets: list[tuple[str, Finding]] = msgspec.field(default_factory=list)
     """Secrets redacted from the files this sync records, as (path, finding)."""
+    bases: dict[str, str] | None = None
+    """For a brain on a shared log: its copy's sync bases once this is recorded."""
 
 
 def previous_files(graph: State, scope: frozenset[str] | None = None) -> dict[str, PreviousFile]:
@@ -213,6 +218,7 @@ def decide_sync(
     progress: Progress | None = None,
     scope: frozenset[str] | None = None,
     held: frozenset[str] = frozenset(),
+    carry: Carry | None = None,
 ) -> SyncPlan:
     """Everything a sync records: attach, embedder, file events, vectors, edges. With
     ``scope``, only the files at those paths are decided (a file of the scope missing
@@ -234,6 +240,8 @@ def decide_sync(
         max_chars=s.max_chunk_chars,
         taken=graph.nodes,
     )
+    if carry is not None:
+        file_events = carry.chunks(graph, file_events)
     plan.events.extend(file_events)
     _count(plan.report, file_events)
     new = _new_chunks(file_events)
@@ -355,6 +363,7 @@ def plan_sync(
     progress: Progress | None = None,
     secrets: Scanner | None = None,
     scope: frozenset[str] | None = None,
+    carry: Carry | None = None,
 ) -> tuple[SyncPlan, list[Problem]]:
     """A sync's chunk events (``decide_sync``) followed by the facts of the Markdown
     files that changed, and the fact bullets that were skipped. With ``secrets``, every
@@ -370,13 +379,15 @@ def plan_sync(
         files, found = _redact_new(graph, mem, files, secrets)
     plan = decide_sync(
         graph, embedder_id, files, skipped, embedder, existing_vectors, s,
-        root=root, progress=progress, scope=scope, held=held,
+        root=root, progress=progress, scope=scope, held=held, carry=carry,
     )  # fmt: skip
     changed = frozenset(
         e.path for e in plan.events if isinstance(e, (FileIndexed, FileChanged, FileMoved))
     )
     moves = [e for e in plan.events if isinstance(e, FileMoved)]
     previous = _previous_facts(mem, moves, scope)
+    if carry is not None:
+        previous = carry.facts(previous)
     facts, problems = diff_facts(
         files,
         previous,
@@ -459,12 +470,14 @@ def sync(
     paths: Collection[str] | None = None,
     embedded: MutableMapping[str, npt.NDArray[np.float32]] | None = None,
     actor: str = "",
+    carry: Carry | None = None,
 ) -> SyncReport:
     """Index a workspace or bring the brain up to date with it, and record the sync
     (see ``Brain.sync``) as ``actor`` (default: ``sync``); with ``paths``, only the
     files at those workspace-relative paths (a directory among them: the files under
     it). ``embedded`` holds vectors of chunk texts (``chunk_input``) embedded ahead,
-    taken (and dropped from it) instead of embedding them.
+    taken (and dropped from it) instead of embedding them. ``carry`` keeps the identity
+    of text moved between files (see ``Carry``).
 
     Raises:
         WorkspaceError: missing, not a directory, without any indexable file, or a
@@ -476,8 +489,8 @@ def sync(
     store.load("config", "graph", "vectors", "memory")
     g = store.graph
     root_s = str(root.resolve())
-    if g.workspace and g.workspace != root_s:
-        raise BrainExists(store.path, g.workspace, root_s)
+    if store.workspace and store.workspace != root_s:  # a shared log: this copy's
+        raise BrainExists(store.path, store.workspace, root_s)
 
     limit = store.setting(Indexing).max_file_bytes
 
@@ -496,7 +509,7 @@ def sync(
 
     def decide(_seq: int) -> Decision:
         scan = (files, skipped, scope)
-        plans.append(_settled_plan(store, root, scan, read, cause, progress, emb))
+        plans.append(_settled_plan(store, root, scan, read, cause, progress, emb, carry))
         plan, problems = plans[-1]
         said: list[str] = []
         for sk in plan.skipped:  # paths named with a secret shown redacted
@@ -512,6 +525,8 @@ def sync(
 
     store.transact(who, decide)
     plan, problems = plans[-1]
+    if plan.bases is not None:  # a shared log: what this copy now agrees with
+        write_bases(store.path, plan.bases)
     store.search_index()
     store.save_snapshots(force=bool(plan.events) and paths is None)
     return _report(store, plan, problems)
@@ -528,6 +543,7 @@ def _settled_plan(
     cause: str,
     progress: Progress | None,
     embedder: Embedder,
+    carry: Carry | None = None,
 ) -> tuple[SyncPlan, list[Problem]]:
     """The plan of a sync, decided again (three tries) while a file it read changes on
     disk, so that what is recorded always matches one version of every file.
@@ -540,11 +556,15 @@ def _settled_plan(
     attempt = 0
     while True:
         ix = store.setting(Indexing)
+        copy = screen_copy(store, files, skipped, scope)
+        mine, left = (copy.files, copy.skipped) if copy is not None else (files, skipped)
         plan, problems = plan_sync(
             store.graph, store.state("vectors").embedder_id, store.state("memory"),
-            embedder, store.vectors_of, ix, files, skipped,
+            embedder, store.vectors_of, ix, mine, left,
             root=root_s, cause=cause, progress=progress, secrets=store.secrets(), scope=scope,
+            carry=carry,
         )  # fmt: skip
+        plan.bases = copy.bases if copy is not None else None
         moved = changed_on_disk(root, plan.events, max_bytes=ix.max_file_bytes)
         if not moved:
             return plan, problems

@@ -565,12 +565,12 @@ def reflect(
     now = store.clock()
     window = since_window(since, now)
     store.load("config", "graph", "vectors", "memory")
-    if not store.graph.workspace:
+    if not store.workspace:
         raise WorkspaceError(
             "this brain has no workspace to reflect on",
             "index one first: ocb init --workspace DIR --brain B",
         )
-    root = Path(store.graph.workspace)
+    root = Path(store.workspace)
     sync(store, root, actor=actor)  # decide on the facts as the files are now
     plans: list[ReflectPlan] = []
 

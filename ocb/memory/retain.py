@@ -129,7 +129,7 @@ def _write_and_record(
     Raises:
         WorkspaceError: the file cannot be read, or the sync failed after the write.
     """
-    root = store.graph.workspace
+    root = store.workspace
     limit = store.setting(Indexing).max_file_bytes
     old = read_text(Path(root), rel, max_bytes=limit) if path.exists() else None
     if isinstance(old, Skipped):
@@ -216,7 +216,7 @@ def retain(
         at = [msgspec.structs.replace(f, line=dup.start_line, end_line=dup.end_line) for f in found]
         warn_file(store.warn, dup.path, at, "from the retained fact (already recorded there)")
         return RetainReport(dup.id, dup.source, False, dup.path, "")
-    root = store.graph.workspace
+    root = store.workspace
     if not root:
         raise WorkspaceError(
             "this brain has no workspace to write the fact into",

@@ -85,7 +85,7 @@ def retract_fact(
         )
     store.load("config", "graph", "vectors", "memory")
     f = _fact(store, fact_id)
-    root = Path(store.graph.workspace)
+    root = Path(store.workspace)
     text, removed = _without(store, root, f)
     report = FactRetraction(f.id, f.source, f.path, removed, f.speaker, not dry_run)
     if dry_run:

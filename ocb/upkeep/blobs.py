@@ -33,6 +33,7 @@ import numpy as np
 from ocb.engine.embed import Embedder, pack_matrix
 from ocb.store import Store
 from ocb_events.blobs import BlobStore
+from ocb_events.errors import BlobMissing
 from ocb_events.protocol import EventLog
 from ocb_events.schema import NodesEmbedded, RouteModelTrained
 from projections import graph as graph_projection
@@ -72,6 +73,11 @@ class BlobReport(msgspec.Struct):
 
 def _damage(blobs: BlobStore, digest: str) -> str:
     path = blobs.path(digest)
+    if not path.exists() and blobs.exists(digest):  # a shared log's: fetch it here
+        try:
+            blobs.get(digest)
+        except BlobMissing:
+            return "does not match its hash"
     try:
         data = path.read_bytes()
     except OSError:

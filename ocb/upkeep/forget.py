@@ -356,7 +356,7 @@ def _still_on_disk(
 ) -> list[str]:
     """The workspace files that still hold what was forgotten, in their text or their
     name (shown with its secrets redacted)."""
-    root = store.graph.workspace
+    root = store.workspace
     if not root or not Path(root).is_dir():
         return []
     names = store.secrets()

@@ -263,7 +263,7 @@ def _record_op(store: Store, op: str, view: View, actor: Actor, top: int) -> OpR
 
 
 def _relative(store: Store, path: str) -> str:
-    root = store.graph.workspace
+    root = store.workspace
     p = path.replace("\\", "/").removeprefix("./")
     if root and Path(p).is_absolute() and Path(p).is_relative_to(root):
         return Path(p).relative_to(root).as_posix()

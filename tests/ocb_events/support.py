@@ -6,6 +6,7 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ocb_events.clock import Clock, TickClock
 from ocb_events.log import SegmentLog
@@ -43,12 +44,13 @@ def snapshot(directory: Path) -> dict[str, bytes]:
 
 @dataclass
 class LogMaker:
-    """Opens fresh logs of one kind (``memory`` or ``segment``) and closes them all
+    """Opens fresh logs of one kind (``memory``, ``segment`` or ``postgres``) and closes them all
     at teardown."""
 
     kind: str
     root: Path
     segment_bytes: int = SMALL_SEGMENT
+    pg: Any = None  # tests.pg_server.PgServer, for the postgres kind
     _count: int = field(default=0, repr=False)
     _open: list[EventLog] = field(default_factory=list, repr=False)
 
@@ -63,6 +65,10 @@ class LogMaker:
         log: EventLog
         if self.kind == "memory":
             log = MemoryLog(clock=clock)
+        elif self.kind == "postgres":
+            from ocb_events.pg import PostgresLog
+
+            log = PostgresLog(self.pg.fresh_url(), clock=clock)
         else:
             log = SegmentLog(
                 self.root / f"log-{self._count}",
@@ -89,6 +95,8 @@ class LogMaker:
         self._open = [other for other in self._open if other is not log]
         if isinstance(log, SegmentLog):
             shutil.rmtree(log.directory, ignore_errors=True)
+        elif self.kind == "postgres":
+            self.pg.sql(f'DROP SCHEMA "{log.target.schema}" CASCADE')  # type: ignore[attr-defined]
 
     def close_all(self) -> None:
         for log in self._open:

@@ -9,6 +9,7 @@ import zlib
 from collections.abc import Callable
 from pathlib import Path
 
+from ocb_events.blocks import is_packed
 from ocb_events.frames import (
     CURRENT,
     LENGTH_MASK,
@@ -23,7 +24,7 @@ from ocb_events.log import SegmentLog, frame_records
 from ocb_events.marks import Tail, write_seals
 from ocb_events.rewrite import seal_of
 from ocb_events.schema import Record
-from ocb_events.segments import list_segments, segment_name
+from ocb_events.segments import list_segments, packed, segment_name
 
 CHAIN_AT = 24
 """Where a frame holds its chain value: after crc, word, seq and ts."""
@@ -33,10 +34,21 @@ FIELDS = ("payload", "ts", "chain", "redacted", "seq")
 """The fields ``tamper`` changes (one at a time, the checksum fixed)."""
 
 
+def store_plain(path: Path) -> None:
+    """Store a compressed segment plain (its own bytes, as anyone can read them out):
+    a forger edits those."""
+    box = packed(path)
+    if box is not None:
+        path.write_bytes(box.read())
+
+
 def frame_of(directory: Path, seq: int) -> tuple[Path, int, int]:
-    """The segment holding record ``seq``, and where its frame starts and ends (found by
-    hopping from header to header, so an edited frame is found too)."""
+    """The segment holding record ``seq`` (stored plain first), and where its frame
+    starts and ends (found by hopping from header to header, so an edited frame is
+    found too)."""
     seg = next(s for s in reversed(list_segments(directory)) if s.first_seq <= seq)
+    store_plain(seg.path)
+    assert not is_packed(seg.path.read_bytes())
     off = scan_offsets(seg.path, seg.first_seq, CURRENT)[seq - seg.first_seq]
     word = struct.unpack_from("<I", seg.path.read_bytes(), off + 4)[0]
     return seg.path, off, off + PAYLOAD_AT + (word & LENGTH_MASK)

@@ -1,6 +1,6 @@
-"""One conformance suite for every EventLog: the in-memory reference log and the
-segment log on disk, plus a state machine that appends, reads, crashes mid-write
-and recovers, checked against a plain list model."""
+"""One conformance suite for every EventLog: the in-memory reference log, the
+segment log on disk and the shared log on PostgreSQL, plus a state machine that
+appends, reads, crashes mid-write and recovers, checked against a plain list model."""
 
 from __future__ import annotations
 
@@ -37,9 +37,11 @@ from tests.strategies import actors, any_event, event_batches, event_lists
 fixture_examples = settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
-@pytest.fixture(params=["memory", "segment"])
+@pytest.fixture(params=["memory", "segment", "postgres"])
 def maker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LogMaker]:
     made = LogMaker(request.param, tmp_path)
+    if request.param == "postgres":  # a real server (tests.pg_server), a schema per log
+        made.pg = request.getfixturevalue("pg_server")
     try:
         yield made
     finally:

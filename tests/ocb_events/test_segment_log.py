@@ -58,14 +58,15 @@ def _build(
     segment_bytes: int = SEGMENT_BYTES,
     last_in_new_segment: bool = False,
 ) -> Built:
-    """Append ``batches`` (actor ``b<i>``) recording where each one landed."""
+    """Append ``batches`` (actor ``b<i>``) recording where each one landed (full
+    segments stay plain: the tests here damage frames)."""
     out = Built(directory, [], [], [])
-    log = SegmentLog(directory, clock=TickClock(), segment_bytes=segment_bytes)
+    log = SegmentLog(directory, clock=TickClock(), segment_bytes=segment_bytes, compress=False)
     try:
         for i, batch in enumerate(batches):
             if last_in_new_segment and i == len(batches) - 1:
                 log.close()
-                log = SegmentLog(directory, clock=TickClock(), segment_bytes=1)
+                log = SegmentLog(directory, clock=TickClock(), segment_bytes=1, compress=False)
             before = {p.name: p.stat().st_size for p in seg_files(directory)}
             out.records.extend(log.append(batch, actor=f"b{i}"))
             seg = seg_files(directory)[-1]

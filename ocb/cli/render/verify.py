@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ocb.checks.repair import BrainRepair
+    from ocb.checks.rewrite import BrainRewrite
     from ocb.wire.reports import Verified
     from replay.verify import Check
 
@@ -24,6 +25,20 @@ def verify_text(got: Verified) -> str:
 
 def _seqs(ranges: list[tuple[int, int]]) -> str:
     return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in ranges) or "none"
+
+
+def log_rewrite_text(r: BrainRewrite) -> str:
+    log = r.log
+    mib = f"{log.bytes_before / 2**20:.1f} MiB -> {log.bytes_after / 2**20:.1f} MiB"
+    if not log.first_changed:
+        return f"rewrote the log: {log.records} records, none changed their bytes; {mib}"
+    return (
+        f"rewrote the log: {log.records} records, {log.changed} in the compact format; "
+        f"{mib}\n  hash chain recomputed from seq {log.first_changed}: the head was "
+        f"{log.old_head[0]}:{log.old_head[1]}, is {log.new_head[0]}:{log.new_head[1]}; "
+        f"removed {r.snapshots_removed} snapshot(s) and the caches; recorded as seq "
+        f"{r.recorded}"
+    )
 
 
 def log_repair_text(r: BrainRepair) -> str:

@@ -1,0 +1,174 @@
+"""The packed body of a query trace: its seeds, steps and fired ids as columns.
+
+NOTE: the layout here is part of the storage format (records of the compact encoding,
+``ocb_events.codec``); change it only with a new ``BODY_VERSION``, and keep decoding
+every version ever written.
+
+A trace holds a few hundred values of a few kinds: node ids (each repeated across
+seeds, steps, candidates and fired), scores, and small ints. The body stores every
+string once in a table and each use as its index; each float column as its raw IEEE
+bytes, four bytes a value when every value of the column is exactly a float32 and
+eight otherwise, and the candidates' logits only where they differ from their weights
+(with those positions). The decoded parts equal the packed ones exactly (floats bit
+for bit)::
+
+    [BODY_VERSION, strings,
+     seed ids, seed scores, seed lexical, seed vector,
+     step hops, step nodes, step stop logits, step chosen, step followed, step sizes,
+     candidate targets, candidate weights, positions of the logits that differ, those
+     logits, candidate tiers, candidate uses, fired]
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import msgspec
+
+from ocb_events.parts import SeedHit, Step
+
+BODY_VERSION = 1
+
+_ENCODER = msgspec.msgpack.Encoder()
+_DECODER = msgspec.msgpack.Decoder(tuple[Any, ...])
+
+
+_Body = tuple[tuple[SeedHit, ...], tuple[Step, ...], tuple[str, ...]]
+
+
+class BadBody(ValueError):
+    """The packed body of a trace is not one this version can read."""
+
+
+def _floats(values: Iterable[float]) -> bytes:
+    wide = array("d", values)
+    raw = wide.tobytes()
+    try:
+        narrow = array("f", wide)
+    except OverflowError:
+        return b"\x08" + raw
+    if array("d", narrow).tobytes() == raw:
+        return b"\x04" + narrow.tobytes()
+    return b"\x08" + raw
+
+
+def _unfloats(data: bytes, count: int) -> list[float]:
+    if not data:
+        raise BadBody("empty float column")
+    width = data[0]
+    if width not in (4, 8) or (len(data) - 1) % width:
+        raise BadBody(f"float column of width {width}")
+    col = array("f" if width == 4 else "d")
+    col.frombytes(data[1:])
+    if len(col) != count:
+        raise BadBody("float column of the wrong length")
+    return col.tolist()
+
+
+def _same(a: float, b: float) -> bool:
+    """Whether two floats are the same bits (0.0 and -0.0 differ, a NaN is itself)."""
+    return array("d", (a,)).tobytes() == array("d", (b,)).tobytes()
+
+
+class _Strings:
+    __slots__ = ("index", "table")
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+        self.table: list[str] = []
+
+    def __call__(self, s: str) -> int:
+        i = self.index.get(s)
+        if i is None:
+            i = self.index[s] = len(self.table)
+            self.table.append(s)
+        return i
+
+
+def pack_trace(seeds: Sequence[SeedHit], steps: Sequence[Step], fired: Sequence[str]) -> bytes:
+    """The packed body of a trace's seeds, steps and fired ids."""
+    ids = _Strings()
+    cands = [c for s in steps for c in s.candidates]
+    differ = [i for i, c in enumerate(cands) if not _same(c.logit, c.weight)]
+    body = (
+        BODY_VERSION,
+        ids.table,
+        [ids(h.node_id) for h in seeds],
+        _floats(h.score for h in seeds),
+        _floats(h.lexical for h in seeds),
+        _floats(h.vector for h in seeds),
+        [s.hop for s in steps],
+        [ids(s.node) for s in steps],
+        _floats(s.stop_logit for s in steps),
+        [ids(s.chosen) for s in steps],
+        [[ids(f) for f in s.followed] for s in steps],
+        [len(s.candidates) for s in steps],
+        [ids(c.target) for c in cands],
+        _floats(c.weight for c in cands),
+        differ,
+        _floats(cands[i].logit for i in differ),
+        [ids(c.tier) for c in cands],
+        [c.uses for c in cands],
+        [ids(f) for f in fired],
+    )
+    return _ENCODER.encode(body)
+
+
+def unpack_trace(data: bytes) -> tuple[tuple[SeedHit, ...], tuple[Step, ...], tuple[str, ...]]:
+    """The seeds, steps and fired ids of a packed body.
+
+    Raises:
+        BadBody: the body is damaged or of an unknown version (its caller names the
+            record).
+    """
+    try:
+        return _unpack(_DECODER.decode(data))
+    except (msgspec.DecodeError, msgspec.ValidationError, LookupError, TypeError) as exc:
+        raise BadBody(str(exc)) from exc
+    except ValueError as exc:  # a column of the wrong length (zip strict)
+        raise BadBody(str(exc)) from exc
+
+
+def _unpack(b: tuple[Any, ...]) -> tuple[tuple[SeedHit, ...], tuple[Step, ...], tuple[str, ...]]:
+    if len(b) != 19 or b[0] != BODY_VERSION:
+        raise BadBody(f"unknown trace body (version {b[0] if b else '?'})")
+    (_, strs, s_ids, s_score, s_lex, s_vec, hops, nodes, stops, chosen, followed, sizes,
+     c_tgt, c_w, differ, c_logit, c_tier, c_uses, fired) = b  # fmt: skip
+    n = len(s_ids)
+    seeds = list(
+        zip(
+            [strs[i] for i in s_ids],
+            _unfloats(s_score, n),
+            _unfloats(s_lex, n),
+            _unfloats(s_vec, n),
+            strict=True,
+        )
+    )
+    m = len(c_tgt)
+    logits = _unfloats(c_w, m)
+    weights = list(logits)
+    for i, lg in zip(differ, _unfloats(c_logit, len(differ)), strict=True):
+        logits[i] = lg
+    cands = list(
+        zip(
+            [strs[t] for t in c_tgt],
+            weights,
+            logits,
+            [strs[r] for r in c_tier],
+            c_uses,
+            strict=True,
+        )
+    )
+    if sum(sizes) != m or any(k < 0 for k in sizes):
+        raise BadBody("candidate counts do not add up")
+    steps, at = [], 0
+    stop_logits = _unfloats(stops, len(hops))
+    for hop, node, stop, ch, fol, k in zip(
+        hops, nodes, stop_logits, chosen, followed, sizes, strict=True
+    ):
+        steps.append((hop, strs[node], cands[at : at + k], stop, strs[ch], [strs[f] for f in fol]))
+        at += k
+    body: _Body = msgspec.convert((seeds, steps, [strs[f] for f in fired]), _Body)
+    return body
