@@ -18,12 +18,14 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ocb.brain import Brain
     from ocb.checks.repair import BrainRepair
+    from ocb.checks.rewrite import BrainRewrite
     from ocb.checks.verify import Head, Verification
     from ocb.graph.file_text import FileAt
     from ocb.graph.retract import RetractReport
     from ocb.graph.route import TrainReport
     from ocb.graph.teach import TeachReport
     from ocb.graph.warm import WarmReport
+    from ocb.log_migrate import Migration
     from ocb.memory.compact import CompactReport
     from ocb.memory.kg import KgHistory, KgSetReport, KgView
     from ocb.memory.recall import RecallItem
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
     from ocb.memory.retain import RetainReport
     from ocb.memory.unretain import FactRetraction
     from ocb.reports import Answer, Cited, Hit, InjectReport, LearnReport, ReembedReport, SyncReport
+    from ocb.shared_log import Location
     from ocb.store import Store
     from ocb.upkeep.blobs import BlobReport
     from ocb.upkeep.forget import ForgetReport
@@ -54,6 +57,7 @@ _HOME = {
     "BlobReport": "ocb.upkeep.blobs",
     "Brain": "ocb.brain",
     "BrainRepair": "ocb.checks.repair",
+    "BrainRewrite": "ocb.checks.rewrite",
     "Check": "replay.verify",
     "Cited": "ocb.reports",
     "CompactReport": "ocb.memory.compact",
@@ -71,7 +75,9 @@ _HOME = {
     "KgSetReport": "ocb.memory.kg",
     "KgView": "ocb.memory.kg",
     "LearnReport": "ocb.reports",
+    "Location": "ocb.shared_log",
     "MaintenanceReport": "ocb.upkeep.maintain",
+    "Migration": "ocb.log_migrate",
     "NodeAudit": "replay.audit",
     "OcbError": "ocb_events.errors",
     "ParquetExport": "replay.parquet",
@@ -100,6 +106,7 @@ __all__ = [
     "BlobReport",
     "Brain",
     "BrainRepair",
+    "BrainRewrite",
     "Check",
     "Cited",
     "CompactReport",
@@ -117,7 +124,9 @@ __all__ = [
     "KgSetReport",
     "KgView",
     "LearnReport",
+    "Location",
     "MaintenanceReport",
+    "Migration",
     "NodeAudit",
     "OcbError",
     "ParquetExport",

@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     from ocb.checks.repair import BrainRepair
     from ocb.checks.rewrite import BrainRewrite
     from ocb.checks.verify import Head, Verification
+    from ocb.log_migrate import Migration
+    from ocb.shared_log import Location
     from ocb.upkeep.blobs import BlobReport
     from replay.verify import Check, Progress as Counted
 
@@ -53,6 +55,29 @@ class CheckCommands:
         from ocb.checks.rewrite import rewrite_brain
 
         return rewrite_brain(Path(path), warn=warn)
+
+    @staticmethod
+    def migrate_log(
+        path: str | Path, *, to: str | None = None, to_local: bool = False
+    ) -> Migration:
+        """Copy the brain's log to a shared PostgreSQL log (``to``: a URL) or back
+        (``to_local``), verified (``ocb.log_migrate``). Raises InputError for neither or
+        both, BrainNotFound without a brain, LogCorrupt when the log does not verify,
+        LogUnavailable when the server cannot be reached, LogError when the target is
+        not empty or the copy's chain differs."""
+        from ocb.log_migrate import migrate_log
+
+        return migrate_log(Path(path), to=to, to_local=to_local)
+
+    @staticmethod
+    def attach_log(path: str | Path, url: str, workspace: str | Path | None = None) -> Location:
+        """Record that the brain at ``path`` keeps its log on the shared PostgreSQL log
+        at ``url`` (``ocb.shared_log.attach``: the password goes to a 0600 file, never
+        into the log); the next open joins it. Raises InputError for a URL that is not
+        PostgreSQL's or a brain whose log is already elsewhere."""
+        from ocb.shared_log import attach
+
+        return attach(Path(path), url, None if workspace is None else Path(workspace))
 
     @staticmethod
     def install_command(extra: str) -> str:

@@ -99,7 +99,7 @@ LAYERS: dict[str, set[str]] = {
     "ocb.whatif": {"ocb.scratch", *FEATURES, *CORE},
     "ocb.checks": FEATURES | CORE,
     # the facade's command groups (Brain inherits them)
-    "ocb.brain_checks": {"ocb.checks", *FEATURES, *CORE},
+    "ocb.brain_checks": {"ocb.checks", "ocb.log_migrate", *FEATURES, *CORE},
     "ocb.brain_history": CORE,
     "ocb.brain_memory": FEATURES | CORE,
     "ocb.brain": {*BRAIN_PARTS, "ocb.checks", "ocb.scratch", "ocb.whatif", *FEATURES, *CORE},

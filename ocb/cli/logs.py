@@ -39,8 +39,8 @@ def migrate(
       ocb log migrate --to postgresql://me@db.example/brains --brain /tmp/brain
       ocb log migrate --to-local --brain /tmp/brain --json
     """
+    from ocb.brain import Brain
     from ocb.cli.render.logs import migration_json, migration_text
-    from ocb.log_migrate import migrate_log
 
-    report = migrate_log(brain, to=to, to_local=to_local)
+    report = Brain.migrate_log(brain, to=to, to_local=to_local)
     out(report, as_json, migration_text, migration_json)

@@ -100,9 +100,7 @@ def init_brain(
     from ocb.brain import Brain
 
     if log is not None:
-        from ocb.shared_log import attach
-
-        attach(path, log, workspace)
+        Brain.attach_log(path, log, workspace)
 
     opts: dict[str, Any] = {"embedder": embedder} if embedder else {}
     b, report = Brain.init(path, workspace, progress=progress, warn=warn, **opts)
