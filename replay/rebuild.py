@@ -1,19 +1,32 @@
 """Folding the log into projections: full rebuilds from the first record. The registry
 (``PROJECTIONS``, ``ROUTES``) and ``fold`` live in ``projections``; they are
-re-exported here for the callers that import them from ``replay``."""
+re-exported here for the callers that import them from ``replay``.
+
+A rebuild reads the log once per process, decoding only what the projections it
+folds read (``replay.folding``). On a long segment log it folds the graph here and
+every other projection in a second process at the same time (each reads the log;
+the other sends back snapshot bytes, which restore to equal states), so it uses two
+cores where the log is long enough to pay for starting an interpreter.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from ocb_events.log import SegmentLog
 from ocb_events.protocol import EventLog
-from ocb_events.schema import FoldRecord, Record
 from projections import PROJECTIONS, ROUTES, fold
+from replay import split
+from replay.folding import Tick, fold_fast, read_for
 
 __all__ = ["PROJECTIONS", "ROUTES", "Progress", "fold", "rebuild", "snapshot_bytes"]
 
 Progress = Callable[[int, int], None]
+
+SPLIT_FROM = 200_000
+"""Records from which a rebuild folds in two processes (below, starting one costs
+more than it saves)."""
 
 
 def rebuild(
@@ -22,23 +35,59 @@ def rebuild(
     *,
     to_seq: int | None = None,
     progress: Progress | None = None,
+    split: bool | None = None,
 ) -> dict[str, Any]:
-    """Fold the log from its first record (up to ``to_seq``) into fresh projections."""
-    states = {name: PROJECTIONS[name].initial() for name in names}
+    """Fold the log from its first record (up to ``to_seq``) into fresh projections.
+
+    Args:
+        split: fold the graph and the other projections in two processes; by default
+            on a segment log of at least ``SPLIT_FROM`` records.
+    """
     end = log.last_seq if to_seq is None else min(to_seq, log.last_seq)
+    tick = _ticker(progress, end)
+    names = sorted(names)
+    others = [n for n in names if n != "graph"]
+    if split is None:
+        split = end >= SPLIT_FROM
+    if split and isinstance(log, SegmentLog) and others and "graph" in names:
+        states = _split(log, end, others, tick)
+    else:
+        states = _fold(log, names, end, tick)
+    if progress is not None:
+        progress(end, end)
+    return states
+
+
+def _fold(log: EventLog, names: list[str], end: int, tick: Tick | None) -> dict[str, Any]:
+    states = {name: PROJECTIONS[name].initial() for name in names}
+    return fold_fast(read_for(log, names, 1, end), states, tick)
+
+
+def _split(log: SegmentLog, end: int, others: list[str], tick: Tick | None) -> dict[str, Any]:
+    """The graph folded here, ``others`` in a second process at the same time."""
+    proc = split.start(log, others, end)
+    try:
+        states = _fold(log, ["graph"], end, tick)
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    folded = split.finish(proc)
+    if folded is None:  # it could not (the log changed under it ...): fold them here
+        folded = _fold(log, others, end, None)
+    return {**states, **folded}
+
+
+def _ticker(progress: Progress | None, end: int) -> Tick | None:
     if progress is None:
-        return fold(log.read(1, end, light=True), states)
+        return None
     step = max(1, end // 100)
 
-    def counted() -> Iterable[Record | FoldRecord]:
-        for rec in log.read(1, end, light=True):
-            if rec.seq % step == 0:
-                progress(rec.seq, end)
-            yield rec
+    def tick(seq: int) -> None:
+        if seq % step == 0:
+            progress(seq, end)
 
-    states = fold(counted(), states)
-    progress(end, end)
-    return states
+    return tick
 
 
 def snapshot_bytes(name: str, state: Any) -> bytes:
