@@ -121,12 +121,12 @@ def record_to_json(rec: Record) -> bytes:
 
 
 class EdgesUpdatedRaw(msgspec.Struct, frozen=True, tag_field="type", tag="edges_updated"):
-    """What the graph's fold reads of an ``edges_updated`` record: its baselines, and
-    its updates left as msgpack bytes, which a rebuild parses in bulk
+    """What the graph's fold reads of an ``edges_updated`` record: its updates and its
+    baselines, left as msgpack bytes, which a rebuild parses in bulk
     (``replay.weights``)."""
 
     updates: msgspec.Raw
-    baselines: list[tuple[str, float]] = []
+    baselines: msgspec.Raw = msgspec.Raw(b"\x90")  # an empty array
 
 
 class Skipped(msgspec.Struct, frozen=True, tag_field="type"):
@@ -179,7 +179,9 @@ def fold_decoder(tags: Collection[str]) -> Callable[..., Record | FoldRecord | F
             ev = peek.event
             if type(ev) is EdgesUpdatedRaw and not isinstance(buf, bytes):
                 # its Raw holds on to the buffer, which the log reuses: keep a copy
-                copy = EdgesUpdatedRaw(msgspec.Raw(bytes(ev.updates)), ev.baselines)
+                copy = EdgesUpdatedRaw(
+                    msgspec.Raw(bytes(ev.updates)), msgspec.Raw(bytes(ev.baselines))
+                )
                 return msgspec.structs.replace(peek, event=copy)
             return peek
         except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):

@@ -31,7 +31,8 @@ import msgspec
 
 from ocb_events.durable import private_dir, replace_file
 from ocb_events.protocol import EventLog
-from projections import PROJECTIONS, fold
+from projections import PROJECTIONS
+from replay.folding import fold_fast, read_for
 
 MAGIC = b"OCBSNAP4"
 _HEAD = struct.Struct("<8sQQI32s16s")
@@ -217,5 +218,5 @@ def load_states(
         states[name] = state if state is not None else PROJECTIONS[name].initial()
     start = min((s.seq for s in states.values()), default=end) + 1
     if start <= end:
-        fold(log.read(start, end, light=True), states)
+        fold_fast(read_for(log, names, start, end), states)
     return states

@@ -22,10 +22,12 @@ import numpy.typing as npt
 from ocb_events.codec import EdgesUpdatedRaw
 from ocb_events.schema import EdgeDeltas, EdgesUpdated
 from projections import WeightRun
-from replay.msgpack_scan import Updates, scan_updates
+from replay.msgpack_scan import Updates, scan_baselines, scan_updates
 
 _SHAPE = msgspec.msgpack.Decoder(tuple[str, tuple[str, ...]])
 _UPDATES = msgspec.msgpack.Decoder(tuple[EdgeDeltas, ...])
+_BASELINES = msgspec.msgpack.Decoder(list[tuple[str, float]])
+_NAME = msgspec.msgpack.Decoder(str)
 _RUN = 20_000
 """Records gathered before a run is folded: bounds the memory a rebuild holds."""
 
@@ -49,6 +51,7 @@ class WeightRuns:
         self._updates: list[Any] = []  # msgpack bytes, or decoded EdgeDeltas
         self._baselines: list[Any] = []
         self._decoded = False
+        self._names: dict[bytes, str] = {}
 
     def __len__(self) -> int:
         return len(self._seq)
@@ -72,9 +75,7 @@ class WeightRuns:
 
     def take(self) -> WeightRun:
         """The updates gathered so far as one run (and start gathering anew)."""
-        baselines: dict[str, float] = {}
-        for given in self._baselines:
-            baselines.update(given)
+        baselines = self._last_baselines()
         scanned = None if self._decoded else scan_updates(self._updates)
         if scanned is None:
             pair, delta, seq = self._one_by_one()
@@ -82,6 +83,22 @@ class WeightRuns:
             pair, delta, seq = self._in_bulk(scanned)
         self._seq, self._updates, self._baselines, self._decoded = [], [], [], False
         return WeightRun(self.pairs, pair, delta, seq, baselines)
+
+    def _last_baselines(self) -> dict[str, float]:
+        """The last baseline recorded for each node in the run."""
+        scanned = None if self._decoded else scan_baselines(self._baselines)
+        if scanned is None:
+            last: dict[str, float] = {}
+            for given in self._baselines:
+                last.update(_BASELINES.decode(given) if isinstance(given, msgspec.Raw) else given)
+            return last
+        nodes, values = scanned
+        by_key = dict(zip(nodes, values.tolist(), strict=True))  # the last one stays
+        names, decode = self._names, _NAME.decode
+        for key in by_key:
+            if key not in names:
+                names[key] = decode(key)
+        return {names[key]: value for key, value in by_key.items()}
 
     def _in_bulk(self, scanned: Updates) -> tuple[I64, npt.NDArray[np.float64], I64]:
         data, lengths = scanned.data, scanned.lengths

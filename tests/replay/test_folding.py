@@ -65,6 +65,25 @@ def test_fast_fold_of_a_segment_log_equals_the_record_fold(a: list[Event], b: li
             assert _fast(log, ["graph"]) == _reference(log, ["graph"])
 
 
+@given(a=streams, b=streams, c=streams)
+def test_fast_fold_of_a_tail_onto_restored_snapshots_equals_the_record_fold(
+    a: list[Event], b: list[Event], c: list[Event]
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        with SegmentLog(Path(tmp) / "log", clock=_clock(), durability="none") as log:
+            _append(log, [a])
+            middle = log.last_seq
+            _append(log, [b, c])
+            head = _snapshots(fold(log.read(1, middle, light=True), _initial()))
+            states = {n: PROJECTIONS[n].restore(body) for n, body in head.items()}
+            got = fold_fast(read_for(log, NAMES, middle + 1, log.last_seq), states)
+            assert _snapshots(got) == _reference(log)
+
+
+def _initial() -> dict[str, Any]:
+    return {n: PROJECTIONS[n].initial() for n in NAMES}
+
+
 @given(a=streams)
 def test_fast_fold_of_decoded_records_equals_the_record_fold(a: list[Event]) -> None:
     log = MemoryLog(clock=_clock())
