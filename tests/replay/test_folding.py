@@ -3,6 +3,7 @@ updates as arrays, two processes) against the record-by-record fold, byte for by
 
 from __future__ import annotations
 
+import importlib
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,8 @@ from tests.ocb_events.golden_log import GOLDEN
 from tests.projections.streams import streams
 
 NAMES = sorted(PROJECTIONS)
+# the module (the package exports its function under the same name)
+rebuild_module = importlib.import_module("replay.rebuild")
 
 
 def _clock() -> Any:
@@ -168,14 +171,16 @@ def test_updates_whose_lists_differ_in_length_fold_as_one_by_one() -> None:
 # ------------------------------------------------------------------ whole rebuilds
 
 
-def test_rebuild_of_the_golden_log_equals_the_record_fold() -> None:
+def test_rebuild_of_the_golden_log_equals_the_record_fold(monkeypatch: Any) -> None:
+    monkeypatch.setattr(rebuild_module, "SPLIT_FROM", 1)  # split a log this short too
     with SegmentLog(GOLDEN, writer=False) as log:
         want = _reference(log)
         assert _snapshots(rebuild(log, split=False)) == want
         assert _snapshots(rebuild(log, split=True)) == want
 
 
-def test_a_split_rebuild_equals_the_record_fold(tmp_path: Path) -> None:
+def test_a_split_rebuild_equals_the_record_fold(tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.setattr(rebuild_module, "SPLIT_FROM", 1)
     with SegmentLog(tmp_path / "log", clock=_clock(), durability="none") as log:
         _append(log, [_graph_of_four(), *[[u] * 3 for u in _fixed_updates()]])
         seen: list[int] = []
