@@ -8,6 +8,7 @@ tries the typed fast path first and only falls back to upcasting when that fails
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Collection
 from typing import Any, Union, get_args
 
@@ -155,7 +156,13 @@ def fold_decoder(tags: Collection[str]) -> Callable[..., Record | FoldRecord | F
     events tagged ``tags``: those come back decoded for folding (``edges_updated`` as an
     ``EdgesUpdatedRaw``), every other event as a ``Skipped`` with no payload fields,
     which costs a fraction of a decode. A record the fast path cannot read (an old
-    shape, a bad one) takes the full path of ``decode_for_fold``."""
+    shape, a bad one) takes the full path of ``decode_for_fold``. Built once per set
+    of tags."""
+    return _fold_decoder(frozenset(tags))
+
+
+@functools.cache
+def _fold_decoder(tags: frozenset[str]) -> Callable[..., Record | FoldRecord | FoldPeek]:
     kinds = [
         (EdgesUpdatedRaw if tag == "edges_updated" else _FOLD_TYPES[tag])
         if tag in tags
