@@ -3,12 +3,10 @@
 re-exported here for the callers that import them from ``replay``.
 
 A rebuild reads the log once, decoding only what the projections it folds read
-(``replay.folding``). Asked to (``split=True``), it folds the graph here and every
-other projection in a second process at the same time (each reads the whole log; the
-other sends back snapshot bytes, which restore to equal states). That is off by
-default: on the 1M-event history mix each process spends a third of its time reading
-and checking frames, so the split cost more CPU than it saved in wall time on a shared
-two-core machine.
+(``replay.folding``). Asked to (``split=True``), a rebuild of a long segment log
+starts a second process that reads and decodes the later part of the log
+(``replay.split``) while this one folds the earlier part, then folds what it handed
+back; every record is still folded here, in log order.
 """
 
 from __future__ import annotations
@@ -18,8 +16,8 @@ from typing import Any
 
 from ocb_events.log import SegmentLog
 from ocb_events.protocol import EventLog
-from projections import PROJECTIONS, ROUTES, fold
-from replay import split
+from projections import PROJECTIONS, ROUTES, fold, fold_weights
+from replay import split as split_process
 from replay.folding import Tick, fold_fast, read_for
 
 __all__ = ["PROJECTIONS", "ROUTES", "Progress", "fold", "rebuild", "snapshot_bytes"]
@@ -29,6 +27,9 @@ Progress = Callable[[int, int], None]
 SPLIT_FROM = 200_000
 """Records from which a split rebuild starts a second process (below, starting one
 costs more than it could save)."""
+SHARE = 0.45
+"""The share of the records a split rebuild reads itself: it folds the other process's
+part too, after reading its own."""
 
 
 def rebuild(
@@ -42,41 +43,47 @@ def rebuild(
     """Fold the log from its first record (up to ``to_seq``) into fresh projections.
 
     Args:
-        split: fold the graph and the other projections in two processes (a segment
-            log of at least ``SPLIT_FROM`` records; the module docstring says why this
-            is off by default).
+        split: read and decode the later part of the log in a second process while
+            this one folds the earlier part (a segment log of at least ``SPLIT_FROM``
+            records; otherwise one process does it all).
     """
     end = log.last_seq if to_seq is None else min(to_seq, log.last_seq)
     tick = _ticker(progress, end)
     names = sorted(names)
-    others = [n for n in names if n != "graph"]
-    if split and end >= SPLIT_FROM and isinstance(log, SegmentLog) and others and "graph" in names:
-        states = _split(log, end, others, tick)
+    states = {name: PROJECTIONS[name].initial() for name in names}
+    if split and end >= SPLIT_FROM and isinstance(log, SegmentLog):
+        _split(log, names, end, states, tick)
     else:
-        states = _fold(log, names, end, tick)
+        fold_fast(read_for(log, names, 1, end), states, tick)
     if progress is not None:
         progress(end, end)
     return states
 
 
-def _fold(log: EventLog, names: list[str], end: int, tick: Tick | None) -> dict[str, Any]:
-    states = {name: PROJECTIONS[name].initial() for name in names}
-    return fold_fast(read_for(log, names, 1, end), states, tick)
-
-
-def _split(log: SegmentLog, end: int, others: list[str], tick: Tick | None) -> dict[str, Any]:
-    """The graph folded here, ``others`` in a second process at the same time."""
-    proc = split.start(log, others, end)
+def _split(
+    log: SegmentLog, names: list[str], end: int, states: dict[str, Any], tick: Tick | None
+) -> None:
+    """Records up to ``SHARE`` of ``end`` read here, the others by a second process at
+    the same time; all folded here, in order."""
+    first = int(end * SHARE) + 1
+    proc = split_process.start(log, names, first, end)
     try:
-        states = _fold(log, ["graph"], end, tick)
+        fold_fast(read_for(log, names, 1, first - 1), states, tick)
     except BaseException:
         proc.kill()
         proc.wait()
         raise
-    folded = split.finish(proc)
-    if folded is None:  # it could not (the log changed under it ...): fold them here
-        folded = _fold(log, others, end, None)
-    return {**states, **folded}
+    got = split_process.finish(proc)
+    if got is None:  # it could not (the log changed under it ...): read them here
+        fold_fast(read_for(log, names, first, end), states, tick)
+        return
+    for item in got.items:
+        if isinstance(item, split_process.Run):
+            fold_weights(states["graph"], split_process.run_of(got.pairs, item))
+        else:
+            fold_fast(split_process.records_of(item), states)
+    for state in states.values():
+        state.seq = max(state.seq, end)
 
 
 def _ticker(progress: Progress | None, end: int) -> Tick | None:

@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from hypothesis import given, settings, strategies as st
 
 from ocb_events.log import SegmentLog
@@ -24,7 +25,7 @@ from ocb_events.schema import (
     FileIndexed,
     NodeValue,
 )
-from projections import PROJECTIONS, fold
+from projections import PROJECTIONS, fold, fold_weights
 from replay import rebuild, split as split_process
 from replay.folding import fold_fast, read_for
 from tests.ocb_events.golden_log import GOLDEN
@@ -189,15 +190,38 @@ def test_a_split_rebuild_equals_the_record_fold(tmp_path: Path, monkeypatch: Any
         assert seen[-1] == log.last_seq
 
 
-def test_the_second_process_refuses_another_history(tmp_path: Path) -> None:
+def test_the_second_process_refuses_another_history(tmp_path: Path, capsysbinary: Any) -> None:
     with SegmentLog(tmp_path / "log", clock=_clock(), durability="none") as log:
         _append(log, [_graph_of_four()])
         chain = log.chain_of(log.last_seq)
     assert chain is not None
-    names = ["memory", "traces"]
-    assert split_process.fold_snapshots(tmp_path / "log", names, 2, chain.hex()) is not None
-    assert split_process.fold_snapshots(tmp_path / "log", names, 2, "00" * 16) is None
-    assert split_process.fold_snapshots(tmp_path / "log", names, 3, chain.hex()) is None
+    where = str(tmp_path / "log")
+    assert split_process.main([where, "1", "2", chain.hex(), "graph"]) == 0
+    assert capsysbinary.readouterr().out  # its handoff
+    assert split_process.main([where, "1", "2", "00" * 16, "graph"]) == 3
+    assert split_process.main([where, "1", "3", chain.hex(), "graph"]) == 3
+    assert capsysbinary.readouterr().out == b""
+
+
+@given(a=streams, b=streams, c=streams)
+def test_folding_a_handoff_after_the_head_equals_the_record_fold(
+    a: list[Event], b: list[Event], c: list[Event]
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        with SegmentLog(Path(tmp) / "log", clock=_clock(), durability="none") as log:
+            _append(log, [a, [*_fixed_updates(), *b], _fixed_updates(), c])
+            middle = len(a)
+            states = fold_fast(read_for(log, NAMES, 1, middle), _initial())
+            got = split_process.handoff(log, NAMES, middle + 1, log.last_seq)
+            packed = msgspec.msgpack.decode(msgspec.msgpack.encode(got), type=split_process.Handoff)
+            for item in packed.items:
+                if isinstance(item, split_process.Run):
+                    fold_weights(states["graph"], split_process.run_of(packed.pairs, item))
+                else:
+                    fold_fast(split_process.records_of(item), states)
+            for state in states.values():
+                state.seq = max(state.seq, log.last_seq)
+            assert _snapshots(states) == _reference(log)
 
 
 def _fixed_updates() -> list[EdgesUpdated]:
