@@ -3,8 +3,8 @@
 re-exported here for the callers that import them from ``replay``.
 
 A rebuild reads the log once, decoding only what the projections it folds read
-(``replay.folding``). Asked to (``split=True``), a rebuild of a long segment log
-starts a second process that reads and decodes the later part of the log
+(``replay.folding``). A rebuild of a long segment log (``SPLIT_FROM`` records or more,
+unless ``split=False``) starts a second process that reads and decodes the later part of the log
 (``replay.split``) while this one folds the earlier part, then folds what it handed
 back; every record is still folded here, in log order.
 """
@@ -38,20 +38,20 @@ def rebuild(
     *,
     to_seq: int | None = None,
     progress: Progress | None = None,
-    split: bool = False,
+    split: bool | None = None,
 ) -> dict[str, Any]:
     """Fold the log from its first record (up to ``to_seq``) into fresh projections.
 
     Args:
         split: read and decode the later part of the log in a second process while
-            this one folds the earlier part (a segment log of at least ``SPLIT_FROM``
-            records; otherwise one process does it all).
+            this one folds the earlier part; by default on a segment log of at least
+            ``SPLIT_FROM`` records (False: one process does it all).
     """
     end = log.last_seq if to_seq is None else min(to_seq, log.last_seq)
     tick = _ticker(progress, end)
     names = sorted(names)
     states = {name: PROJECTIONS[name].initial() for name in names}
-    if split and end >= SPLIT_FROM and isinstance(log, SegmentLog):
+    if split is not False and end >= SPLIT_FROM and isinstance(log, SegmentLog):
         _split(log, names, end, states, tick)
     else:
         fold_fast(read_for(log, names, 1, end), states, tick)
@@ -67,6 +67,9 @@ def _split(
     the same time; all folded here, in order."""
     first = int(end * SHARE) + 1
     proc = split_process.start(log, names, first, end)
+    if proc is None:  # no interpreter to start: read them all here
+        fold_fast(read_for(log, names, 1, end), states, tick)
+        return
     try:
         fold_fast(read_for(log, names, 1, first - 1), states, tick)
     except BaseException:

@@ -53,15 +53,23 @@ class Handoff(msgspec.Struct, array_like=True):
     items: list[bytes | Run]
 
 
-def start(log: SegmentLog, names: list[str], first: int, end: int) -> subprocess.Popen[bytes]:
-    """Start decoding records ``first..end`` of ``log`` for ``names``."""
+def start(
+    log: SegmentLog, names: list[str], first: int, end: int
+) -> subprocess.Popen[bytes] | None:
+    """Start decoding records ``first..end`` of ``log`` for ``names`` (None when no
+    interpreter can be started: an embedded Python, no processes left)."""
     chain = log.chain_of(end)
     args = [str(log.directory), str(first), str(end), chain.hex() if chain else "-", *names]
-    return subprocess.Popen(
-        [sys.executable, "-m", "replay.split", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
+    if not sys.executable:
+        return None
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "replay.split", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+    except OSError:
+        return None
 
 
 def finish(proc: subprocess.Popen[bytes]) -> Handoff | None:
