@@ -28,7 +28,7 @@ _SHAPE = msgspec.msgpack.Decoder(tuple[str, tuple[str, ...]])
 _UPDATES = msgspec.msgpack.Decoder(tuple[EdgeDeltas, ...])
 _BASELINES = msgspec.msgpack.Decoder(list[tuple[str, float]])
 _NAME = msgspec.msgpack.Decoder(str)
-_RUN = 20_000
+_RUN = 10_000
 """Records gathered before a run is folded: bounds the memory a rebuild holds."""
 
 I64 = npt.NDArray[np.int64]
