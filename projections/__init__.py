@@ -12,12 +12,15 @@ from typing import Any
 
 from ocb_events.schema import Event, FoldRecord, Record
 from projections import config, graph, kg, memory, routes, traces, vectors
+from projections._weights import WeightRun, fold_weights
 
 __all__ = [
     "PROJECTIONS",
     "ROUTES",
+    "WeightRun",
     "config",
     "fold",
+    "fold_weights",
     "graph",
     "kg",
     "memory",

@@ -32,10 +32,15 @@ import msgspec
 from ocb_events.durable import private_dir, replace_file
 from ocb_events.protocol import EventLog
 from projections import PROJECTIONS, fold
+from replay.folding import fold_fast, read_for
 
 MAGIC = b"OCBSNAP4"
 _HEAD = struct.Struct("<8sQQI32s16s")
 CHECKPOINT_EVERY = 10_000
+FAST_TAIL = 20_000
+"""Records from which a tail is folded the fast way (``replay.folding``): a shorter
+one folds faster record by record (a 10,000-record tail of the 1M-event history mix
+loaded about 10% slower the fast way)."""
 
 Warn = Callable[[str], None]
 ChainOf = Callable[[int], bytes | None]
@@ -216,6 +221,8 @@ def load_states(
         state = store.load(name, end, warn, chain_of=log.chain_of, discard=discard)
         states[name] = state if state is not None else PROJECTIONS[name].initial()
     start = min((s.seq for s in states.values()), default=end) + 1
-    if start <= end:
+    if end - start + 1 >= FAST_TAIL:
+        fold_fast(read_for(log, names, start, end), states)
+    elif start <= end:
         fold(log.read(start, end, light=True), states)
     return states

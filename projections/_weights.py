@@ -1,0 +1,161 @@
+"""The graph's weight updates folded as arrays: a run of ``EdgesUpdated`` records with
+no other graph record between them, applied at once.
+
+Between two other graph records the set of nodes and edges does not change, so a run
+of weight updates only moves numbers: each edge's weight (and each node's stop weight)
+goes through its deltas in log order, ``w = clip(w + delta, -1, 1)`` one at a time, as
+``projections.graph`` folds them one record at a time; every edge a delta touched
+takes the seq of the last record that touched it; each node's reward baseline is the
+last one recorded. The result is the same float for float, so the snapshot bytes are
+the same as the record-by-record fold's.
+
+NOTE: float additions do not associate: every sum here is made in log order, one
+delta at a time (``numpy.add.at`` and the per-rank steps below both do), never as a
+pairwise or regrouped sum.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from ocb_events.schema import STOP
+from projections._graph_state import State
+
+_MARGIN = 1e-9
+"""How far below 1 an edge's bound must stay to skip the clipping: far more than the
+rounding of a million additions."""
+_TAIL = 8
+"""Below this many edges still moving, the last deltas go one by one."""
+
+
+class WeightRun:
+    """A run of weight updates, as arrays in log order: ``pair`` (an index into
+    ``pairs``, the (source, target) of each edge, STOP for a stop weight), ``delta`` and
+    ``seq`` per change, and the last ``baselines`` recorded per node."""
+
+    __slots__ = ("baselines", "delta", "pair", "pairs", "seq")
+
+    def __init__(
+        self,
+        pairs: Sequence[tuple[str, str]],
+        pair: npt.NDArray[np.int64],
+        delta: npt.NDArray[np.float64],
+        seq: npt.NDArray[np.int64],
+        baselines: dict[str, float],
+    ) -> None:
+        self.pairs = pairs
+        self.pair = pair
+        self.delta = delta
+        self.seq = seq
+        self.baselines = baselines
+
+
+def fold_weights(state: State, run: WeightRun) -> None:
+    """Apply ``run`` to ``state`` (in place), as folding its records one by one would."""
+    nodes = state.nodes.raw_items()
+    for node, value in run.baselines.items():
+        if node in nodes:
+            state.baseline[node] = value
+    if not len(run.pair):
+        return
+    touched = np.flatnonzero(np.bincount(run.pair, minlength=len(run.pairs)))
+    size = int(touched[-1]) + 1
+    start = np.zeros(size)
+    valid = np.zeros(size, dtype=bool)
+    targets_of = state.out.get
+    for i in touched.tolist():
+        src, dst = run.pairs[i]
+        if dst == STOP:
+            if src in nodes:
+                valid[i], start[i] = True, state.stop.get(src, 0.0)
+            continue
+        edge = (targets_of(src) or {}).get(dst)
+        if edge is not None:
+            valid[i], start[i] = True, edge.weight
+    keep = valid[run.pair]
+    pair, delta = run.pair[keep], run.delta[keep]
+    weight = _clipped_sums(start, pair, delta)
+    last = np.zeros(size, dtype=np.int64)
+    np.maximum.at(last, pair, run.seq[keep])
+    _write_back(state, run.pairs, np.flatnonzero(valid).tolist(), weight, last)
+
+
+def _write_back(
+    state: State,
+    pairs: Sequence[tuple[str, str]],
+    slots: list[int],
+    weight: npt.NDArray[np.float64],
+    last: npt.NDArray[np.int64],
+) -> None:
+    weights, seqs = weight.tolist(), last.tolist()
+    for i in slots:
+        src, dst = pairs[i]
+        if dst == STOP:
+            state.stop[src] = weights[i]
+        else:
+            edge = state.out[src][dst]
+            edge.weight = weights[i]
+            edge.last_seq = seqs[i]
+
+
+def _clipped_sums(
+    start: npt.NDArray[np.float64], pair: npt.NDArray[np.int64], delta: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
+    """Each slot's ``start`` taken through its deltas in order, clipped to [-1, 1] after
+    each. Slots that cannot reach a bound (their start and every delta together stay
+    inside it) are plain running sums; the others go rank by rank."""
+    weight = start.copy()
+    bound = np.abs(start)
+    np.add.at(bound, pair, np.abs(delta))
+    free = bound[pair] < 1.0 - _MARGIN
+    np.add.at(weight, pair[free], delta[free])
+    held = ~free
+    if held.any():
+        _ranked(weight, pair[held], delta[held])
+    return weight
+
+
+def _ranked(
+    weight: npt.NDArray[np.float64], pair: npt.NDArray[np.int64], delta: npt.NDArray[np.float64]
+) -> None:
+    """The clipped sums, one step per rank: step k applies every slot's k-th delta at
+    once (a slot has at most one k-th delta, so a step is one vector operation)."""
+    order = _stable_order(pair)
+    pair, delta = pair[order], delta[order]
+    counts = np.bincount(pair)
+    first = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    rank = np.arange(len(pair)) - first[pair]
+    by_rank = _stable_order(rank)
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(rank))))
+    slots, steps = pair[by_rank], delta[by_rank]
+    k = 0
+    while k + 1 < len(bounds) and bounds[k + 1] - bounds[k] >= _TAIL:
+        idx = slots[bounds[k] : bounds[k + 1]]
+        weight[idx] = np.clip(weight[idx] + steps[bounds[k] : bounds[k + 1]], -1.0, 1.0)
+        k += 1
+    if k + 1 < len(bounds):
+        _tail(weight, pair[rank >= k], delta[rank >= k])
+
+
+def _stable_order(keys: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
+    """The stable sorting order of ``keys`` (>= 0); small keys sort as 16-bit ones,
+    which numpy sorts by radix, several times faster."""
+    if len(keys) and int(keys.max()) < 2**16:
+        return np.argsort(keys.astype(np.uint16), kind="stable")
+    return np.argsort(keys, kind="stable")
+
+
+def _tail(
+    weight: npt.NDArray[np.float64], pair: npt.NDArray[np.int64], delta: npt.NDArray[np.float64]
+) -> None:
+    """The last deltas of the few slots still moving, one by one (grouped by slot, in
+    order within each)."""
+    ws = weight.tolist()
+    for i, d in zip(pair.tolist(), delta.tolist(), strict=True):
+        w = ws[i] + d
+        ws[i] = -1.0 if w < -1.0 else 1.0 if w > 1.0 else w
+    for i in np.unique(pair).tolist():
+        weight[i] = ws[i]

@@ -1,0 +1,246 @@
+"""The fast fold of a rebuild (one decode pass that skips what no fold reads, weight
+updates as arrays, two processes) against the record-by-record fold, byte for byte."""
+
+from __future__ import annotations
+
+import importlib
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from hypothesis import given, settings, strategies as st
+
+from ocb_events.log import SegmentLog
+from ocb_events.memory import MemoryLog
+from ocb_events.protocol import EventLog
+from ocb_events.schema import (
+    STOP,
+    ChunkText,
+    EdgeDeltas,
+    EdgesCreated,
+    EdgeSpec,
+    EdgesUpdated,
+    Event,
+    FileIndexed,
+    NodeValue,
+)
+from projections import PROJECTIONS, fold, fold_weights
+from replay import rebuild, split as split_process
+from replay.folding import fold_fast, read_for
+from tests.ocb_events.golden_log import GOLDEN
+from tests.projections.streams import streams
+
+NAMES = sorted(PROJECTIONS)
+# the module (the package exports its function under the same name)
+rebuild_module = importlib.import_module("replay.rebuild")
+
+
+def _clock() -> Any:
+    ticks = iter(range(1, 10**9))
+    return lambda: 1_000 * next(ticks)
+
+
+def _snapshots(states: dict[str, Any]) -> dict[str, bytes]:
+    return {name: PROJECTIONS[name].snapshot(state) for name, state in states.items()}
+
+
+def _reference(log: EventLog, names: list[str] = NAMES) -> dict[str, bytes]:
+    return _snapshots(fold(log.read(light=True), {n: PROJECTIONS[n].initial() for n in names}))
+
+
+def _fast(log: EventLog, names: list[str] = NAMES) -> dict[str, bytes]:
+    states = {n: PROJECTIONS[n].initial() for n in names}
+    return _snapshots(fold_fast(read_for(log, names, 1, log.last_seq), states))
+
+
+def _append(log: EventLog, batches: list[list[Event]]) -> None:
+    for batch in batches:
+        if batch:
+            log.append(batch, actor="test")
+
+
+@given(a=streams, b=streams)
+def test_fast_fold_of_a_segment_log_equals_the_record_fold(a: list[Event], b: list[Event]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        with SegmentLog(Path(tmp) / "log", clock=_clock(), durability="none") as log:
+            _append(log, [a, b])
+            assert _fast(log) == _reference(log)
+            assert _fast(log, ["graph"]) == _reference(log, ["graph"])
+
+
+@given(a=streams, b=streams, c=streams)
+def test_fast_fold_of_a_tail_onto_restored_snapshots_equals_the_record_fold(
+    a: list[Event], b: list[Event], c: list[Event]
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        with SegmentLog(Path(tmp) / "log", clock=_clock(), durability="none") as log:
+            _append(log, [a])
+            middle = log.last_seq
+            _append(log, [b, c])
+            head = _snapshots(fold(log.read(1, middle, light=True), _initial()))
+            states = {n: PROJECTIONS[n].restore(body) for n, body in head.items()}
+            got = fold_fast(read_for(log, NAMES, middle + 1, log.last_seq), states)
+            assert _snapshots(got) == _reference(log)
+
+
+def _initial() -> dict[str, Any]:
+    return {n: PROJECTIONS[n].initial() for n in NAMES}
+
+
+@given(a=streams)
+def test_fast_fold_of_decoded_records_equals_the_record_fold(a: list[Event]) -> None:
+    log = MemoryLog(clock=_clock())
+    _append(log, [a])
+    assert _fast(log) == _reference(log)
+
+
+# ------------------------------------------------------------------ long weight runs
+
+NODES = [f"n.md::{i}" for i in range(8)]
+
+
+def _graph_of_four() -> list[Event]:
+    chunks = tuple(
+        ChunkText(id=n, text=f"t{i}", text_hash=f"h{i}", start_line=i + 1, end_line=i + 1)
+        for i, n in enumerate(NODES)
+    )
+    edges = tuple(
+        EdgeSpec(source=s, target=t, weight=0.0, kind="sibling")
+        for s in NODES
+        for t in NODES
+        if s != t and t != NODES[-1]  # no edge into the last node: deltas to it are dropped
+    )
+    return [FileIndexed(path="n.md", content_hash="c", chunks=chunks), EdgesCreated(edges=edges)]
+
+
+_targets = st.lists(st.sampled_from([*NODES, STOP]), min_size=0, max_size=9, unique=True)
+_deltas = st.one_of(
+    st.floats(-0.02, 0.02, allow_nan=False),  # small: sums that never reach a bound
+    st.floats(-0.9, 0.9, allow_nan=False),  # large: clipped again and again
+    st.sampled_from([0.0, -0.0, 1e-300, 0.1, -0.1]),
+)
+
+
+@st.composite
+def _updates(draw: st.DrawFn) -> EdgesUpdated:
+    sources = draw(st.lists(st.sampled_from([*NODES, "gone.md::1"]), max_size=3, unique=True))
+    updates = []
+    for source in sources:
+        targets = draw(_targets)
+        deltas = draw(st.lists(_deltas, min_size=len(targets), max_size=len(targets)))
+        updates.append(EdgeDeltas(source=source, targets=tuple(targets), deltas=tuple(deltas)))
+    baselines = draw(
+        st.lists(st.builds(NodeValue, node=st.sampled_from(NODES), value=_deltas), max_size=2)
+    )
+    return EdgesUpdated(updates=tuple(updates), rule="pg", cause_seq=1, baselines=tuple(baselines))
+
+
+@settings(max_examples=40)
+@given(
+    runs=st.lists(st.lists(_updates(), min_size=1, max_size=12), min_size=1, max_size=3),
+    times=st.integers(1, 40),
+)
+def test_long_runs_of_weight_updates_fold_as_one_by_one(
+    runs: list[list[EdgesUpdated]], times: int
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        with SegmentLog(Path(tmp) / "log", clock=_clock(), durability="none") as log:
+            # runs apart: a record that sets an edge anew ends a run; each run repeats
+            # its updates so that weights hit their bounds and stay there a while
+            spec = EdgeSpec(source=NODES[0], target=NODES[1], weight=0.5, kind="sibling")
+            reset = EdgesCreated(edges=(spec,))
+            _append(log, [_graph_of_four(), *(b for run in runs for b in ([reset], run * times))])
+            assert _fast(log, ["graph"]) == _reference(log, ["graph"])
+
+
+def test_updates_whose_lists_differ_in_length_fold_as_one_by_one() -> None:
+    odd = EdgesUpdated(
+        updates=(
+            EdgeDeltas(source=NODES[0], targets=(NODES[1], NODES[2]), deltas=(0.5,)),
+            EdgeDeltas(source=NODES[1], targets=(NODES[0],), deltas=(0.25, 0.75)),
+        ),
+        rule="pg",
+        cause_seq=1,
+    )
+    log = SegmentLog(Path(tempfile.mkdtemp()) / "log", clock=_clock(), durability="none")
+    with log:
+        _append(log, [_graph_of_four(), [odd, odd]])
+        assert _fast(log, ["graph"]) == _reference(log, ["graph"])
+
+
+# ------------------------------------------------------------------ whole rebuilds
+
+
+def test_rebuild_of_the_golden_log_equals_the_record_fold(monkeypatch: Any) -> None:
+    monkeypatch.setattr(rebuild_module, "SPLIT_FROM", 1)  # split a log this short too
+    with SegmentLog(GOLDEN, writer=False) as log:
+        want = _reference(log)
+        assert _snapshots(rebuild(log, split=False)) == want
+        assert _snapshots(rebuild(log, split=True)) == want
+
+
+def test_a_split_rebuild_equals_the_record_fold(tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.setattr(rebuild_module, "SPLIT_FROM", 1)
+    with SegmentLog(tmp_path / "log", clock=_clock(), durability="none") as log:
+        _append(log, [_graph_of_four(), *[[u] * 3 for u in _fixed_updates()]])
+        seen: list[int] = []
+        got = rebuild(log, split=True, progress=lambda seq, end: seen.append(seq))
+        assert _snapshots(got) == _reference(log)
+        assert seen[-1] == log.last_seq
+
+
+def test_the_second_process_refuses_another_history(tmp_path: Path, capsysbinary: Any) -> None:
+    with SegmentLog(tmp_path / "log", clock=_clock(), durability="none") as log:
+        _append(log, [_graph_of_four()])
+        chain = log.chain_of(log.last_seq)
+    assert chain is not None
+    where = str(tmp_path / "log")
+    assert split_process.main([where, "1", "2", chain.hex(), "graph"]) == 0
+    assert capsysbinary.readouterr().out  # its handoff
+    assert split_process.main([where, "1", "2", "00" * 16, "graph"]) == 3
+    assert split_process.main([where, "1", "3", chain.hex(), "graph"]) == 3
+    assert capsysbinary.readouterr().out == b""
+
+
+@given(a=streams, b=streams, c=streams)
+def test_folding_a_handoff_after_the_head_equals_the_record_fold(
+    a: list[Event], b: list[Event], c: list[Event]
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        with SegmentLog(Path(tmp) / "log", clock=_clock(), durability="none") as log:
+            _append(log, [a, [*_fixed_updates(), *b], _fixed_updates(), c])
+            middle = len(a)
+            states = fold_fast(read_for(log, NAMES, 1, middle), _initial())
+            got = split_process.handoff(log, NAMES, middle + 1, log.last_seq)
+            packed = msgspec.msgpack.decode(msgspec.msgpack.encode(got), type=split_process.Handoff)
+            for item in packed.items:
+                if isinstance(item, split_process.Run):
+                    fold_weights(states["graph"], split_process.run_of(packed.pairs, item))
+                else:
+                    fold_fast(split_process.records_of(item), states)
+            for state in states.values():
+                state.seq = max(state.seq, log.last_seq)
+            assert _snapshots(states) == _reference(log)
+
+
+def _fixed_updates() -> list[EdgesUpdated]:
+    return [
+        EdgesUpdated(
+            updates=(
+                EdgeDeltas(source=NODES[0], targets=(STOP, NODES[1]), deltas=(0.3, -0.45)),
+                EdgeDeltas(source=NODES[2], targets=(NODES[0], NODES[3]), deltas=(0.6, 0.2)),
+            ),
+            rule="pg",
+            cause_seq=1,
+            baselines=(NodeValue(node=NODES[0], value=0.1 * i),),
+        )
+        for i in range(5)
+    ]
+
+
+def test_only_the_graph_folds_weight_updates() -> None:
+    # replay.folding hands edges_updated records to the graph alone, as arrays
+    from projections import ROUTES
+
+    assert [n for n, tags in ROUTES.items() if "edges_updated" in tags] == ["graph"]
