@@ -3,10 +3,12 @@
 re-exported here for the callers that import them from ``replay``.
 
 A rebuild reads the log once, decoding only what the projections it folds read
-(``replay.folding``). A rebuild of a long segment log (``SPLIT_FROM`` records or more,
-unless ``split=False``) starts a second process that reads and decodes the later part of the log
-(``replay.split``) while this one folds the earlier part, then folds what it handed
-back; every record is still folded here, in log order.
+(``replay.folding``). Asked to (``split=True``), a rebuild of a long segment log
+(``SPLIT_FROM`` records or more) starts a second process that reads and decodes the
+later part of the log (``replay.split``) while this one folds the earlier part, then
+folds what it handed back; every record is still folded here, in log order. It is not
+the default: on two shared cores it saved about 4 % of a rebuild at 1,000,000 events
+for about 600 MiB more memory.
 """
 
 from __future__ import annotations
@@ -38,20 +40,20 @@ def rebuild(
     *,
     to_seq: int | None = None,
     progress: Progress | None = None,
-    split: bool | None = None,
+    split: bool = False,
 ) -> dict[str, Any]:
     """Fold the log from its first record (up to ``to_seq``) into fresh projections.
 
     Args:
         split: read and decode the later part of the log in a second process while
-            this one folds the earlier part; by default on a segment log of at least
-            ``SPLIT_FROM`` records (False: one process does it all).
+            this one folds the earlier part (a segment log of at least ``SPLIT_FROM``
+            records; a shorter one, or another log, is read here).
     """
     end = log.last_seq if to_seq is None else min(to_seq, log.last_seq)
     tick = _ticker(progress, end)
     names = sorted(names)
     states = {name: PROJECTIONS[name].initial() for name in names}
-    if split is not False and end >= SPLIT_FROM and isinstance(log, SegmentLog):
+    if split and end >= SPLIT_FROM and isinstance(log, SegmentLog):
         _split(log, names, end, states, tick)
     else:
         fold_fast(read_for(log, names, 1, end), states, tick)
