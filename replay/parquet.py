@@ -99,7 +99,8 @@ def check_dir(dest: Path, ident: str, force: bool) -> None:
     what = "another brain's export" if isinstance(found, dict) else "files that are no export"
     raise InputError(
         f"{dest} holds {what}",
-        "choose a new or empty directory, or pass --force to replace its views",
+        "choose a new or empty directory, or pass `force` to replace its views",
+        param="force",
     )
 
 

@@ -272,7 +272,7 @@ def _failed(command: str, path: str, why: str) -> InputError:
     return InputError(
         f"the extractor {command!r} failed on {path} ({why}); nothing was written",
         "fix the command (it reads a note on stdin and prints summary lines), "
-        "or leave out --extractor",
+        "or leave out `extractor`",
         param="extractor",
     )
 
@@ -281,8 +281,8 @@ def _refuse_past(store: Store) -> None:
     if store.as_of is not None:
         raise InputError(
             f"this brain is opened as of seq {store.as_of}; compacting writes",
-            "drop `as_of` to compact, or add --dry-run",
-            param="as_of",
+            "drop `as_of` to compact, or pass `dry_run`",
+            param=("as_of", "dry_run"),
         )
 
 

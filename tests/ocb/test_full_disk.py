@@ -56,7 +56,9 @@ DRIVER = textwrap.dedent(
     out["after_retries"] = records()
     out["tmp"] = sorted(p.name for p in brain.rglob("*.tmp"))
     fill(leave=0)
-    out["full"] = ocb(*learn, "--again")
+    # more than a page: the segment's last page keeps its unused bytes writable
+    cites = [a for i in range(300) for a in ("--cited", f"notes/padding-{i:04d}.md#L1")]
+    out["full"] = ocb(*learn, "--again", *cites)
     out["inject_full"] = ocb("inject", "--brain", str(brain), "--content", "check the canary")
     out["after_full"] = records()
     out["snapshot_full"] = ocb("snapshot", "--brain", str(brain))

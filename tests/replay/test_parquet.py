@@ -110,7 +110,7 @@ def test_a_directory_of_something_else_is_refused_unless_forced(
         o.sync(workspace)
         with pytest.raises(InputError, match="another brain's export") as err:
             o.export_parquet(dest)
-        assert "--force" in err.value.hint
+        assert "`force`" in err.value.hint and err.value.params == ("force",)
         o.export_parquet(dest, force=True)
     marker = json.loads((dest / MARKER).read_text())
     assert marker["brain"] == "other"
