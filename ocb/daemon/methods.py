@@ -241,16 +241,29 @@ def _p(kind: type[P], params: dict[str, Any]) -> P:
     return msgspec.convert(params, kind)
 
 
+SPAWNING_OPTIONS = frozenset({"--extractor"})
+"""Options that name a program for the command to start: the daemon runs none of
+them for a client (the program would run as the daemon, in its environment)."""
+
+
 def own_brain(brain: Path, argv: list[str], kind: Kind) -> None:
     """Refuse ``ocb <argv>`` (of ``kind``) unless it is a command the daemon of
     ``brain`` may run for a client: one on this brain (``--brain`` naming it), never one
-    that runs only in its own process (``serve``, ``mcp`` ...).
+    that runs only in its own process (``serve``, ``mcp`` ...) nor one that names a
+    program to start (``SPAWNING_OPTIONS``).
 
     Raises:
         InputError: naming what to run instead.
     """
     words = [a for a in argv if not a.startswith("-")]
     name = words[0] if words else ""
+    spawning = [a.split("=", 1)[0] for a in argv if a.split("=", 1)[0] in SPAWNING_OPTIONS]
+    if spawning:
+        raise InputError(
+            f"the daemon does not start a program a client names ({spawning[0]})",
+            f"run it on its own: ocb --no-daemon {name} ... (to stop this daemon: "
+            f"ocb serve stop --brain {brain})",
+        )
     if kind == "local":
         raise InputError(
             f"ocb {name} does not run inside a daemon",

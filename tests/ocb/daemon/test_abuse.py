@@ -293,3 +293,17 @@ def test_no_daemon_beside_a_daemon_says_it_is_the_daemon(built: Path) -> None:
             "hint: go through the daemon (leave out --no-daemon), or stop it first: "
             f"ocb serve stop --brain {built}",
         ]
+
+
+def test_the_daemon_starts_no_program_a_client_names(tmp_path: Path, built: Path) -> None:
+    planted = tmp_path / "ran"
+    program = f"touch {planted}"
+    with daemon(built):
+        for argv in (
+            ("compact", "--extractor", program, "--brain", str(built)),
+            ("compact", f"--extractor={program}", "--dry-run", "--brain", str(built)),
+        ):
+            err = _cli(built, *argv)
+            assert err.code == USER_ERROR and "--extractor" in err.message
+            assert "ocb --no-daemon compact" in err.hint
+    assert not planted.exists()
