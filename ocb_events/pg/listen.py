@@ -50,10 +50,10 @@ class Listener:
         newest: int | None = None
         try:
             for note in conn.notifies(timeout=timeout_s, stop_after=1):
-                newest = max(newest or 0, int(note.payload))
+                newest = max(newest or 0, _seq_of(note.payload))
             # take what else is queued without waiting
             for note in conn.notifies(timeout=0):
-                newest = max(newest or 0, int(note.payload))
+                newest = max(newest or 0, _seq_of(note.payload))
         except self._pg.OperationalError as exc:
             self.close()
             raise LogUnavailable(self.target.safe, reason_of(exc, self.target)) from None
@@ -72,3 +72,12 @@ class Listener:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _seq_of(payload: str) -> int:
+    """The seq a notification names; 0 (look at the log) for a payload that names none:
+    anyone who may connect can notify the channel, and a notification is only a hint."""
+    try:
+        return max(0, int(payload))
+    except ValueError:
+        return 0

@@ -380,6 +380,21 @@ def test_an_append_notifies_listeners(url: str) -> None:
         assert set(seen) <= {0, 3, 5}
 
 
+def test_a_notification_from_anyone_else_is_only_a_hint(url: str) -> None:
+    from ocb_events.pg.conn import connect
+
+    with PostgresLog(url) as log, Listener(log.target) as listener:
+        assert listener.wait(0) == 0
+        with connect(log.target) as other:  # any user of the database may notify
+            for payload in ("not a seq", "-7", "1e9", ""):
+                other.execute("SELECT pg_notify(%s, %s)", (log.target.channel, payload))
+        seen: list[int] = []
+        wait_for(lambda: seen.append(listener.wait(1) or 0) or len(seen) >= 2, "notified")
+        assert set(seen) == {0}, "a payload naming no seq says: look at the log"
+        log.append(config_events(2), actor="t")
+        wait_for(lambda: listener.wait(1) == 2, "the next append is still notified")
+
+
 def test_importing_the_product_does_not_import_the_driver() -> None:
     code = "import sys, ocb, ocb.store, ocb_events, ocb_events.pg; print('psycopg' in sys.modules)"
     out = subprocess.run(
