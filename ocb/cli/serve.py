@@ -137,6 +137,12 @@ def _status_text(s: dict[str, Any]) -> str:
         f"  last sync {('seq ' + str(last['seq'])) if last else '(none)'}",
         f"  memory    {s['rss_bytes'] / 2**20:.1f} MiB",
     ]
+    if s.get("log", "local") != "local":
+        state = "answering" if s.get("log_reachable") else "NOT ANSWERING (reads go on)"
+        lines.append(
+            f"  log       {s['log']}: {state}, "
+            f"{s.get('log_catch_ups', 0)} catch-ups of other brains' records"
+        )
     return "\n".join(lines)
 
 
@@ -144,7 +150,8 @@ def _status_text(s: dict[str, Any]) -> str:
 @runs("local")
 @handled
 def status(brain: MaybeBrain = None, as_json: JsonOpt = False) -> None:
-    """Show the daemon serving a brain: pid, uptime, seq, clients, files, memory.
+    """Show the daemon serving a brain: pid, uptime, seq, clients, files, memory, and
+    for a shared log its URL (never the password) and whether its server answers.
 
     \b
     Example:

@@ -184,10 +184,15 @@ def _serve(
     brain.warn = lambda m: log(f"warning: {m}")
     ws = workspace or (Path(brain.store.workspace) if brain.store.workspace else None)
     follower = Follower(brain, ws, log, debounce_ms=debounce_ms)
-    server = Server(
-        brain, methods(brain), timeout=timeout, idle_s=idle_s, log=log, info=follower.info
-    )
     tail = LogTail(brain, log)  # a shared log: fold what other brains append
+    server = Server(
+        brain,
+        methods(brain),
+        timeout=timeout,
+        idle_s=idle_s,
+        log=log,
+        info=lambda: follower.info() | tail.info(),
+    )
     server.start()
     try:
         tail.start(server.writer.submit)

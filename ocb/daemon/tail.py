@@ -13,7 +13,7 @@ import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ocb.daemon.live import LiveBrain
 from ocb_events.errors import LogUnavailable
@@ -37,6 +37,8 @@ class LogTail:
         self._thread: threading.Thread | None = None
         self.caught_up = 0
         """Catch-ups that folded records another brain appended."""
+        self.down = False
+        """Whether the log's server stopped answering the listener (until it is back)."""
 
     def start(self, submit: Submit) -> None:
         log = self.brain.log
@@ -51,24 +53,32 @@ class LogTail:
     def _run(self, log: PostgresLog, submit: Submit) -> None:
         from ocb_events.pg.listen import Listener
 
-        down = False
         with Listener(log.target) as listener:
             while not self._stop.is_set():
                 try:
                     got = listener.wait(QUIET_S)
                 except LogUnavailable as exc:
-                    if not down:
+                    if not self.down:
                         self.say(
                             f"warning: {exc.message}; reads go on, writes fail until it is back"
                         )
-                    down = True
+                    self.down = True
                     self._stop.wait(QUIET_S)
                     continue
-                if down:
+                if self.down:
                     self.say(f"the log at {log.url} answers again")
-                    down = False
+                    self.down = False
                 if got == 0 or (got is not None and got > log.last_seq):
                     submit(self._catch_up)
+
+    def info(self) -> dict[str, Any]:
+        """The log's part of ``status``: where the log is (a shared log's URL, never
+        its password), whether its server answers, and the catch-ups of other brains'
+        records folded here."""
+        if self._thread is None:
+            return {"log": "local"}
+        url = cast("PostgresLog", self.brain.log).url
+        return {"log": url, "log_reachable": not self.down, "log_catch_ups": self.caught_up}
 
     def _catch_up(self) -> int:
         folded = self.brain.store.catch_up()

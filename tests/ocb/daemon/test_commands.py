@@ -20,8 +20,10 @@ def test_detach_status_and_stop(built: Path) -> None:
     assert f"pid {pid}" in started.stdout
     st = ocb("serve", "status", "--brain", str(built), "--json")
     assert st.returncode == 0 and json.loads(st.stdout)["pid"] == pid
+    assert json.loads(st.stdout)["log"] == "local"
     text = ocb("serve", "status", "--brain", str(built))
     assert f"daemon pid {pid}" in text.stdout and "seq" in text.stdout
+    assert "  log " not in text.stdout  # a local log is the default, not worth a line
     stopped = ocb("serve", "stop", "--brain", str(built))
     assert stopped.returncode == 0 and f"stopped daemon pid {pid}" in stopped.stdout
     assert hello(built) is None

@@ -14,8 +14,9 @@ from ocb.brain import Brain
 from ocb.daemon.protocol import RpcError
 from ocb.shared_log import attach
 from ocb_events.clock import TickClock
+from ocb_events.pg.conn import Target
 from replay import PROJECTIONS, rebuild
-from tests.ocb.daemon.support import daemon, rpc, stop, wait_for
+from tests.ocb.daemon.support import daemon, ocb, rpc, stop, wait_for
 from tests.ocb.support import fresh_copy
 from tests.pg_server import PgServer
 
@@ -69,7 +70,14 @@ def _two_daemons(server: PgServer, tmp_path: Path) -> None:
         wait_for(lambda: rpc(brains[1], "status")["seq"] >= end, "the other daemon to fold")
         rpc(brains[1], "learn", outcome=1.0, trace_id=ans["trace_id"], request_id="cross")
         got.append("cross")
+        shown = Target.parse(url).safe  # the URL as printed: no password, ever
+        st = rpc(brains[1], "status")
+        assert st["log"] == shown and st["log_reachable"] and st["log_catch_ups"] >= 1
+        assert rpc(brains[0], "status")["log"] == shown
         server.stop()  # writes fail with one line; the daemons keep serving reads
+        wait_for(lambda: not rpc(brains[0], "status")["log_reachable"], "the listener to notice")
+        text = ocb("serve", "status", "--brain", str(brains[0])).stdout
+        assert f"  log       {shown}: NOT ANSWERING (reads go on)" in text
         with pytest.raises(RpcError) as info:
             rpc(brains[0], "query", text="rate limit", top=2)
         assert "is unavailable" in str(info.value) and "\n" not in str(info.value)
@@ -77,6 +85,7 @@ def _two_daemons(server: PgServer, tmp_path: Path) -> None:
         assert rpc(brains[0], "search", text="rate limit", top=2, record=False)["results"]
         server.start()
         _client(brains[1], 7, got)  # reconnected by itself
+        wait_for(lambda: rpc(brains[0], "status")["log_reachable"], "the listener to reconnect")
         end = rpc(brains[1], "status")["seq"]
         wait_for(lambda: rpc(brains[0], "status")["seq"] >= end, "a fold after the restart")
         assert stop(p1) == 0 and stop(p2) == 0
