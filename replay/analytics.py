@@ -65,7 +65,7 @@ from replay.worker import first_line
 VERSION = 8
 """The schema version; a store of another version is rebuilt."""
 
-CHUNK = 50_000
+CHUNK = 100_000
 """Records folded per commit (each commit holds a consistent seq)."""
 
 WAIT_S = 60.0

@@ -6,7 +6,8 @@ record that caused each change: an outcome with its trace, a maintenance run, an
 injection, a teacher label, a file sync, or a retraction with what it took back),
 plus the path of each scored trace (``replay.audit_sql``). It runs as ``keyed_audit``:
 the same rows, found without scanning the history (the edge's changes by their key,
-each cause narrowed to those changes, the paths from ``store.paths``). A node
+each cause and its trace's path read from ``store.causes``, or joined for those changes
+when the store does not keep it). A node
 audit lists its lifecycle (created from a file version, edited, moved, renamed, merged,
 split, authority), injections, weight changes around it and its access history (every query
 that fired it).
