@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Sequence
+from itertools import chain
 from typing import Any
 
 import msgspec
@@ -129,6 +130,88 @@ def unpack_trace(data: bytes) -> tuple[tuple[SeedHit, ...], tuple[Step, ...], tu
         raise BadBody(str(exc)) from exc
     except ValueError as exc:  # a column of the wrong length (zip strict)
         raise BadBody(str(exc)) from exc
+
+
+Columns = tuple[
+    list[str], list[int], bytes, bytes, bytes, list[int], list[int], bytes, list[int],
+    list[list[int]], list[int], list[int], bytes, list[int], bytes, list[int], list[int],
+    list[int],
+]  # fmt: skip
+"""The columns of a packed body as ``trace_columns`` gives them (the layout above
+without its version)."""
+
+_COLUMNS = msgspec.msgpack.Decoder(
+    tuple[
+        int,
+        list[str],
+        list[int],
+        bytes,
+        bytes,
+        bytes,
+        list[int],
+        list[int],
+        bytes,
+        list[int],
+        list[list[int]],
+        list[int],
+        list[int],
+        bytes,
+        list[int],
+        bytes,
+        list[int],
+        list[int],
+        list[int],
+    ]  # fmt: skip
+)
+
+
+def _width_ok(data: bytes, count: int) -> bool:
+    return bool(data) and data[0] in (4, 8) and len(data) - 1 == count * data[0]
+
+
+def _in_table(size: int, ids: list[int]) -> bool:
+    return not ids or (min(ids) >= 0 and max(ids) < size)
+
+
+def trace_columns(data: bytes) -> Columns:
+    """The columns of a packed body as stored, checked but not built into parts: the
+    string table, then each column in the order of the layout above (ids as indices
+    into the table, floats as their raw bytes: a width byte, 4 or 8, then the values
+    in native order). For readers that gather many traces' columns at once
+    (``replay.trace_rows``); ``unpack_trace`` gives the same values as parts.
+
+    Raises:
+        BadBody: the body is damaged or of an unknown version.
+    """
+    try:
+        b = _COLUMNS.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise BadBody(str(exc)) from exc
+    if b[0] != BODY_VERSION:
+        raise BadBody(f"unknown trace body (version {b[0]})")
+    cols: Columns = b[1:]
+    (strs, s_ids, s_score, s_lex, s_vec, hops, nodes, stops, chosen, followed, sizes,
+     c_tgt, c_w, differ, c_logit, c_tier, c_uses, fired) = cols  # fmt: skip
+    n, k, m = len(s_ids), len(hops), len(c_tgt)
+    ok = (
+        _width_ok(s_score, n)
+        and _width_ok(s_lex, n)
+        and _width_ok(s_vec, n)
+        and len(nodes) == len(chosen) == len(followed) == len(sizes) == k
+        and _width_ok(stops, k)
+        and sum(sizes) == m
+        and (not sizes or min(sizes) >= 0)
+        and len(c_tier) == len(c_uses) == m
+        and _width_ok(c_w, m)
+        and _width_ok(c_logit, len(differ))
+        and _in_table(m, differ)
+        and _in_table(
+            len(strs), [*s_ids, *nodes, *chosen, *c_tgt, *c_tier, *fired, *chain(*followed)]
+        )
+    )
+    if not ok:
+        raise BadBody("the columns of the trace body do not agree")
+    return cols
 
 
 def _unpack(b: tuple[Any, ...]) -> tuple[tuple[SeedHit, ...], tuple[Step, ...], tuple[str, ...]]:

@@ -27,6 +27,7 @@ connection before it queries.
 
 from __future__ import annotations
 
+import copy
 import functools
 import gc
 import os
@@ -42,6 +43,7 @@ from ocb_events.durable import FILE_MODE, private_dir
 from ocb_events.errors import AnalyticsError
 from projections import graph
 from replay import confinement
+from replay.audit_sql import CAUSES, causes_select
 from replay.diff import Tiers
 from replay.isolation import Limits, Running, Worker
 from replay.rows import RowFold
@@ -57,12 +59,13 @@ from replay.store_meta import (
     same_history,
 )
 from replay.tables import GROUPED, HISTORY, TABLES
+from replay.trace_rows import read_rows
 from replay.worker import first_line
 
-VERSION = 7
+VERSION = 8
 """The schema version; a store of another version is rebuilt."""
 
-CHUNK = 50_000
+CHUNK = 100_000
 """Records folded per commit (each commit holds a consistent seq)."""
 
 WAIT_S = 60.0
@@ -158,7 +161,40 @@ def _schema_sql() -> list[str]:
             f"CREATE VIEW main.{name} AS SELECT {names}{_VIEW_EXTRA.get(name, '')} "
             f"FROM store.{name}"
         )
+    none = "(SELECT NULL::BIGINT AS cause_seq) WHERE false"
+    out.append(f"CREATE TABLE store.causes AS {causes_select(none)}")
     return out
+
+
+class _Behind:
+    """One flush committed on a thread of its own while the next batch is folded: the
+    store's connection is used by that thread alone until ``wait`` (which raises what
+    it raised)."""
+
+    def __init__(self) -> None:
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    def start(self, commit: Callable[[], None]) -> None:
+        def run() -> None:
+            try:
+                commit()
+            except BaseException as exc:  # raised by ``wait``, in the folding thread
+                self._error = exc
+
+        self._thread = threading.Thread(target=run, name="ocb-analytics-commit")
+        self._thread.start()
+
+    def drain(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def wait(self) -> None:
+        self.drain()
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
 
 
 class _Damaged(Exception):
@@ -424,16 +460,19 @@ class AnalyticsStore:
         # them again and again (a third of the run) and can find nothing to free
         collecting = gc.isenabled()
         gc.disable()
+        bg = _Behind()
         try:
-            for rec in log.read(meta.last_seq + 1, end):
+            for rec in read_rows(log, meta.last_seq + 1, end, packed=self.bulk):
                 fold.add(rec)
                 if fold.count >= chunk:
-                    done += self._flush(con, fold, rec.seq, chain_at(log, rec.seq))
+                    done += self._flush(con, fold, rec.seq, chain_at(log, rec.seq), bg)
                     if progress is not None:
                         progress(done, total)
             if fold.count:
-                done += self._flush(con, fold, end, chain_at(log, end))
+                done += self._flush(con, fold, end, chain_at(log, end), bg)
+            bg.wait()
         finally:
+            bg.drain()
             if collecting:
                 gc.enable()
         if progress is not None:
@@ -456,27 +495,47 @@ class AnalyticsStore:
         g.seq = self.last_seq  # no graph event lies between the snapshot and last_seq
         return g
 
-    def _flush(self, con: duckdb.DuckDBPyConnection, fold: RowFold, seq: int, chain: str) -> int:
-        """Commit the fold's rows, the present of what they touched, and the new seq."""
+    def _flush(
+        self, con: duckdb.DuckDBPyConnection, fold: RowFold, seq: int, chain: str, bg: _Behind
+    ) -> int:
+        """Hand the fold's rows, the present of what they touched and the new seq to
+        ``bg`` to commit (after the flush before them) while the fold goes on."""
         n = fold.count
+        fold.settle()
+        current = fold.current()
+        body = graph.snapshot(fold.g) if fold.graph_changed and fold.g is not None else None
+        batch = copy.copy(fold)  # its rows: ``reset`` gives the fold new ones
+        fold.reset()
+        bg.wait()
+        bg.start(lambda: self._commit(con, batch, current, body, seq, chain))
+        return n
+
+    def _commit(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        batch: RowFold,
+        current: dict[str, list[tuple[Any, ...]]],
+        body: bytes | None,
+        seq: int,
+        chain: str,
+    ) -> None:
         con.begin()
         try:
-            resolve_traces(con, fold)
+            resolve_traces(con, batch)
             for name in HISTORY:
                 if name in GROUPED:
-                    load_grouped(con, name, fold)
+                    load_grouped(con, name, batch)
                 else:
-                    load(con, name, fold.rows[name])
-            current = fold.current()
-            replace(con, "nodes", ("id",), sorted((i,) for i in fold.nodes_touched))
+                    load(con, name, batch.rows[name])
+            con.execute(CAUSES, {"from": self.last_seq + 1, "to": seq})
+            replace(con, "nodes", ("id",), sorted((i,) for i in batch.nodes_touched))
             load(con, "nodes", current["nodes"])
-            replace(con, "edges", ("source",), sorted((s,) for s in fold.sources_touched))
+            replace(con, "edges", ("source",), sorted((s,) for s in batch.sources_touched))
             load(con, "edges", current["edges"])
             graph_seq = self._graph_seq
-            if fold.graph_changed and fold.g is not None:
+            if body is not None:
                 graph_seq = seq
                 con.execute("DELETE FROM store.graph")
-                body = graph.snapshot(fold.g)
                 con.execute("INSERT INTO store.graph VALUES (?, ?)", [seq, body])
             con.execute(
                 "UPDATE store.meta SET last_seq = ?, graph_seq = ?, chain = ?",
@@ -487,8 +546,6 @@ class AnalyticsStore:
             con.rollback()
             raise
         self.last_seq, self._graph_seq = seq, graph_seq
-        fold.reset()
-        return n
 
     # ------------------------------------------------------------ queries
 

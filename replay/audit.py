@@ -6,7 +6,8 @@ record that caused each change: an outcome with its trace, a maintenance run, an
 injection, a teacher label, a file sync, or a retraction with what it took back),
 plus the path of each scored trace (``replay.audit_sql``). It runs as ``keyed_audit``:
 the same rows, found without scanning the history (the edge's changes by their key,
-each cause narrowed to those changes, the paths from ``store.paths``). A node
+each cause and its trace's path read from ``store.causes``, or joined for those changes
+when the store does not keep it). A node
 audit lists its lifecycle (created from a file version, edited, moved, renamed, merged,
 split, authority), injections, weight changes around it and its access history (every query
 that fired it).
@@ -175,6 +176,8 @@ def _ts(v: Any) -> str:
     if v is None:
         return ""
     if isinstance(v, datetime):
+        if v.year >= 1000 and v.tzinfo is None:  # whole seconds, as ``iso`` gives them
+            return v.isoformat(timespec="seconds") + "Z"
         return iso(int(v.replace(tzinfo=UTC).timestamp() * 1_000_000) * 1000)
     return str(v)
 
@@ -193,6 +196,9 @@ def _kind(rule: str, cause_type: str | None, own: bool) -> str:
     if cause_type == "retracted":
         return "retraction"
     return "record" if own else (cause_type or rule)
+
+
+_JSON_PATH = msgspec.json.Decoder(list[str])
 
 
 def _path(store: AnalyticsStore, trace_seqs: set[int]) -> dict[int, list[str]]:
@@ -241,7 +247,10 @@ def audit_edge(store: AnalyticsStore, source: str, target: str) -> EdgeAudit:
         InputError: a node the history never held, or no edge between the two
             (suggesting close ids or the source's targets).
     """
-    rows = store.query(keyed_audit(edge_key(source, target)), [source, target])
+    key = edge_key(source, target)
+    rows = store.query(keyed_audit(key), [source, target])
+    if any(r[-1] for r in rows.rows):  # a change whose cause the store does not keep
+        rows = store.query(keyed_audit(key, cached=False), [source, target])
     if not rows.rows:
         _check_node(store, source, "source node")
         if target != "<STOP>":
@@ -260,7 +269,11 @@ def audit_edge(store: AnalyticsStore, source: str, target: str) -> EdgeAudit:
         )
     cols = rows.columns
     recs = [dict(zip(cols, r, strict=True)) for r in rows.rows]
-    paths = _path(store, {int(r["trace_seq"]) for r in recs if r["trace_seq"] is not None})
+    paths = {
+        int(r["trace_seq"]): _JSON_PATH.decode(r["path"])
+        for r in recs
+        if r["trace_seq"] is not None and r["path"] is not None
+    }
     changes = [
         WeightChange(
             seq=int(r["seq"]),

@@ -1,5 +1,12 @@
 """The SQL of an edge audit: ``EDGE_AUDIT_SQL``, the documented query over the views,
-and ``keyed_audit``, the same rows read by the edge's key (``replay.audit`` runs it)."""
+and ``keyed_audit``, the same rows read by the edge's key (``replay.audit`` runs it).
+
+The keyed audit reads each change's cause from ``store.causes`` (no view): what
+``EDGE_AUDIT_SQL``'s joins give for a cause seq, joined once when the changes naming it
+are loaded (``CAUSES``), with the walk of the cause's trace (``path``, JSON). A cause
+is kept once it and everything its joins read are in the store (a change naming a
+later seq gets none, and its audit runs the joins themselves: ``keyed_audit(...,
+cached=False)``)."""
 
 from __future__ import annotations
 
@@ -57,19 +64,58 @@ _KEYED_JOINS = {
 }
 
 
-def keyed_audit(key: int) -> str:
-    """``EDGE_AUDIT_SQL``, the same rows, read faster: the edge's changes found by
-    their key first (the row groups of ``store.deltas`` that cannot hold the key are
-    skipped), then joined to their causes."""
+_HEAD, _CAUSE = _SELECT.split("d.cause_seq,", 1)
+_HEAD += "d.cause_seq"
+_PATH = "LEFT JOIN store.paths p ON p.seq = o.trace_seq\n"
+
+
+def causes_select(changes: str) -> str:
+    """The rows of ``store.causes`` for the distinct ``cause_seq`` of ``changes`` (a
+    table expression)."""
+    return (
+        f"SELECT d.cause_seq AS key,{_CAUSE.rstrip()},\n"
+        "       to_json(p.path)::VARCHAR AS path\n"
+        f"FROM (SELECT DISTINCT cause_seq FROM {changes}) d" + _JOINS + _PATH
+    )
+
+
+CAUSES = "INSERT INTO store.causes " + causes_select(
+    "store.deltas WHERE seq BETWEEN $from AND $to AND cause_seq <= $to "
+    "AND cause_seq NOT IN (SELECT key FROM store.causes)"
+)
+"""The causes of the changes of seqs ``$from..$to`` that ``store.causes`` lacks (a
+flush's, once they and the records they name are loaded)."""
+
+
+def keyed_audit(key: int, *, cached: bool = True) -> str:
+    """``EDGE_AUDIT_SQL``, the same rows, read faster, and two columns more: ``path``
+    (the walk of the cause's trace, JSON, or NULL) and ``uncached`` (the change's cause
+    is not in ``store.causes``: run again with ``cached=False``). The edge's changes
+    are found by their key first (the row groups of ``store.deltas`` that cannot hold
+    the key are skipped), then joined to their causes (``cached``: kept in
+    ``store.causes``; else each cause narrowed to those changes)."""
+    changes = (
+        "WITH d AS MATERIALIZED (SELECT * FROM store.deltas "
+        f"WHERE edge = {int(key)}::UBIGINT AND source = ? AND target = ?)\n"
+    )
+    if cached:
+        return (
+            changes
+            + f"{_HEAD.rstrip()}, c.* EXCLUDE (key),\n"
+            + "       c.key IS NULL AND d.cause_seq IS NOT NULL AS uncached\n"
+            + "FROM d LEFT JOIN store.causes c ON c.key = d.cause_seq\n"
+            + "ORDER BY d.seq, d.ord\n"
+        )
     joins = _JOINS
     for old, new in _KEYED_JOINS.items():
         assert old in joins
         joins = joins.replace(old, new)
     return (
-        "WITH d AS MATERIALIZED (SELECT * FROM store.deltas "
-        f"WHERE edge = {int(key)}::UBIGINT AND source = ? AND target = ?)\n"
-        + _SELECT
+        changes
+        + _SELECT.rstrip()
+        + ",\n       to_json(p.path)::VARCHAR AS path, false AS uncached\n"
         + "FROM d"
         + joins
+        + _PATH
         + "ORDER BY d.seq, d.ord\n"
     )

@@ -89,13 +89,29 @@ class Tails:
 class DeltaTails(Tails):
     """The tails of ``deltas`` (source, target, before, after, delta): rows of a weight
     update take ``after`` as ``before + delta`` clipped to [-1, 1], computed for all of
-    them at once (the graph projection's clip, the same float operations)."""
+    them at once (the graph projection's clip, the same float operations). Rows come
+    one at a time or as whole columns (``add_columns``), kept in the order given."""
 
-    __slots__ = ("calc",)
+    __slots__ = ("calc", "pieces", "sealed")
 
     def __init__(self) -> None:
         super().__init__(5)
         self.calc: list[bool] = []
+        self.pieces: list[list[Any]] = []
+        self.sealed = 0
+
+    def __len__(self) -> int:
+        return self.sealed + len(self.cols[0])
+
+    def add_columns(self, cols: list[Any]) -> None:
+        """Append rows given as columns (numpy arrays, ``after`` computed)."""
+        if self.cols[0]:
+            self.pieces.append(self._lists(_KINDS))
+            self.sealed += len(self.cols[0])
+            self.cols = [[] for _ in range(5)]
+            self.calc = []
+        self.pieces.append(cols)
+        self.sealed += len(cols[0])
 
     def add(self, row: Sequence[Any]) -> None:
         super().add(row)
@@ -113,6 +129,14 @@ class DeltaTails(Tails):
         self.calc.extend(repeat(True, n))
 
     def arrays(self, kinds: Sequence[str]) -> list[Any]:
+        pieces = [*self.pieces, self._lists(kinds)] if self.cols[0] else self.pieces
+        if len(pieces) == 1:
+            return list(pieces[0])
+        if not pieces:
+            return self._lists(kinds)
+        return [_concatenate([p[i] for p in pieces]) for i in range(5)]
+
+    def _lists(self, kinds: Sequence[str]) -> list[Any]:
         src, tgt, before, after, delta = super().arrays(kinds)
         calc = np.asarray(self.calc, dtype=bool)
         if calc.any():
@@ -122,6 +146,15 @@ class DeltaTails(Tails):
             else:
                 after = np.where(calc, computed, after)
         return [src, tgt, before, after, delta]
+
+
+_KINDS = tuple(dict(TABLES["deltas"])[c] for c in tail_columns("deltas"))
+
+
+def _concatenate(arrays: list[Any]) -> Any:
+    if any(np.ma.isMaskedArray(a) for a in arrays):
+        return np.ma.concatenate(arrays)  # type: ignore[no-untyped-call]
+    return np.concatenate(arrays)
 
 
 def grouped(table: str, tails: Tails, groups: list[tuple[tuple[Any, ...], int]]) -> Any:

@@ -16,6 +16,7 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ocb_events.packing import pack_trace, trace_columns
 from ocb_events.schema import (
     STOP,
     AuthoritySet,
@@ -46,7 +47,9 @@ from ocb_events.schema import (
 from projections import ROUTES, graph
 from projections.graph import Node, State as GraphState
 from replay.columns import DeltaTails, Tails
+from replay.delta_runs import DeltaRun
 from replay.tables import GROUPED, HISTORY, tail_columns
+from replay.trace_rows import Names, PackedTrace, TraceHead, TraceRows, UpdateRecord, UpdatesRaw
 
 Pair = tuple[str, str]
 
@@ -106,6 +109,11 @@ by the graph projection, so a new event type joins one of the three (a test over
 schema's union holds it to that)."""
 
 
+_QUIET = frozenset({EdgesUpdated, UpdatesRaw, QueryTraced, TraceHead, OutcomeRecorded})
+"""The records a run of weight updates carries on over: they neither read nor change
+the graph (``RowFold.settle``)."""
+
+
 class RowFold:
     """The rows of new records, table by table, with the graph folded alongside.
 
@@ -128,9 +136,13 @@ class RowFold:
         self.g: graph.State | None = None
         self.last_run = last_run
         self.traces: dict[str, int] = {}
+        self.names = Names()
+        self.run = DeltaRun()
         self._tags: dict[type, str] = {}
         self._handlers: dict[type, Callable[[Any, Any], None]] = {
-            QueryTraced: self._trace,
+            QueryTraced: self._trace if bulk else self._trace_rows,
+            TraceHead: self._packed,
+            UpdatesRaw: self._update,
             OutcomeRecorded: self._outcome,
             EdgesUpdated: self._update,
             EdgesCreated: self._created,
@@ -164,6 +176,7 @@ class RowFold:
             n: DeltaTails() if n == "deltas" else Tails(len(tail_columns(n))) for n in GROUPED
         }
         self.groups: dict[str, list[tuple[tuple[Any, ...], int]]] = {n: [] for n in GROUPED}
+        self.trace_rows = TraceRows(self.names)
         self.unresolved: list[int] = []
         self.nodes_touched: set[str] = set()
         self.sources_touched: set[str] = set()  # their edges are rewritten at flush
@@ -179,7 +192,7 @@ class RowFold:
         graph.evolve(self.graph(), rec)
         self.graph_changed = True
 
-    def add(self, rec: Record | FoldRecord) -> None:
+    def add(self, rec: Record | FoldRecord | PackedTrace | UpdateRecord) -> None:
         ev = rec.event
         kind = type(ev)
         tag = self._tags.get(kind)
@@ -187,22 +200,44 @@ class RowFold:
             tag = self._tags[kind] = str(kind.__struct_config__.tag)
         self.rows["events"].append((rec.seq, rec.ts, rec.actor, tag))
         self.count += 1
+        if kind not in _QUIET and len(self.run):
+            self.settle()
         handler = self._handlers.get(kind)
         if handler is not None:
             handler(rec, ev)
         elif tag in _GRAPH_TAGS:
+            assert not isinstance(rec, PackedTrace | UpdateRecord)  # (they have handlers)
             self._evolve(rec)
 
     # ------------------------------------------------------------ traces and outcomes
 
-    def _trace(self, rec: Record, ev: QueryTraced) -> None:
-        seq, tid, steps = rec.seq, ev.trace_id, ev.steps
-        self.traces[tid] = seq
+    def _head(
+        self, rec: Any, ev: QueryTraced | TraceHead, fired: int, seeds: int, steps: int
+    ) -> None:
+        self.traces[ev.trace_id] = rec.seq
         self.rows["traces"].append(
-            (seq, rec.ts, tid, ev.query, ev.chat_id, ev.stop_reason, ev.context_chars)
-            + (len(ev.fired), len(ev.seeds), len(steps), len(ev.vetoed), ev.params.mode)
+            (rec.seq, rec.ts, ev.trace_id, ev.query, ev.chat_id, ev.stop_reason)
+            + (ev.context_chars, fired, seeds, steps, len(ev.vetoed), ev.params.mode)
             + (ev.route, ev.route_mode)
         )
+
+    def _packed(self, rec: PackedTrace, ev: TraceHead) -> None:
+        """A trace left packed: its rows gathered from its body's columns."""
+        cols = rec.cols
+        self._head(rec, ev, len(cols[17]), len(cols[1]), len(cols[5]))
+        self.trace_rows.add(rec.seq, ev.trace_id, cols)
+
+    def _trace(self, rec: Record, ev: QueryTraced) -> None:
+        """A decoded trace, packed to join the others (``pack_trace`` keeps every
+        value: the same rows as ``_trace_rows``)."""
+        cols = trace_columns(pack_trace(ev.seeds, ev.steps, ev.fired))
+        self._head(rec, ev, len(ev.fired), len(ev.seeds), len(ev.steps))
+        self.trace_rows.add(rec.seq, ev.trace_id, cols)
+
+    def _trace_rows(self, rec: Record, ev: QueryTraced) -> None:
+        """A trace row by row (the reference of the bulk path)."""
+        seq, tid, steps = rec.seq, ev.trace_id, ev.steps
+        self._head(rec, ev, len(ev.fired), len(ev.seeds), len(steps))
         head = (seq, tid)
         groups, tails = self.groups, self.tails
         groups["fired"].append((head, len(ev.fired)))
@@ -246,54 +281,42 @@ class RowFold:
 
     # ------------------------------------------------------------ weights
 
-    def _update(self, rec: Record, ev: EdgesUpdated) -> None:
+    def _update(self, rec: Record, ev: EdgesUpdated | UpdatesRaw) -> None:
+        """A weight update: gathered into the run (``settle``), or row by row (the
+        reference of the bulk path) when not ``bulk``."""
+        if self.bulk or isinstance(ev, UpdatesRaw):
+            self.run.add(rec.seq, rec.ts, ev)
+            return
         g = self.graph()
         tails = self.tails["deltas"]
-        assert isinstance(tails, DeltaTails)
         first = len(tails)
         # a pair twice in one record (never from our rules) sees its first change
         sources = [u.source for u in ev.updates]
         twice = len(set(sources)) < len(sources) or any(
             len(set(u.targets)) < len(u.targets) for u in ev.updates
         )
-        if twice or not self.bulk:
-            now: dict[Pair, float] | None = {} if twice else None
-            for u in ev.updates:
-                self._update_rows(g, u, now)
-        else:
-            self._bulk_update(g, ev.updates, tails)
+        now: dict[Pair, float] | None = {} if twice else None
+        for u in ev.updates:
+            self._update_rows(g, u, now)
         head = (rec.seq, rec.ts, ev.rule, ev.cause_seq, "edges_updated")
         self.groups["deltas"].append((head, len(tails) - first))
         self.nodes_touched.update(b.node for b in ev.baselines)
         self._evolve(rec)
 
-    def _bulk_update(self, g: GraphState, updates: Iterable[EdgeDeltas], tails: DeltaTails) -> None:
-        """The changes of each source as columns, when each target is STOP or an edge
-        of the graph and the source a node (else row by row). Reads the graph's maps
-        as its own fold does (values decoded on first use)."""
-        out, raw_out, nodes, stop = g.out, g.out.raw_items(), g.nodes.raw_items(), g.stop
-        touched = self.sources_touched
-        for u in updates:
-            src, tg = u.source, u.targets
-            targets = raw_out.get(src)
-            if targets is not None and type(targets) is not dict:
-                targets = out[src]
-            try:
-                if targets is None or len(tg) != len(u.deltas):
-                    raise KeyError(src)
-                if STOP in tg:
-                    if src not in nodes:
-                        raise KeyError(src)
-                    w = stop.get(src, 0.0)
-                    before = [w if t == STOP else targets[t].weight for t in tg]
-                    self.nodes_touched.add(src)
-                else:
-                    before = [targets[t].weight for t in tg]
-            except KeyError:
-                self._update_rows(g, u, None)
-                continue
-            touched.add(src)
-            tails.update(src, tg, before, u.deltas)
+    def settle(self) -> None:
+        """Fold the weight updates gathered since the last graph record into the graph
+        and their rows (``replay.delta_runs``); before any other record that reads or
+        changes the graph, and before the rows are loaded."""
+        if not len(self.run):
+            return
+        heads, cols, stops, sources = self.run.settle(self.graph())
+        self.groups["deltas"].extend(heads)
+        tails = self.tails["deltas"]
+        assert isinstance(tails, DeltaTails)
+        tails.add_columns([cols[c] for c in tail_columns("deltas")])
+        self.nodes_touched.update(stops)
+        self.sources_touched.update(sources)
+        self.graph_changed = True
 
     def _update_rows(self, g: GraphState, u: EdgeDeltas, now: dict[Pair, float] | None) -> None:
         """One source's changes row by row (``now``: the pairs changed earlier in the
@@ -524,6 +547,7 @@ class RowFold:
     def current(self) -> dict[str, list[tuple[Any, ...]]]:
         """Rows of the nodes touched since ``reset`` and of every edge out of the
         sources touched, as they are now."""
+        self.settle()
         g = self.g
         if g is None:
             return {"nodes": [], "edges": []}

@@ -47,16 +47,22 @@ def _joined(lists: Any) -> Any:
     return out
 
 
-def insert(con: duckdb.DuckDBPyConnection, table: str, data: dict[str, Any]) -> None:
-    """Load columns (numpy arrays by column name) into ``store.<table>`` in one statement."""
+def insert(
+    con: duckdb.DuckDBPyConnection, table: str, data: dict[str, Any], *, joined: bool = False
+) -> None:
+    """Load columns (numpy arrays by column name) into ``store.<table>`` in one statement
+    (``joined``: its lists of strings come joined already, each item after ``_SEP``)."""
     names = ", ".join(c for c, _ in TABLES[table])
     picks = []
     for c, kind in TABLES[table]:
-        joined = _joined(data[c]) if kind == VARCHARS else None
-        if joined is None:
+        if kind == VARCHARS and joined:
+            picks.append(f"string_split({c}, chr(31))[2:] AS {c}")
+            continue
+        joined_col = _joined(data[c]) if kind == VARCHARS else None
+        if joined_col is None:
             picks.append(c)
         else:
-            data[c] = joined
+            data[c] = joined_col
             picks.append(f"string_split({c}, chr(31))[2:] AS {c}")
     sql = f"INSERT INTO store.{table} ({names}) SELECT {', '.join(picks)} FROM _batch"
     if table == "deltas":
@@ -85,6 +91,11 @@ def load(con: duckdb.DuckDBPyConnection, table: str, rows: list[Any]) -> None:
 
 
 def load_grouped(con: duckdb.DuckDBPyConnection, table: str, fold: RowFold) -> None:
+    """The rows of a grouped table: those of traces gathered from their bodies
+    (``fold.traces_rows``), then those gathered row by row."""
+    batch = fold.trace_rows.tables().get(table) if len(fold.trace_rows) else None
+    if batch is not None and len(batch["seq"]):
+        insert(con, table, batch, joined=fold.trace_rows.joined)
     tails: Tails = fold.tails[table]
     if len(tails):
         insert(con, table, grouped(table, tails, fold.groups[table]))

@@ -3,7 +3,9 @@ and unknown ids refused with close matches."""
 
 from __future__ import annotations
 
+import json
 import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +19,9 @@ from ocb_events.errors import InputError
 from ocb_events.schema import QueryTraced
 from projections import graph
 from replay.analytics import AnalyticsStore, edge_key
-from replay.audit import _path, audit_edge, audit_node
+from replay.audit import _path, _ts, audit_edge, audit_node
 from replay.audit_sql import EDGE_AUDIT_SQL, keyed_audit
+from replay.timetravel import iso
 from tests.ocb.support import ops, run_op, workspaces, write_workspace
 
 QUESTION = "how do I roll back a bad deploy"
@@ -184,9 +187,23 @@ def test_the_keyed_audit_reads_the_documented_query_s_rows(
                 "ORDER BY 3 DESC, 1, 2 LIMIT 6"
             ).rows
             for source, target, _ in edges:
-                keyed = store.query(keyed_audit(edge_key(source, target)), [source, target])
-                assert keyed.rows == store.query(EDGE_AUDIT_SQL, [source, target]).rows
+                documented = store.query(EDGE_AUDIT_SQL, [source, target]).rows
+                for cached in (True, False):
+                    sql = keyed_audit(edge_key(source, target), cached=cached)
+                    keyed = store.query(sql, [source, target]).rows
+                    assert [r[:-2] for r in keyed] == documented
+                    assert not any(r[-1] for r in keyed)  # every cause is kept
+                    walks = {int(r[14]): r[-2] for r in keyed if r[14] is not None}
+                    assert {s: json.loads(p) if p else [] for s, p in walks.items()} == {
+                        s: _path(store, {s}).get(s, []) for s in walks
+                    }
             walks = store.query(
                 "SELECT seq, list(node || ' -> ' || chosen ORDER BY step) FROM steps GROUP BY seq"
             ).rows
             assert dict(walks) == _path(store, {int(s) for s, _ in walks})
+
+
+@given(st.datetimes(min_value=datetime(1678, 1, 1), max_value=datetime(2262, 4, 11)))
+def test_an_audit_s_times_read_as_iso_reads_the_record_s_ns(v: datetime) -> None:
+    """The audit's shortcut for DuckDB's naive UTC timestamps gives what ``iso`` gives."""
+    assert _ts(v) == iso(int(v.replace(tzinfo=UTC).timestamp() * 1_000_000) * 1000)

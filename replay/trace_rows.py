@@ -1,0 +1,320 @@
+"""The rows of query traces (tables ``steps``, ``seeds``, ``fired``) gathered as columns
+straight from the traces' packed bodies (``ocb_events.packing.trace_columns``), for a
+whole flush at once.
+
+A trace's body holds its own string table and each use of a string as an index into it.
+``TraceRows`` keeps one table of every string seen (``Names``, kept across flushes),
+maps each trace's table into it once, and keeps every other column as the body stores
+it: at flush, each column of the batch is one numpy operation (local indices offset
+into the batch's map, floats read from their raw bytes, the chosen candidate of every
+step found by comparing codes), with no object per row. Only ``followed`` (a list per
+step) is joined a step at a time.
+
+``read_rows`` reads a segment log with traces decoded this way (``PackedTrace``); any
+other log, or a trace of the old encoding, gives full records, which ``RowFold`` packs
+into the same columns (``pack_trace`` keeps every value, floats bit for bit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from itertools import chain
+from typing import Any, cast
+
+import msgspec
+import numpy as np
+
+from ocb_events.codec import decode_record
+from ocb_events.log import SegmentLog
+from ocb_events.packing import BadBody, Columns, trace_columns
+from ocb_events.parts import QueryParams
+from ocb_events.schema import FoldRecord, Record
+from replay.store_meta import History
+
+SEP = "\x1f"
+"""Joins the items of a ``followed`` list into one string (``replay.store_load``)."""
+
+_PACKED = 0x85  # the first byte of a compact trace record (``ocb_events.codec``)
+
+
+class TraceHead(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="query_traced"):
+    """What the ``traces`` table reads of a compact trace's event map (its defaults
+    are the encoder's: omitted fields read as them)."""
+
+    trace_id: str
+    query: str
+    stop_reason: str
+    context_chars: int
+    params: QueryParams
+    chat_id: str = ""
+    vetoed: tuple[str, ...] = ()
+    route: str = ""
+    route_mode: str = ""
+
+
+class PackedTrace(msgspec.Struct, kw_only=True):
+    """A compact trace record with its body's columns (``cols``, set once checked)."""
+
+    seq: int
+    ts: int
+    actor: str
+    event: TraceHead
+    z: bytes
+    cols: Any = None
+
+
+class UpdatesRaw(msgspec.Struct, frozen=True, tag_field="type", tag="edges_updated"):
+    """What the analytics fold reads of an ``edges_updated`` record: its rule and cause,
+    its updates and baselines left as msgpack bytes (``replay.delta_runs`` parses a
+    run of them at once)."""
+
+    updates: msgspec.Raw
+    rule: str
+    cause_seq: int
+    baselines: msgspec.Raw = msgspec.Raw(b"\x90")  # an empty array
+
+
+class UpdateRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """An ``edges_updated`` record as ``decode_for_rows`` gives it."""
+
+    seq: int
+    ts: int
+    actor: str
+    event: UpdatesRaw
+
+
+_DECODER = msgspec.msgpack.Decoder(PackedTrace)
+_UPDATES = msgspec.msgpack.Decoder(UpdateRecord)
+_UPDATE_TAG = b"\xadedges_updated"  # the tag as msgpack writes it, near a record's start
+
+Decoded = Record | FoldRecord | PackedTrace | UpdateRecord
+
+
+def decode_for_rows(buf: bytes | memoryview, *, segment: str = "", offset: int = 0) -> Decoded:
+    """A record as the analytics fold reads it: a compact trace as ``PackedTrace``, a
+    weight update as ``UpdateRecord``, anything else (or anything unusual) as
+    ``decode_record`` gives it."""
+    if buf and buf[0] == _PACKED:
+        try:
+            rec = _DECODER.decode(buf)
+            rec.cols = trace_columns(rec.z)
+            return rec
+        except (msgspec.DecodeError, msgspec.ValidationError, BadBody):
+            pass  # the full path names the damage
+    elif _UPDATE_TAG in bytes(buf[:96]):
+        try:
+            return _UPDATES.decode(bytes(buf))  # (its raw parts keep what they read)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            pass
+    return decode_record(buf, segment=segment, offset=offset)
+
+
+def read_rows(log: History, from_seq: int, to_seq: int, *, packed: bool) -> Iterator[Decoded]:
+    """Records ``from_seq..to_seq``: from a segment log with compact traces left packed
+    (when ``packed``), else as ``log.read`` gives them."""
+    if not packed or not isinstance(log, SegmentLog):
+        return iter(log.read(from_seq, to_seq))
+    limit = min(to_seq, log.last_seq)
+    if max(from_seq, 1) > limit:
+        return iter(())
+    decode = cast(Callable[..., Record | FoldRecord], decode_for_rows)
+    return log._read(max(from_seq, 1), limit, decode)
+
+
+class Names:
+    """Every string the traces of a store's run used, each with one code."""
+
+    def __init__(self) -> None:
+        self.codes: dict[str, int] = {}
+        self.table: list[str] = []
+        self.sep_free = True  # no string holds SEP (so ``followed`` can be joined)
+        self._array: Any = np.empty(0, dtype=object)
+
+    def map(self, strs: Sequence[str]) -> list[int]:
+        out = list(map(self.codes.get, strs))
+        if None in out:
+            for i, s in enumerate(strs):
+                if out[i] is None:
+                    out[i] = self._add(s)
+        return out  # type: ignore[return-value]
+
+    def _add(self, s: str) -> int:
+        code = self.codes.get(s)
+        if code is None:
+            code = self.codes[s] = len(self.table)
+            self.table.append(s)
+            self.sep_free = self.sep_free and SEP not in s
+        return code
+
+    def array(self) -> Any:
+        if len(self._array) != len(self.table):
+            self._array = np.array(self.table, dtype=object)
+        return self._array
+
+
+def _floats(parts: list[bytes], count: int) -> Any:
+    """The values of many float columns (``packing``'s raw form) as one float64 array."""
+    widths = {p[0] for p in parts}
+    if len(widths) == 1:
+        kind = np.float32 if widths.pop() == 4 else np.float64
+        out = np.frombuffer(b"".join([p[1:] for p in parts]), dtype=kind)
+    else:
+        out = np.concatenate(
+            [np.frombuffer(p, np.float32 if p[0] == 4 else np.float64, offset=1) for p in parts]
+            or [np.empty(0)]
+        )
+    assert len(out) == count
+    return out.astype(np.float64)
+
+
+def _ordinals(counts: Any, first: int) -> Any:
+    starts = np.repeat(np.cumsum(counts) - counts, counts)
+    return np.arange(len(starts), dtype=np.int64) - starts + first
+
+
+class TraceRows:
+    """The columns of a batch of traces, gathered a trace at a time (``add``) and
+    turned into the rows of ``steps``, ``seeds`` and ``fired`` at flush (``tables``)."""
+
+    def __init__(self, names: Names) -> None:
+        self.names = names
+        self.seqs: list[int] = []
+        self.ids: list[str] = []
+        self.map: list[int] = []  # every trace's string table, as codes
+        self.base: list[int] = []
+        self.counts: list[list[int]] = [[], [], [], [], []]  # seeds, steps, cands, fired, fol
+        self.cols: list[list[Any]] = [[] for _ in range(17)]
+        self._cands = 0
+        self._tables: dict[str, dict[str, Any]] | None = None
+        self.joined = True
+        """Whether ``tables`` gave ``followed`` joined by SEP (no string held it)."""
+
+    def __len__(self) -> int:
+        return len(self.seqs)
+
+    def add(self, seq: int, trace_id: str, cols: Columns) -> None:
+        """Add one trace (its body's columns, as ``trace_columns`` gives them)."""
+        (strs, s_ids, s_score, s_lex, s_vec, hops, nodes, stops, chosen, followed, sizes,
+         c_tgt, c_w, differ, c_logit, c_tier, _uses, fired) = cols  # fmt: skip
+        c = self.cols
+        cands = len(c_tgt)
+        self.seqs.append(seq)
+        self.ids.append(trace_id)
+        self.base.append(len(self.map))
+        self.map.extend(self.names.map(strs))
+        n_seeds, n_steps, n_cands, n_fired, n_fol = self.counts
+        n_seeds.append(len(s_ids))
+        n_steps.append(len(hops))
+        n_fired.append(len(fired))
+        fol = list(chain.from_iterable(followed))
+        n_fol.append(len(fol))
+        c[0].extend(s_ids)
+        c[1].append(s_score)
+        c[2].append(s_lex)
+        c[3].append(s_vec)
+        c[4].extend(hops)
+        c[5].extend(nodes)
+        c[6].append(stops)
+        c[7].extend(chosen)
+        c[8].extend(map(len, followed))
+        c[9].extend(fol)
+        c[10].extend(sizes)
+        c[11].extend(c_tgt)
+        c[12].append(c_w)
+        if differ:
+            c[13].extend([d + self._cands for d in differ])
+        c[14].append(c_logit)
+        c[15].extend(c_tier)
+        c[16].extend(fired)
+        n_cands.append(cands)
+        self._cands += cands
+
+    def tables(self) -> dict[str, dict[str, Any]]:
+        """The rows of the batch by table, as columns (``replay.store_load.insert``)."""
+        if self._tables is None:
+            self._tables = self._build() if self.seqs else {}
+        return self._tables
+
+    def _build(self) -> dict[str, dict[str, Any]]:
+        counts = [np.asarray(n, dtype=np.int64) for n in self.counts]
+        n_seeds, n_steps, n_cands, n_fired, n_fol = counts
+        codes = np.asarray(self.map, dtype=np.int64)
+        base = np.asarray(self.base, dtype=np.int64)
+        names = self.names.array()
+        c = self.cols
+
+        def glob(local: list[int], per: Any) -> Any:
+            return codes[np.asarray(local, dtype=np.int64) + np.repeat(base, per)]
+
+        seqs = np.asarray(self.seqs, dtype=np.int64)
+        ids = np.empty(len(self.ids), dtype=object)
+        ids[:] = self.ids
+
+        def head(per: Any) -> dict[str, Any]:
+            return {"seq": np.repeat(seqs, per), "trace_id": np.repeat(ids, per)}
+
+        fired = head(n_fired) | {"rank": _ordinals(n_fired, 1), "node": names[glob(c[16], n_fired)]}
+        total = int(n_seeds.sum())
+        seeds = head(n_seeds) | {
+            "rank": _ordinals(n_seeds, 1),
+            "node": names[glob(c[0], n_seeds)],
+            "score": _floats(c[1], total),
+            "lexical": _floats(c[2], total),
+            "vector": _floats(c[3], total),
+        }
+        return {"fired": fired, "seeds": seeds, "steps": self._steps(head(n_steps), glob)}
+
+    def _steps(self, data: dict[str, Any], glob: Any) -> dict[str, Any]:
+        c, names = self.cols, self.names.array()
+        n_seeds, n_steps, n_cands, n_fired, n_fol = (
+            np.asarray(n, dtype=np.int64) for n in self.counts
+        )
+        k, m = int(n_steps.sum()), int(n_cands.sum())
+        chosen = glob(c[7], n_steps)
+        sizes = np.asarray(c[10], dtype=np.int64)
+        weights = _floats(c[12], m)
+        logits = weights.copy()
+        logits[np.asarray(c[13], dtype=np.int64)] = _floats(c[14], len(c[13]))
+        step_of = np.repeat(np.arange(k, dtype=np.int64), sizes)
+        hits = np.flatnonzero(glob(c[11], n_cands) == chosen[step_of])
+        steps_hit, first = np.unique(step_of[hits], return_index=True)
+        pick = hits[first]  # each step's first candidate that is its chosen one
+        missing = np.ones(k, dtype=bool)
+        missing[steps_hit] = False
+        weight, logit = np.zeros(k), np.zeros(k)
+        weight[steps_hit], logit[steps_hit] = weights[pick], logits[pick]
+        tier = np.full(k, None, dtype=object)
+        tier[steps_hit] = names[glob(c[15], n_cands)[pick]]
+        data |= {
+            "step": _ordinals(n_steps, 1),
+            "hop": np.asarray(c[4], dtype=np.int64),
+            "node": names[glob(c[5], n_steps)],
+            "chosen": names[chosen],
+            "candidates": sizes,
+            "stop_logit": _floats(c[6], k),
+            "weight": np.ma.masked_array(weight, mask=missing),
+            "logit": np.ma.masked_array(logit, mask=missing),
+            "tier": tier,
+            "followed": self._followed(names[glob(c[9], n_fol)].tolist(), c[8]),
+        }
+        return data
+
+    def _followed(self, flat: list[str], lens: list[int]) -> Any:
+        """Each step's followed ids: one string joined by SEP each (a list each when a
+        string holds SEP)."""
+        out = np.empty(len(lens), dtype=object)
+        at = 0
+        self.joined = self.names.sep_free
+        if self.joined:
+            joined = []
+            for n in lens:
+                joined.append(SEP + SEP.join(flat[at : at + n]) if n else "")
+                at += n
+            out[:] = joined
+        else:
+            lists = []
+            for n in lens:
+                lists.append(flat[at : at + n])
+                at += n
+            out[:] = lists
+        return out

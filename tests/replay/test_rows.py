@@ -1,0 +1,219 @@
+"""The analytics fold's bulk paths give the rows of its row-by-row path: traces gathered
+from their packed bodies (``replay.trace_rows``) and weight updates folded a run at a
+time (``replay.delta_runs``), with the graph left byte for byte as its own fold leaves
+it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ocb_events.codec import encode_record
+from ocb_events.packing import BadBody, pack_trace, trace_columns
+from ocb_events.parts import (
+    Candidate,
+    ChunkText,
+    EdgeDeltas,
+    EdgeRef,
+    EdgeSpec,
+    QueryParams,
+    SeedHit,
+    Step,
+)
+from ocb_events.schema import (
+    STOP,
+    EdgesCreated,
+    EdgesRemoved,
+    EdgesUpdated,
+    FileIndexed,
+    QueryTraced,
+    Record,
+)
+from projections import graph
+from replay.columns import grouped
+from replay.rows import RowFold
+from replay.trace_rows import PackedTrace, decode_for_rows
+from tests.strategies import query_params
+
+NODES = ["a", "b", "c", "d\x1fe"]  # one id holds the separator of joined lists
+names = st.sampled_from([*NODES, "ghost"])
+floats = st.floats(-1.5, 1.5, allow_nan=False, width=64) | st.floats(-1, 1, width=32)
+
+
+@st.composite
+def traces(draw: st.DrawFn) -> QueryTraced:
+    cands = st.builds(
+        Candidate,
+        target=names,
+        weight=floats,
+        logit=floats,
+        tier=st.sampled_from(["reflex", "dormant"]),
+        uses=st.integers(0, 3),
+    )
+    step = st.builds(
+        Step,
+        hop=st.integers(0, 3),
+        node=names,
+        candidates=st.lists(cands, max_size=3).map(tuple),
+        stop_logit=floats,
+        chosen=names | st.just(STOP),
+        followed=st.lists(names, max_size=3).map(tuple),
+    )
+    seed = st.builds(SeedHit, node_id=names, score=floats, lexical=floats, vector=floats)
+    return QueryTraced(
+        trace_id=draw(st.sampled_from(["t1", "t2"])),
+        query="q",
+        seeds=tuple(draw(st.lists(seed, max_size=3))),
+        steps=tuple(draw(st.lists(step, max_size=3))),
+        fired=tuple(draw(st.lists(names, max_size=3))),
+        stop_reason="stop",
+        context_chars=1,
+        params=draw(query_params()),
+    )
+
+
+updates = st.builds(
+    lambda src, ps: EdgeDeltas(
+        source=src, targets=tuple(t for t, _ in ps), deltas=tuple(d for _, d in ps)
+    ),
+    names,
+    st.lists(st.tuples(names | st.just(STOP), floats), max_size=4),
+)
+edges = st.lists(
+    st.builds(EdgeSpec, source=names, target=names, weight=floats, kind=st.just("k")),
+    max_size=6,
+)
+events = st.one_of(
+    st.builds(
+        EdgesUpdated,
+        updates=st.lists(updates, max_size=3).map(tuple),
+        rule=st.just("pg"),
+        cause_seq=st.integers(0, 9),
+    ),
+    traces(),
+    edges.map(lambda es: EdgesCreated(edges=tuple(es))),
+    edges.map(
+        lambda es: EdgesRemoved(
+            edges=tuple(EdgeRef(source=e.source, target=e.target) for e in es), cause_seq=1
+        )
+    ),
+)
+
+
+def _start() -> list[Record]:
+    chunks = tuple(
+        ChunkText(id=n, text=n, text_hash=n, start_line=i + 1, end_line=i + 1)
+        for i, n in enumerate(NODES)
+    )
+    made = tuple(
+        EdgeSpec(source=s, target=t, weight=0.5, kind="k") for s in NODES for t in NODES if s != t
+    )
+    return [
+        Record(
+            seq=1, ts=1, actor="t", event=FileIndexed(path="f.md", content_hash="h", chunks=chunks)
+        ),
+        Record(seq=2, ts=2, actor="t", event=EdgesCreated(edges=made)),
+    ]
+
+
+def _values(col: Any) -> list[Any]:
+    """A column's values, None where masked, floats by their bits."""
+    if isinstance(col, list) or col.dtype == object:
+        return [list(v) if isinstance(v, (list, tuple)) else v for v in list(col)]
+    data = np.ma.getdata(col).tolist()
+    mask = np.ma.getmaskarray(col).tolist()
+    return [
+        None if m else float(v).hex() if isinstance(v, float) else v
+        for v, m in zip(data, mask, strict=True)
+    ]
+
+
+def _joined(values: list[Any]) -> list[Any]:
+    return [
+        v.split("\x1f")[1:] if isinstance(v, str) and v.startswith("\x1f") else v for v in values
+    ]
+
+
+def _rows(fold: RowFold) -> dict[str, Any]:
+    fold.settle()
+    out: dict[str, Any] = {}
+    for table in ("deltas", "fired", "seeds", "steps"):
+        data = dict(fold.trace_rows.tables().get(table) or {})
+        if data and not len(data["seq"]):
+            data = {}
+        if len(fold.tails[table]):
+            assert not data
+            data = grouped(table, fold.tails[table], fold.groups[table])
+        cols = {k: _values(v) for k, v in data.items()}
+        if "followed" in cols:
+            cols["followed"] = (
+                [[] if v == "" else v for v in _joined(cols["followed"])]
+                if fold.trace_rows.joined
+                else cols["followed"]
+            )
+        out[table] = cols
+    out["traces"] = fold.rows["traces"]
+    out["graph"] = graph.snapshot(fold.graph())
+    out["touched"] = sorted(fold.nodes_touched)
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(events, max_size=8))
+def test_the_bulk_fold_gives_the_rows_of_the_row_by_row_fold(evs: list[Any]) -> None:
+    recs = _start() + [Record(seq=i + 3, ts=i + 3, actor="t", event=ev) for i, ev in enumerate(evs)]
+    folds = [RowFold(graph.initial, ("", 0), bulk=b) for b in (True, False)]
+    for rec in recs:
+        # the bulk fold reads traces as the segment log hands them over: left packed
+        packed = decode_for_rows(encode_record(rec))
+        folds[0].add(packed)
+        folds[1].add(rec)
+    bulk, rows = (_rows(f) for f in folds)
+    # a row-by-row fold writes each trace's followed ids as a list
+    rows_followed = rows["steps"].get("followed")
+    if rows_followed is not None:
+        rows["steps"]["followed"] = [list(v) for v in rows_followed]
+    assert bulk == rows
+
+
+@given(query_params())
+def test_a_trace_comes_packed_and_anything_else_decoded(params: QueryParams) -> None:
+    ev = QueryTraced(
+        trace_id="t",
+        query="q",
+        seeds=(),
+        steps=(),
+        fired=("a",),
+        stop_reason="stop",
+        context_chars=0,
+        params=params,
+    )
+    got = decode_for_rows(encode_record(Record(seq=5, ts=5, actor="t", event=ev)))
+    assert isinstance(got, PackedTrace) and got.cols[17] == [0] and got.cols[0] == ["a"]
+    assert got.event.params == params and got.event.trace_id == "t"
+    assert decode_for_rows(encode_record(_start()[0])) == _start()[0]
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda b: b[:2] + [[]] + b[3:],  # a seed id with no string
+        lambda b: b[:12] + [[1]] + b[13:],  # a candidate no step holds
+        lambda b: b[:4] + [b"\x04\x00"] + b[5:],  # a float column of the wrong length
+        lambda b: [2, *b[1:]],  # another version
+    ],
+)
+def test_a_body_whose_columns_disagree_is_refused(mutate: Any) -> None:
+    body = pack_trace(
+        [SeedHit(node_id="a", score=1.0, lexical=0.0, vector=0.5)],
+        [Step(hop=1, node="a", candidates=(), stop_logit=0.0, chosen="b", followed=())],
+        ["a"],
+    )
+    trace_columns(body)
+    parts = list(msgspec.msgpack.decode(body))
+    with pytest.raises(BadBody):
+        trace_columns(msgspec.msgpack.encode(mutate(parts)))
