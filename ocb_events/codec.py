@@ -230,8 +230,38 @@ def fold_decoder(tags: Collection[str]) -> Callable[..., Record | FoldRecord | F
     return _fold_decoder(frozenset(tags))
 
 
+def fold_run_decoder(
+    tags: Collection[str],
+) -> Callable[[list[memoryview], list[int], str], list[Record | FoldRecord | FoldPeek]]:
+    """``fold_decoder(tags)`` for a run of records (``decode(payloads, offsets,
+    segment)``, as ``ocb_events.segments.read_runs`` calls it): each payload decoded
+    by the fast path with no Python step of its own; when one of them cannot be, the
+    run is decoded one record at a time by ``fold_decoder``. The payloads must be
+    views of immutable bytes (an ``EdgesUpdatedRaw`` keeps a view of them)."""
+    return _fold_run_decoder(frozenset(tags))
+
+
 @functools.cache
-def _fold_decoder(tags: frozenset[str]) -> Callable[..., Record | FoldRecord | FoldPeek]:
+def _fold_run_decoder(
+    tags: frozenset[str],
+) -> Callable[[list[memoryview], list[int], str], list[Record | FoldRecord | FoldPeek]]:
+    fast, one = _envelope_decoder(tags).decode, _fold_decoder(tags)
+
+    def decode_run(
+        views: list[memoryview], offsets: list[int], segment: str
+    ) -> list[Record | FoldRecord | FoldPeek]:
+        try:
+            return list(map(fast, views))
+        except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
+            return [one(v, segment=segment, offset=o) for v, o in zip(views, offsets, strict=True)]
+
+    return decode_run
+
+
+@functools.cache
+def _envelope_decoder(tags: frozenset[str]) -> msgspec.msgpack.Decoder[Any]:
+    """The decoder of records whose events tagged ``tags`` are decoded for folding and
+    every other event as a ``Skipped``."""
     kinds = [
         (EdgesUpdatedRaw if tag == "edges_updated" else _FOLD_TYPES[tag])
         if tag in tags
@@ -245,7 +275,12 @@ def _fold_decoder(tags: frozenset[str]) -> Callable[..., Record | FoldRecord | F
         kw_only=True,
         frozen=True,
     )
-    decoder: msgspec.msgpack.Decoder[Any] = msgspec.msgpack.Decoder(envelope)
+    return msgspec.msgpack.Decoder(envelope)
+
+
+@functools.cache
+def _fold_decoder(tags: frozenset[str]) -> Callable[..., Record | FoldRecord | FoldPeek]:
+    decoder = _envelope_decoder(tags)
 
     def decode(
         buf: bytes | memoryview, *, segment: str = "", offset: int = 0
