@@ -237,7 +237,8 @@ def fold_run_decoder(
     segment)``, as ``ocb_events.segments.read_runs`` calls it): each payload decoded
     by the fast path with no Python step of its own; when one of them cannot be, the
     run is decoded one record at a time by ``fold_decoder``. The payloads must be
-    views of immutable bytes (an ``EdgesUpdatedRaw`` keeps a view of them)."""
+    views of immutable bytes: an ``EdgesUpdatedRaw`` keeps a view of them (and so the
+    whole buffer alive), which a caller that keeps it copies."""
     return _fold_run_decoder(frozenset(tags))
 
 
