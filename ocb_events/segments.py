@@ -7,7 +7,7 @@ import fcntl
 import mmap
 import os
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -268,7 +268,7 @@ def read_frames(
             buf.close()
 
 
-RunDecode = Callable[[list[memoryview], list[int], str], list[Any]]
+RunDecode = Callable[[list[memoryview], list[int], str], Iterable[Any]]
 """Decodes the payloads of a run of frames (given with the frames' offsets and the
 segment's name, for errors) into their records, in order."""
 PLAIN_RUN = 256
@@ -278,7 +278,7 @@ PLAIN_RUN = 256
 def read_runs(
     seg: Segment, fmt: Format, off: int, expected: int, from_seq: int, limit: int,
     decode: RunDecode, segs: Sequence[Segment],
-) -> Iterator[list[Any]]:  # fmt: skip
+) -> Iterator[Iterable[Any]]:  # fmt: skip
     """The records ``from_seq..limit`` of a segment as ``read_frames`` reads them (from
     the frame of seq ``expected`` at ``off``), a run of frames at a time: a block of a
     compressed segment, or up to ``PLAIN_RUN`` frames of a plain one. The frames of a

@@ -40,7 +40,9 @@ def read_for(log: EventLog, names: Iterable[str], from_seq: int, to_seq: int) ->
     return chain.from_iterable(_runs(log, tags, max(from_seq, 1), limit))
 
 
-def _runs(log: SegmentLog, tags: frozenset[str], from_seq: int, limit: int) -> Iterator[list[Any]]:
+def _runs(
+    log: SegmentLog, tags: frozenset[str], from_seq: int, limit: int
+) -> Iterator[Iterable[Any]]:
     decode = fold_run_decoder(tags)
     for seg, fmt, off, expected in log._starts(from_seq, limit):
         yield from read_runs(seg, fmt, off, expected, from_seq, limit, decode, log._segments)
