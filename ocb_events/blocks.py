@@ -178,14 +178,20 @@ class Packed:
             for b in self.blocks[first : last + 1]:
                 fh.seek(b.at)
                 try:
-                    out.append(self._block(b, fh.read(b.stored)))
+                    out.append(self.block(b, fh.read(b.stored)))
                 except LogCorrupt:
                     if not lenient:
                         raise
                     out.append(bytes(b.length))
         return b"".join(out)
 
-    def _block(self, b: Block, z: bytes) -> bytes:
+    def block(self, b: Block, z: bytes) -> bytes:
+        """The segment's bytes of block ``b``, from its stored bytes ``z``.
+
+        Raises:
+            LogCorrupt: ``z`` fails the block's checksum or does not decompress to it.
+        """
+
         def bad(why: str) -> LogCorrupt:
             return LogCorrupt(self.name, b.offset, b.first_seq, f"{why} (compressed block)")
 

@@ -17,7 +17,7 @@ tries the typed fast path first and only falls back to upcasting when that fails
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from typing import Any, Union, get_args
 
 import msgspec
@@ -230,8 +230,46 @@ def fold_decoder(tags: Collection[str]) -> Callable[..., Record | FoldRecord | F
     return _fold_decoder(frozenset(tags))
 
 
+def fold_run_decoder(tags: Collection[str]) -> _Run:
+    """``fold_decoder(tags)`` for a run of records (``decode(payloads, offsets,
+    segment)``, as ``ocb_events.segments.read_runs`` calls it): the payloads decoded
+    one after another as they are taken, by the fast path with no Python step of its
+    own; one that it cannot read, by ``fold_decoder``. Decoded as they are taken, each
+    record is gone before the next is made: records kept alive by the hundred outlive
+    the collector's young generations, and each full collection walks the folded
+    states. The payloads must be views of immutable bytes: an ``EdgesUpdatedRaw``
+    keeps a view of them (and so the whole buffer alive), which a caller that keeps
+    it copies."""
+    return _fold_run_decoder(frozenset(tags))
+
+
+_Run = Callable[[list[memoryview], list[int], str], Iterator[Record | FoldRecord | FoldPeek]]
+
+
 @functools.cache
-def _fold_decoder(tags: frozenset[str]) -> Callable[..., Record | FoldRecord | FoldPeek]:
+def _fold_run_decoder(tags: frozenset[str]) -> _Run:
+    fast, one = _envelope_decoder(tags).decode, _fold_decoder(tags)
+
+    def decode_run(
+        views: list[memoryview], offsets: list[int], segment: str
+    ) -> Iterator[Record | FoldRecord | FoldPeek]:
+        at = 0
+        while at < len(views):
+            try:
+                for rec in map(fast, views[at:] if at else views):
+                    at += 1
+                    yield rec
+            except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
+                yield one(views[at], segment=segment, offset=offsets[at])
+                at += 1
+
+    return decode_run
+
+
+@functools.cache
+def _envelope_decoder(tags: frozenset[str]) -> msgspec.msgpack.Decoder[Any]:
+    """The decoder of records whose events tagged ``tags`` are decoded for folding and
+    every other event as a ``Skipped``."""
     kinds = [
         (EdgesUpdatedRaw if tag == "edges_updated" else _FOLD_TYPES[tag])
         if tag in tags
@@ -245,7 +283,12 @@ def _fold_decoder(tags: frozenset[str]) -> Callable[..., Record | FoldRecord | F
         kw_only=True,
         frozen=True,
     )
-    decoder: msgspec.msgpack.Decoder[Any] = msgspec.msgpack.Decoder(envelope)
+    return msgspec.msgpack.Decoder(envelope)
+
+
+@functools.cache
+def _fold_decoder(tags: frozenset[str]) -> Callable[..., Record | FoldRecord | FoldPeek]:
+    decoder = _envelope_decoder(tags)
 
     def decode(
         buf: bytes | memoryview, *, segment: str = "", offset: int = 0

@@ -49,6 +49,7 @@ from ocb_events.frames import (
     CURRENT,
     HEAD,
     ZERO_CHAIN,
+    Format,
     frame_records,
     map_file,
     read_header,
@@ -303,15 +304,26 @@ class SegmentLog:
         return self._read(from_seq, limit, decode_for_fold if light else decode_record)
 
     def _read(self, from_seq: int, limit: int, decode: _Decode) -> Iterator[Record | FoldRecord]:
+        for seg, fmt, off, expected in self._starts(from_seq, limit):
+            yield from read_frames(seg, fmt, off, expected, from_seq, limit, decode, self._segments)
+
+    def _starts(self, from_seq: int, limit: int) -> Iterator[tuple[Segment, Format, int, int]]:
+        """The segments holding records ``from_seq..limit``, each with its format and
+        where to start reading it (a frame's offset and seq: its first frame, or in a
+        plain segment the frame of ``from_seq``)."""
         segs = self._segments
-        idx = 0
-        for i, seg in enumerate(segs):
-            if seg.first_seq <= from_seq:
-                idx = i
+        idx = max((i for i, seg in enumerate(segs) if seg.first_seq <= from_seq), default=0)
         for seg in segs[idx:]:
             if seg.first_seq > limit:
                 return
-            yield from self._read_segment(seg, from_seq, limit, decode)
+            fmt = segment_format(seg)
+            off, expected = fmt.header_size, seg.first_seq
+            if from_seq > seg.first_seq and not is_compressed(seg.path):
+                offsets = self._offsets(seg)
+                k = from_seq - seg.first_seq
+                if k < len(offsets):
+                    off, expected = offsets[k], from_seq
+            yield seg, fmt, off, expected
 
     def _offsets(self, seg: Segment) -> array[int]:
         """Offset of every frame of a segment by ``seq - first_seq`` (built once)."""
@@ -355,18 +367,6 @@ class SegmentLog:
         seg, head = self._frame_head(seq)
         fmt = segment_format(seg)
         return bytes(fmt.frame.unpack(head)[4]) if fmt.chained else None
-
-    def _read_segment(
-        self, seg: Segment, from_seq: int, limit: int, decode: _Decode
-    ) -> Iterator[Record | FoldRecord]:
-        fmt = segment_format(seg)
-        off, expected = fmt.header_size, seg.first_seq
-        if from_seq > seg.first_seq and not is_compressed(seg.path):
-            offsets = self._offsets(seg)
-            k = from_seq - seg.first_seq
-            if k < len(offsets):
-                off, expected = offsets[k], from_seq
-        return read_frames(seg, fmt, off, expected, from_seq, limit, decode, self._segments)
 
     # ------------------------------------------------------------------ writing
 

@@ -37,7 +37,7 @@ from ocb_events.frames import (
     segment_header,
 )
 from ocb_events.marks import Seal, Tail, read_seals, replace_tail, write_seals
-from ocb_events.segments import Recovery, Segment
+from ocb_events.segments import Recovery, Segment, frames_hold
 
 TEMP_SUFFIXES = (".rewrite", ".migrating")
 
@@ -71,7 +71,7 @@ def compress_segment(seg: Segment, offsets: Sequence[int]) -> bool:
         OSError: the disk refused the write (the segment stays as it was).
     """
     data = seg.path.read_bytes()
-    if is_packed(data) or not offsets:
+    if is_packed(data) or not offsets or not frames_hold(data, seg, offsets):
         return False
     replace_segment(seg.path, pack(data, seg.first_seq, offsets))
     return True

@@ -7,7 +7,7 @@ import fcntl
 import mmap
 import os
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -266,6 +266,112 @@ def read_frames(
         view.release()
         if isinstance(buf, mmap.mmap):
             buf.close()
+
+
+RunDecode = Callable[[list[memoryview], list[int], str], Iterable[Any]]
+"""Decodes the payloads of a run of frames (given with the frames' offsets and the
+segment's name, for errors) into their records, in order."""
+PLAIN_RUN = 256
+"""The most frames of a plain segment decoded together."""
+
+
+def read_runs(
+    seg: Segment, fmt: Format, off: int, expected: int, from_seq: int, limit: int,
+    decode: RunDecode, segs: Sequence[Segment],
+) -> Iterator[Iterable[Any]]:  # fmt: skip
+    """The records ``from_seq..limit`` of a segment as ``read_frames`` reads them (from
+    the frame of seq ``expected`` at ``off``), a run of frames at a time: a block of a
+    compressed segment, or up to ``PLAIN_RUN`` frames of a plain one. The frames of a
+    block are not checked one by one: the block's checksum covers their bytes, which
+    were checked when the segment was compressed (``ocb_events.rewrite``).
+
+    Raises:
+        LogCorrupt: framing or a checksum that does not hold, or a record missing.
+    """
+    name = seg.name
+    box = packed(seg.path)
+    if box is None or not box.blocks:
+        data = seg.path.read_bytes()
+        parts: Iterator[tuple[bytes, int, int, int]] = iter([(data, 0, off, expected)])
+        check = True
+    else:
+        parts = _blocks(box, fmt, from_seq, limit)
+        check = False
+    for data, base, at, expected in parts:
+        view, end = memoryview(data), base + len(data)
+        while True:
+            views, offsets, at, expected, full = _frames(
+                view, base, at, end, expected, from_seq, limit, fmt, name, check
+            )
+            if views:
+                yield decode(views, offsets, name)
+            if not full:
+                break
+    if expected <= limit and all(s.first_seq != expected for s in segs):
+        raise LogCorrupt(name, at, expected, "record missing")
+
+
+def frames_hold(data: bytes, seg: Segment, offsets: Sequence[int]) -> bool:
+    """Whether every frame of a segment's bytes ``data`` (starting at ``offsets``)
+    holds its checksum: a segment is compressed only then, so that a block's checksum
+    stands for its frames' (``read_runs``)."""
+    head = read_header(data, len(data), seg.name, seg.first_seq)
+    if head is None:
+        return False
+    fmt, view = head[0], memoryview(data)
+    mask = LENGTH_MASK if fmt.chained else ~MORE
+    unpack, crc32, size = HEAD.unpack_from, zlib.crc32, fmt.frame_size
+    for off in offsets:
+        crc, word, _, _ = unpack(data, off)
+        if crc32(view[off + 4 : off + size + (word & mask)]) != crc:
+            return False
+    return True
+
+
+def _blocks(
+    box: Packed, fmt: Format, from_seq: int, limit: int
+) -> Iterator[tuple[bytes, int, int, int]]:
+    """The blocks holding records ``from_seq..limit``, decompressed one at a time: their
+    bytes, the segment offsets they start at and where their first frame is, and the
+    seq of that frame."""
+    with open(box.path, "rb") as fh:
+        for i in range(box.block_of_seq(from_seq), box.block_of_seq(limit) + 1):
+            b = box.blocks[i]
+            fh.seek(b.at)
+            data = box.block(b, fh.read(b.stored))
+            yield data, b.offset, b.offset + (fmt.header_size if i == 0 else 0), b.first_seq
+
+
+def _frames(
+    view: memoryview, base: int, off: int, end: int, expected: int, from_seq: int,
+    limit: int, fmt: Format, name: str, check: bool,
+) -> tuple[list[memoryview], list[int], int, int, bool]:  # fmt: skip
+    """The payloads of the frames from ``off`` to ``end`` (segment offsets; ``view``
+    starts at ``base``) up to seq ``limit``, and their offsets (a plain segment's: at
+    most ``PLAIN_RUN``, each checksum checked); with the offset and seq where reading
+    goes on, and whether it stopped only for the count."""
+    views: list[memoryview] = []
+    offsets: list[int] = []
+    unpack, crc32, head = HEAD.unpack_from, zlib.crc32, fmt.frame_size
+    mask = LENGTH_MASK if fmt.chained else ~MORE
+    redacted = REDACTED if fmt.chained else 0
+    most = PLAIN_RUN if check else 1 << 62
+    while end - off >= head and expected <= limit:
+        if len(views) >= most:
+            return views, offsets, off, expected, True
+        crc, word, seq, _ = unpack(view, off - base)
+        stop = off + head + (word & mask)
+        if seq != expected or stop > end:
+            raise LogCorrupt(name, off, expected, "framing mismatch")
+        if seq >= from_seq:
+            if check and crc32(view[off - base + 4 : stop - base]) != crc:
+                raise LogCorrupt(name, off, seq, "checksum mismatch")
+            start = off + head + (DIGEST_BYTES if word & redacted else 0)
+            views.append(view[start - base : stop - base])
+            offsets.append(off)
+        off = stop
+        expected += 1
+    return views, offsets, off, expected, False
 
 
 def packed_head(seg: Segment, seq: int, fmt: Format) -> bytes | None:

@@ -10,12 +10,14 @@ in every snapshot (the tests fold both ways and compare).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, cast
+from itertools import chain
+from typing import Any
 
-from ocb_events.codec import EdgesUpdatedRaw, FoldPeek, Skipped, fold_decoder
+from ocb_events.codec import EdgesUpdatedRaw, FoldPeek, Skipped, fold_run_decoder
 from ocb_events.log import SegmentLog
 from ocb_events.protocol import EventLog
 from ocb_events.schema import EdgesUpdated, FoldRecord, Record
+from ocb_events.segments import read_runs
 from projections import PROJECTIONS, ROUTES, fold_weights
 from replay.weights import WeightRuns
 
@@ -35,8 +37,15 @@ def read_for(log: EventLog, names: Iterable[str], from_seq: int, to_seq: int) ->
     limit = min(to_seq, log.last_seq)
     if max(from_seq, 1) > limit:
         return iter(())
-    decode = cast(Callable[..., Record | FoldRecord], fold_decoder(tags))
-    return log._read(max(from_seq, 1), limit, decode)
+    return chain.from_iterable(_runs(log, tags, max(from_seq, 1), limit))
+
+
+def _runs(
+    log: SegmentLog, tags: frozenset[str], from_seq: int, limit: int
+) -> Iterator[Iterable[Any]]:
+    decode = fold_run_decoder(tags)
+    for seg, fmt, off, expected in log._starts(from_seq, limit):
+        yield from read_runs(seg, fmt, off, expected, from_seq, limit, decode, log._segments)
 
 
 def fold_fast(

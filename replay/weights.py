@@ -62,9 +62,10 @@ class WeightRuns:
 
     def add_raw(self, seq: int, ev: EdgesUpdatedRaw) -> None:
         """Gather one record's updates as decoded for a rebuild."""
+        # copies: a record read a block at a time keeps a view of the whole block
         self._seq.append(seq)
-        self._updates.append(ev.updates)
-        self._baselines.append(ev.baselines)
+        self._updates.append(msgspec.Raw(bytes(ev.updates)))
+        self._baselines.append(msgspec.Raw(bytes(ev.baselines)))
 
     def add(self, seq: int, ev: EdgesUpdated) -> None:
         """Gather one decoded record's updates (a log that is not read raw)."""

@@ -15,6 +15,7 @@ from ocb_events import codec
 from ocb_events.codec import (
     decode_record,
     encode_record,
+    fold_run_decoder,
     record_to_json,
     register_upcaster,
     to_builtins,
@@ -299,6 +300,31 @@ def test_upcaster_lifts_an_old_shape() -> None:
     assert rec == Record(
         seq=3, ts=99, actor="cli", event=ConfigChanged(key="traversal.max_hops", value=8)
     )
+
+
+@pytest.mark.usefixtures("clean_upcasters")
+@given(old_at=st.lists(st.booleans(), min_size=1, max_size=8))
+def test_a_run_decodes_the_records_only_upcasters_read_in_their_place(old_at: list[bool]) -> None:
+    register_upcaster("config_changed", 1, _rename("name", "key"))
+    new = encode_record(Record(seq=3, ts=99, actor="cli", event=ConfigChanged(key="k", value=1)))
+    payloads = [OLD_CONFIG_LINE if old else new for old in old_at]
+    decode = fold_run_decoder(["config_changed", "query_traced"])
+    got = list(decode([memoryview(p) for p in payloads], list(range(len(payloads))), "s.seg"))
+    want = [decode_record(p) for p in payloads]
+    assert [(r.seq, r.ts, r.actor, r.event) for r in got] == [
+        (r.seq, r.ts, r.actor, r.event) for r in want
+    ]
+    assert {r.event.key for r in got} <= {"k", "traversal.max_hops"}
+
+
+def test_a_run_names_the_offset_of_an_undecodable_record() -> None:
+    good = encode_record(Record(seq=3, ts=99, actor="cli", event=ConfigChanged(key="k", value=1)))
+    decode = fold_run_decoder(["config_changed"])
+    run = decode([memoryview(good), memoryview(b"\xc1"), memoryview(good)], [40, 80, 120], "s.seg")
+    assert next(run).event == ConfigChanged(key="k", value=1)
+    with pytest.raises(LogCorrupt) as info:
+        next(run)
+    assert (info.value.segment, info.value.offset) == ("s.seg", 80)
 
 
 @pytest.mark.usefixtures("clean_upcasters")

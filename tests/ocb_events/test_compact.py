@@ -17,15 +17,17 @@ from hypothesis import given, settings, strategies as st
 from ocb_events.blocks import Packed
 from ocb_events.codec import decode_for_fold, decode_record, encode_record
 from ocb_events.errors import LogCorrupt
-from ocb_events.frames import encode_frame, frame_records, segment_header
+from ocb_events.frames import CURRENT, encode_frame, frame_records, scan_offsets, segment_header
 from ocb_events.log import SegmentLog, verify_log
 from ocb_events.packing import BadBody, pack_trace, unpack_trace
 from ocb_events.parts import Candidate, QueryParams, SeedHit, Step
 from ocb_events.recode import REWRITE_SUFFIX, rewrite_log
+from ocb_events.rewrite import compress_segment
 from ocb_events.schema import QueryTraced, Record
 from ocb_events.segments import list_segments, packed
-from replay import PROJECTIONS, rebuild
+from replay import PROJECTIONS, fold, rebuild
 from tests.ocb_events.golden_log import GOLDEN
+from tests.ocb_events.tamper import store_plain
 from tests.strategies import any_record, query_traced, records, seed_hits, steps
 
 _OLD = msgspec.msgpack.Encoder()
@@ -198,6 +200,50 @@ def test_corruption_inside_a_compressed_block_is_found_and_named(tmp_path: Path)
             err = info.value
             assert (err.segment, err.offset, err.seq) == (seg.name, block.offset, block.first_seq)
             assert "compressed block" in err.message and err.hint
+
+
+def test_a_segment_with_a_damaged_frame_stays_plain_and_a_rebuild_names_the_record(
+    tmp_path: Path,
+) -> None:
+    # a rebuild trusts a compressed block's checksum for its frames, so a segment is
+    # compressed only when every frame holds its own
+    directory = tmp_path / "log"
+    with SegmentLog(directory, segment_bytes=6000, compress=False) as log:
+        for i in range(0, 60, 3):
+            log.append([_trace(i), _trace(i + 1), _trace(i + 2)], actor="t")
+    seg = list_segments(directory)[1]
+    offsets = scan_offsets(seg.path, seg.first_seq, CURRENT)
+    data = bytearray(seg.path.read_bytes())
+    data[offsets[2] + CURRENT.frame_size + 3] ^= 0x01  # a byte of the third payload rots
+    st = seg.path.stat()  # where the segment's seal cannot see it
+    seg.path.write_bytes(bytes(data))
+    os.utime(seg.path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert not compress_segment(seg, offsets)
+    assert packed(seg.path) is None and seg.path.read_bytes() == bytes(data)
+    with SegmentLog(directory, writer=False) as log, pytest.raises(LogCorrupt) as info:
+        rebuild(log)
+    assert (info.value.seq, info.value.offset) == (seg.first_seq + 2, offsets[2])
+    assert "checksum mismatch" in info.value.message
+    data[offsets[2] + CURRENT.frame_size + 3] ^= 0x01
+    seg.path.write_bytes(bytes(data))
+    assert compress_segment(seg, offsets) and packed(seg.path) is not None
+
+
+def test_a_rebuild_reads_compressed_and_plain_segments_alike(tmp_path: Path) -> None:
+    recs = _log(tmp_path / "log", 90)
+    with SegmentLog(tmp_path / "log", writer=False) as log:
+        compressed = _snapshots(log)
+        assert compressed == _reference(log)
+    for seg in list_segments(tmp_path / "log"):
+        store_plain(seg.path)
+    with SegmentLog(tmp_path / "log", writer=False) as log:
+        assert _snapshots(log) == compressed
+        assert list(log.read()) == recs
+
+
+def _reference(log: SegmentLog) -> dict[str, bytes]:
+    states = fold(log.read(light=True), {n: m.initial() for n, m in PROJECTIONS.items()})
+    return {name: PROJECTIONS[name].snapshot(state) for name, state in states.items()}
 
 
 # ------------------------------------------------------------------ old logs and the rewrite

@@ -123,16 +123,24 @@ _deltas = st.one_of(
 
 
 @st.composite
-def _updates(draw: st.DrawFn) -> EdgesUpdated:
-    sources = draw(st.lists(st.sampled_from([*NODES, "gone.md::1"]), max_size=3, unique=True))
+def _updates(draw: st.DrawFn, by_source: bool = False) -> EdgesUpdated:
+    """A weight update; ``by_source``: with a baseline for each update's source, as the
+    learning rules record them (sources may repeat, and include a node not in the
+    graph), else with baselines of any nodes."""
+    nodes = st.sampled_from([*NODES, "gone.md::1"])
+    sources = draw(st.lists(nodes, max_size=3, unique=not by_source))
     updates = []
     for source in sources:
         targets = draw(_targets)
         deltas = draw(st.lists(_deltas, min_size=len(targets), max_size=len(targets)))
         updates.append(EdgeDeltas(source=source, targets=tuple(targets), deltas=tuple(deltas)))
-    baselines = draw(
-        st.lists(st.builds(NodeValue, node=st.sampled_from(NODES), value=_deltas), max_size=2)
-    )
+    if by_source:
+        values = draw(st.lists(_deltas, min_size=len(sources), max_size=len(sources)))
+        baselines = [NodeValue(node=s, value=v) for s, v in zip(sources, values, strict=True)]
+    else:
+        baselines = draw(
+            st.lists(st.builds(NodeValue, node=st.sampled_from(NODES), value=_deltas), max_size=2)
+        )
     return EdgesUpdated(updates=tuple(updates), rule="pg", cause_seq=1, baselines=tuple(baselines))
 
 
@@ -151,6 +159,25 @@ def test_long_runs_of_weight_updates_fold_as_one_by_one(
             spec = EdgeSpec(source=NODES[0], target=NODES[1], weight=0.5, kind="sibling")
             reset = EdgesCreated(edges=(spec,))
             _append(log, [_graph_of_four(), *(b for run in runs for b in ([reset], run * times))])
+            assert _fast(log, ["graph"]) == _reference(log, ["graph"])
+
+
+@settings(max_examples=40)
+@given(
+    first=st.lists(_updates(by_source=True), min_size=1, max_size=12),
+    then=st.lists(_updates(by_source=True), max_size=12),
+    other=_updates(),
+)
+def test_baselines_recorded_for_the_sources_fold_as_one_by_one(
+    first: list[EdgesUpdated], then: list[EdgesUpdated], other: EdgesUpdated
+) -> None:
+    # the baselines of a run whose baselines are its sources are read through the
+    # sources' shapes; one record otherwise sends the run the general way
+    with tempfile.TemporaryDirectory() as tmp:
+        with SegmentLog(Path(tmp) / "log", clock=_clock(), durability="none") as log:
+            spec = EdgeSpec(source=NODES[0], target=NODES[1], weight=0.5, kind="sibling")
+            reset = EdgesCreated(edges=(spec,))
+            _append(log, [_graph_of_four(), first, [reset], then, [other], first])
             assert _fast(log, ["graph"]) == _reference(log, ["graph"])
 
 
