@@ -14,7 +14,7 @@ traces; the audit of one much-changed edge; and the export of every view as Parq
 partitioned by day (``ocb export --parquet``). Prints machine facts and a Markdown
 table, writes JSON to ``--out``.
 
-    .venv/bin/python benchmarks/bench_history.py               # ~25 min, ~2 GB in /tmp
+    .venv/bin/python benchmarks/bench_history.py               # ~17 min, ~2 GB in /tmp
     .venv/bin/python benchmarks/bench_history.py --quick       # 100,000 events
     .venv/bin/python benchmarks/bench_history.py --rules route # the daily-use mix only
 
