@@ -44,6 +44,7 @@ from ocb_events.errors import AnalyticsError
 from projections import graph
 from replay import confinement
 from replay.audit_sql import CAUSES, causes_select
+from replay.behind import Behind
 from replay.diff import Tiers
 from replay.isolation import Limits, Running, Worker
 from replay.rows import RowFold
@@ -164,37 +165,6 @@ def _schema_sql() -> list[str]:
     none = "(SELECT NULL::BIGINT AS cause_seq) WHERE false"
     out.append(f"CREATE TABLE store.causes AS {causes_select(none)}")
     return out
-
-
-class _Behind:
-    """One flush committed on a thread of its own while the next batch is folded: the
-    store's connection is used by that thread alone until ``wait`` (which raises what
-    it raised)."""
-
-    def __init__(self) -> None:
-        self._thread: threading.Thread | None = None
-        self._error: BaseException | None = None
-
-    def start(self, commit: Callable[[], None]) -> None:
-        def run() -> None:
-            try:
-                commit()
-            except BaseException as exc:  # raised by ``wait``, in the folding thread
-                self._error = exc
-
-        self._thread = threading.Thread(target=run, name="ocb-analytics-commit")
-        self._thread.start()
-
-    def drain(self) -> None:
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-
-    def wait(self) -> None:
-        self.drain()
-        if self._error is not None:
-            error, self._error = self._error, None
-            raise error
 
 
 class _Damaged(Exception):
@@ -460,7 +430,7 @@ class AnalyticsStore:
         # them again and again (a third of the run) and can find nothing to free
         collecting = gc.isenabled()
         gc.disable()
-        bg = _Behind()
+        bg = Behind()
         try:
             for rec in read_rows(log, meta.last_seq + 1, end, packed=self.bulk):
                 fold.add(rec)
@@ -496,7 +466,7 @@ class AnalyticsStore:
         return g
 
     def _flush(
-        self, con: duckdb.DuckDBPyConnection, fold: RowFold, seq: int, chain: str, bg: _Behind
+        self, con: duckdb.DuckDBPyConnection, fold: RowFold, seq: int, chain: str, bg: Behind
     ) -> int:
         """Hand the fold's rows, the present of what they touched and the new seq to
         ``bg`` to commit (after the flush before them) while the fold goes on."""

@@ -1,0 +1,41 @@
+"""A flush of the analytics store committed on a thread of its own while the next batch
+is folded (``replay.analytics``): DuckDB writes one batch while Python decodes the next.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+__all__ = ["Behind"]
+
+
+class Behind:
+    """One flush committed on a thread of its own while the next batch is folded: the
+    store's connection is used by that thread alone until ``wait`` (which raises what
+    it raised)."""
+
+    def __init__(self) -> None:
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    def start(self, commit: Callable[[], None]) -> None:
+        def run() -> None:
+            try:
+                commit()
+            except BaseException as exc:  # raised by ``wait``, in the folding thread
+                self._error = exc
+
+        self._thread = threading.Thread(target=run, name="ocb-analytics-commit")
+        self._thread.start()
+
+    def drain(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def wait(self) -> None:
+        self.drain()
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
