@@ -39,7 +39,7 @@ from array import array
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal, overload
+from typing import Any, Literal, overload
 
 from ocb_events.clock import Clock, system_clock
 from ocb_events.codec import decode_for_fold, decode_record
@@ -297,11 +297,13 @@ class SegmentLog:
         Raises:
             LogCorrupt: a record in range fails its checksum.
         """
-        limit = self._last_seq if to_seq is None else min(to_seq, self._last_seq)
-        from_seq = max(from_seq, 1)
-        if from_seq > limit:
-            return iter(())
-        return self._read(from_seq, limit, decode_for_fold if light else decode_record)
+        end = self._last_seq if to_seq is None else to_seq
+        return self.read_decoded(from_seq, end, decode_for_fold if light else decode_record)
+
+    def read_decoded(self, from_seq: int, to_seq: int, decode: Callable[..., Any]) -> Iterator[Any]:
+        """``decode`` of each record ``from_seq..to_seq`` (``protocol.EncodedLog``)."""
+        limit, from_seq = min(to_seq, self._last_seq), max(from_seq, 1)
+        return iter(()) if from_seq > limit else self._read(from_seq, limit, decode)
 
     def _read(self, from_seq: int, limit: int, decode: _Decode) -> Iterator[Record | FoldRecord]:
         for seg, fmt, off, expected in self._starts(from_seq, limit):

@@ -3,9 +3,9 @@ in-memory reference log."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import Literal, Protocol, overload
+from typing import Any, Literal, Protocol, overload, runtime_checkable
 
 from ocb_events.schema import Event, FoldRecord, Record
 
@@ -74,4 +74,25 @@ class EventLog(Protocol):
 
     def close(self) -> None:
         """Release files and locks."""
+        ...
+
+
+Decode = Callable[..., Any]
+"""Turns one record's stored bytes into what a reader wants:
+``decode(payload, *, segment, offset)`` (``segment`` and ``offset`` name the record in
+errors)."""
+
+
+@runtime_checkable
+class EncodedLog(Protocol):
+    """A log that stores its records encoded (the segment log, PostgreSQL): a reader
+    that needs only part of each record decodes it its own way (``replay.folding``)."""
+
+    def read_decoded(self, from_seq: int, to_seq: int, decode: Decode) -> Iterator[Any]:
+        """``decode`` of each record with ``from_seq <= seq <= to_seq`` (clipped to the
+        log), in order.
+
+        Raises:
+            LogCorrupt: a record in range fails its checksum or is missing.
+        """
         ...

@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
 from typing import Any
 
-from ocb_events.codec import EdgesUpdatedRaw, FoldPeek, Skipped, fold_run_decoder
+from ocb_events.codec import EdgesUpdatedRaw, FoldPeek, Skipped, fold_decoder, fold_run_decoder
 from ocb_events.log import SegmentLog
-from ocb_events.protocol import EventLog
+from ocb_events.protocol import EncodedLog, EventLog
 from ocb_events.schema import EdgesUpdated, FoldRecord, Record
 from ocb_events.segments import read_runs
 from projections import PROJECTIONS, ROUTES, fold_weights
@@ -28,12 +28,15 @@ Decoded = Record | FoldRecord | FoldPeek
 
 
 def read_for(log: EventLog, names: Iterable[str], from_seq: int, to_seq: int) -> Iterator[Decoded]:
-    """Records ``from_seq..to_seq`` decoded for the projections ``names``: the segment
-    log decodes only the events those fold (the others come as ``Skipped``); any other
-    log gives its light records."""
-    if not isinstance(log, SegmentLog):
-        return log.read(from_seq, to_seq, light=True)
+    """Records ``from_seq..to_seq`` decoded for the projections ``names``: a log that
+    stores records encoded (``EncodedLog``: segments, PostgreSQL) decodes only the
+    events those fold (the others come as ``Skipped``), the segment log a block of
+    frames at a time; any other log gives its light records."""
     tags = frozenset().union(*(ROUTES[n] for n in names))
+    if not isinstance(log, SegmentLog):
+        if isinstance(log, EncodedLog):
+            return log.read_decoded(from_seq, to_seq, fold_decoder(tags))
+        return log.read(from_seq, to_seq, light=True)
     limit = min(to_seq, log.last_seq)
     if max(from_seq, 1) > limit:
         return iter(())

@@ -17,9 +17,9 @@ into the same columns (``pack_trace`` keeps every value, floats bit for bit).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from itertools import chain
-from typing import Any, cast
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -114,11 +114,7 @@ def read_rows(log: History, from_seq: int, to_seq: int, *, packed: bool) -> Iter
     (when ``packed``), else as ``log.read`` gives them."""
     if not packed or not isinstance(log, SegmentLog):
         return iter(log.read(from_seq, to_seq))
-    limit = min(to_seq, log.last_seq)
-    if max(from_seq, 1) > limit:
-        return iter(())
-    decode = cast(Callable[..., Record | FoldRecord], decode_for_rows)
-    return log._read(max(from_seq, 1), limit, decode)
+    return log.read_decoded(from_seq, to_seq, decode_for_rows)
 
 
 class Names:
