@@ -36,11 +36,11 @@ _FOLD_DECODER = msgspec.msgpack.Decoder(FoldRecord)
 _JSON_ENCODER = msgspec.json.Encoder()
 _KNOWN_TAGS = frozenset(t.__struct_config__.tag for t in EVENT_TYPES)
 _UPCASTERS: dict[tuple[str, int], Upcaster] = {}
-_PACKED = 0x85
+PACKED_TRACE = 0x85
 """The first byte of a compact trace record (a map of five keys)."""
 
 
-class _TraceHead(
+class TraceHead(
     msgspec.Struct,
     frozen=True,
     kw_only=True,
@@ -67,12 +67,12 @@ class _PackedTrace(msgspec.Struct, frozen=True, kw_only=True):
     seq: int
     ts: int
     actor: str
-    event: _TraceHead
+    event: TraceHead
     z: bytes
 
 
 _PACKED_DECODER = msgspec.msgpack.Decoder(_PackedTrace)
-_HEAD_FIELDS = _TraceHead.__struct_fields__
+_HEAD_FIELDS = TraceHead.__struct_fields__
 
 
 def register_upcaster(tag: str, version: int, fn: Upcaster) -> None:
@@ -85,7 +85,7 @@ def encode_record(rec: Record) -> bytes:
     """The msgpack bytes of a record (a query trace in its compact form)."""
     ev = rec.event
     if type(ev) is QueryTraced:
-        head = _TraceHead(**{f: getattr(ev, f) for f in _HEAD_FIELDS})
+        head = TraceHead(**{f: getattr(ev, f) for f in _HEAD_FIELDS})
         body = pack_trace(ev.seeds, ev.steps, ev.fired)
         return _ENCODER.encode(
             _PackedTrace(seq=rec.seq, ts=rec.ts, actor=rec.actor, event=head, z=body)
@@ -101,7 +101,7 @@ def decode_record(buf: bytes | memoryview, *, segment: str = "", offset: int = 0
         LogCorrupt: the bytes are not a record at all.
     """
     try:
-        if buf and buf[0] == _PACKED:
+        if buf and buf[0] == PACKED_TRACE:
             return _decode_packed(buf, segment, offset)
         return _DECODER.decode(buf)
     except msgspec.ValidationError as exc:

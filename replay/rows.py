@@ -16,6 +16,7 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ocb_events.codec import TraceHead
 from ocb_events.packing import pack_trace, trace_columns
 from ocb_events.schema import (
     STOP,
@@ -49,7 +50,7 @@ from projections.graph import Node, State as GraphState
 from replay.columns import DeltaTails, Tails
 from replay.delta_runs import DeltaRun
 from replay.tables import GROUPED, HISTORY, tail_columns
-from replay.trace_rows import Names, PackedTrace, TraceHead, TraceRows, UpdateRecord, UpdatesRaw
+from replay.trace_rows import Names, PackedTrace, TraceRows, UpdateRecord, UpdatesRaw
 
 Pair = tuple[str, str]
 

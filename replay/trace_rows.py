@@ -24,32 +24,14 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from ocb_events.codec import decode_record
+from ocb_events.codec import PACKED_TRACE, TraceHead, decode_record
 from ocb_events.log import SegmentLog
 from ocb_events.packing import BadBody, Columns, trace_columns
-from ocb_events.parts import QueryParams
 from ocb_events.schema import FoldRecord, Record
 from replay.store_meta import History
 
 SEP = "\x1f"
 """Joins the items of a ``followed`` list into one string (``replay.store_load``)."""
-
-_PACKED = 0x85  # the first byte of a compact trace record (``ocb_events.codec``)
-
-
-class TraceHead(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="query_traced"):
-    """What the ``traces`` table reads of a compact trace's event map (its defaults
-    are the encoder's: omitted fields read as them)."""
-
-    trace_id: str
-    query: str
-    stop_reason: str
-    context_chars: int
-    params: QueryParams
-    chat_id: str = ""
-    vetoed: tuple[str, ...] = ()
-    route: str = ""
-    route_mode: str = ""
 
 
 class PackedTrace(msgspec.Struct, kw_only=True):
@@ -94,7 +76,7 @@ def decode_for_rows(buf: bytes | memoryview, *, segment: str = "", offset: int =
     """A record as the analytics fold reads it: a compact trace as ``PackedTrace``, a
     weight update as ``UpdateRecord``, anything else (or anything unusual) as
     ``decode_record`` gives it."""
-    if buf and buf[0] == _PACKED:
+    if buf and buf[0] == PACKED_TRACE:
         try:
             rec = _DECODER.decode(buf)
             rec.cols = trace_columns(rec.z)
