@@ -23,9 +23,17 @@ from typing import Any, Union, get_args
 import msgspec
 
 from ocb_events.errors import LogCorrupt, UnknownEventType
+from ocb_events.packed_updates import BadUpdates, pack_updates, unpack_updates
 from ocb_events.packing import BadBody, pack_trace, unpack_trace
-from ocb_events.parts import QueryParams
-from ocb_events.schema import EVENT_TYPES, FoldEvent, FoldRecord, QueryTraced, Record
+from ocb_events.parts import LearnParams, QueryParams
+from ocb_events.schema import (
+    EVENT_TYPES,
+    EdgesUpdated,
+    FoldEvent,
+    FoldRecord,
+    QueryTraced,
+    Record,
+)
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -74,6 +82,44 @@ class _PackedTrace(msgspec.Struct, frozen=True, kw_only=True):
 _PACKED_DECODER = msgspec.msgpack.Decoder(_PackedTrace)
 _HEAD_FIELDS = TraceHead.__struct_fields__
 
+PACKED_UPDATES = b"\x84\xa5event"
+"""The first bytes of a packed weight update: a record map whose first key is
+``event`` (a record of the msgpack form starts with ``seq``)."""
+PACKED_TAG = "edges_packed"
+"""The tag of a packed weight update's event map: a tag no event has, so a version of
+OpenClawBrain that does not know the packed form refuses the record as an unknown
+event type (upgrade to read it) instead of misreading it."""
+
+
+class UpdatesHead(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    omit_defaults=True,
+    tag_field="type",
+    tag=PACKED_TAG,
+):
+    """An ``EdgesUpdated`` with its updates and baselines packed in ``w``
+    (``ocb_events.packed_updates``)."""
+
+    rule: str
+    cause_seq: int
+    params: LearnParams | None = None
+    w: bytes
+
+
+class _PackedUpdates(msgspec.Struct, frozen=True, kw_only=True):
+    """A packed weight update record, its event first (``PACKED_UPDATES``)."""
+
+    event: UpdatesHead
+    seq: int
+    ts: int
+    actor: str
+
+
+_UPDATES_DECODER = msgspec.msgpack.Decoder(_PackedUpdates)
+_UPDATES_KEPT = ("rule", "cause_seq", "params")
+
 
 def register_upcaster(tag: str, version: int, fn: Upcaster) -> None:
     """Register ``fn`` to lift events of ``tag`` stored with ``v == version`` to
@@ -90,7 +136,22 @@ def encode_record(rec: Record) -> bytes:
         return _ENCODER.encode(
             _PackedTrace(seq=rec.seq, ts=rec.ts, actor=rec.actor, event=head, z=body)
         )
+    if type(ev) is EdgesUpdated:
+        try:
+            w = pack_updates(ev.updates, ev.baselines)
+        except (ValueError, OverflowError, TypeError):
+            return _ENCODER.encode(rec)  # not representable packed: the msgpack form
+        kept = {f: getattr(ev, f) for f in _UPDATES_KEPT}
+        packed = _PackedUpdates(
+            event=UpdatesHead(w=w, **kept), seq=rec.seq, ts=rec.ts, actor=rec.actor
+        )
+        return _ENCODER.encode(packed)
     return _ENCODER.encode(rec)
+
+
+def is_packed_updates(buf: bytes | memoryview) -> bool:
+    """Whether ``buf`` is a record of the packed weight update form."""
+    return buf[:7] == PACKED_UPDATES
 
 
 def decode_record(buf: bytes | memoryview, *, segment: str = "", offset: int = 0) -> Record:
@@ -103,6 +164,8 @@ def decode_record(buf: bytes | memoryview, *, segment: str = "", offset: int = 0
     try:
         if buf and buf[0] == PACKED_TRACE:
             return _decode_packed(buf, segment, offset)
+        if buf[:7] == PACKED_UPDATES:
+            return _decode_updates(buf, segment, offset)
         return _DECODER.decode(buf)
     except msgspec.ValidationError as exc:
         return _decode_slow(buf, exc, segment, offset)
@@ -116,10 +179,27 @@ def decode_for_fold(
     """Decode one record for folding: a query trace comes back as its head only
     (every other event in full). Anything unusual takes the full path of
     ``decode_record`` (upcasters, errors)."""
+    if buf[:7] == PACKED_UPDATES:
+        return decode_record(buf, segment=segment, offset=offset)
     try:
         return _FOLD_DECODER.decode(buf)
     except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
         return decode_record(buf, segment=segment, offset=offset)
+
+
+def _decode_updates(buf: bytes | memoryview, segment: str, offset: int) -> Record:
+    packed = _UPDATES_DECODER.decode(buf)
+    head = packed.event
+    try:
+        updates, baselines = unpack_updates(head.w)
+    except BadUpdates as exc:
+        raise LogCorrupt(segment, offset, packed.seq, f"bad weight updates: {exc}") from exc
+    event = EdgesUpdated(
+        updates=updates,
+        baselines=baselines,
+        **{f: getattr(head, f) for f in _UPDATES_KEPT},
+    )
+    return Record(seq=packed.seq, ts=packed.ts, actor=packed.actor, event=event)
 
 
 def _decode_packed(buf: bytes | memoryview, segment: str, offset: int) -> Record:
@@ -146,6 +226,8 @@ def _decode_slow(buf: bytes | memoryview, exc: Exception, segment: str, offset: 
     seq = raw.get("seq", -1) if isinstance(raw, dict) else -1
     if not isinstance(tag, str) or not isinstance(event, dict):
         raise LogCorrupt(segment, offset, seq, f"record has no event type: {exc}") from exc
+    if tag == PACKED_TAG:
+        raise LogCorrupt(segment, offset, seq, f"invalid packed weight update: {exc}") from exc
     if tag not in _KNOWN_TAGS:
         raise UnknownEventType(tag, segment, offset) from exc
     try:
@@ -199,6 +281,16 @@ class EdgesUpdatedRaw(msgspec.Struct, frozen=True, tag_field="type", tag="edges_
     baselines: msgspec.Raw = msgspec.Raw(b"\x90")  # an empty array
 
 
+class EdgesPackedRaw(msgspec.Struct, frozen=True, tag_field="type", tag=PACKED_TAG):
+    """What the graph's fold reads of a packed weight update: its rule, its cause and
+    its packed body (``ocb_events.packed_updates``), which a rebuild parses a run at a
+    time (``replay.weights``)."""
+
+    rule: str
+    cause_seq: int
+    w: bytes
+
+
 class Skipped(msgspec.Struct, frozen=True, tag_field="type"):
     """A record none of the folds at hand reads: only its envelope is decoded."""
 
@@ -216,7 +308,7 @@ class FoldPeek(msgspec.Struct, frozen=True, kw_only=True):
 _FOLD_TYPES: dict[str, type] = {str(t.__struct_config__.tag): t for t in get_args(FoldEvent)}
 _SKIPPED: dict[str, type] = {
     tag: msgspec.defstruct(f"Skipped_{tag}", [], bases=(Skipped,), tag=tag, frozen=True)
-    for tag in sorted(_FOLD_TYPES)
+    for tag in sorted({*_FOLD_TYPES, PACKED_TAG})
 }
 
 
@@ -276,6 +368,7 @@ def _envelope_decoder(tags: frozenset[str]) -> msgspec.msgpack.Decoder[Any]:
         else _SKIPPED[tag]
         for tag in sorted(_FOLD_TYPES)
     ]
+    kinds.append(EdgesPackedRaw if "edges_updated" in tags else _SKIPPED[PACKED_TAG])
     envelope = msgspec.defstruct(
         "FoldPeekOf",
         [("event", Union[tuple(kinds)])],  # noqa: UP007 (a union built at run time)

@@ -13,7 +13,14 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
 from typing import Any
 
-from ocb_events.codec import EdgesUpdatedRaw, FoldPeek, Skipped, fold_decoder, fold_run_decoder
+from ocb_events.codec import (
+    EdgesPackedRaw,
+    EdgesUpdatedRaw,
+    FoldPeek,
+    Skipped,
+    fold_decoder,
+    fold_run_decoder,
+)
 from ocb_events.log import SegmentLog
 from ocb_events.protocol import EncodedLog, EventLog
 from ocb_events.schema import EdgesUpdated, FoldRecord, Record
@@ -70,7 +77,7 @@ def fold_fast(
         seq = last = rec.seq
         if tick is not None:
             tick(seq)
-        if kind is EdgesUpdatedRaw or kind is EdgesUpdated:
+        if kind is EdgesPackedRaw or kind is EdgesUpdatedRaw or kind is EdgesUpdated:
             if g >= 0 and seq > starts[g]:
                 _gather(runs, seq, ev, current[g])
             continue
@@ -93,10 +100,10 @@ def fold_fast(
 
 def _gather(runs: WeightRuns, seq: int, ev: Any, graph: Any) -> None:
     """Add a weight update to the run (folding the run when it is full)."""
-    if type(ev) is EdgesUpdatedRaw:
-        runs.add_raw(seq, ev)
-    else:
+    if type(ev) is EdgesUpdated:
         runs.add(seq, ev)
+    else:
+        runs.add_raw(seq, ev)
     if runs.full:
         fold_weights(graph, runs.take())
 

@@ -22,7 +22,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from ocb_events.codec import EdgesUpdatedRaw, Skipped
+from ocb_events.codec import EdgesPackedRaw, EdgesUpdatedRaw, Skipped
 from ocb_events.log import SegmentLog
 from ocb_events.schema import EdgesUpdated, FoldRecord
 from projections import ROUTES, WeightRun
@@ -129,7 +129,7 @@ def handoff(log: SegmentLog, names: list[str], first: int, end: int) -> Handoff:
 
     for rec in read_for(log, names, first, end):
         ev: Any = rec.event
-        if type(ev) is EdgesUpdatedRaw or type(ev) is EdgesUpdated:
+        if type(ev) in (EdgesPackedRaw, EdgesUpdatedRaw, EdgesUpdated):
             if "graph" in names:
                 _gather(runs, rec.seq, ev)
                 if runs.full:
@@ -148,10 +148,10 @@ def handoff(log: SegmentLog, names: list[str], first: int, end: int) -> Handoff:
 
 
 def _gather(runs: WeightRuns, seq: int, ev: Any) -> None:
-    if type(ev) is EdgesUpdatedRaw:
-        runs.add_raw(seq, ev)
-    else:
+    if type(ev) is EdgesUpdated:
         runs.add(seq, ev)
+    else:
+        runs.add_raw(seq, ev)
 
 
 def main(argv: list[str]) -> int:

@@ -9,6 +9,13 @@ A rebuild decodes an ``edges_updated`` record with its updates left as msgpack b
 Anything the bulk parse does not expect (an update whose lists differ in length, a
 delta that is not a float64) sends the run through the record-by-record path, which
 cuts each update's lists to the shorter one as the fold of a record does.
+
+A record of the packed form (``ocb_events.codec.EdgesPackedRaw``) costs less: its body
+(``ocb_events.packed_updates``) holds its ids apart from its floats, so the ids of a
+whole record, its *record shape*, are one dictionary key, unpacked (and its lists cut
+to the shorter) once, and the floats of a run are read with one gather from the joined
+bodies. A run that mixes the two forms (a log written before and after the packed
+form) goes record by record.
 """
 
 from __future__ import annotations
@@ -19,7 +26,15 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from ocb_events.codec import EdgesUpdatedRaw
+from ocb_events.codec import EdgesPackedRaw, EdgesUpdatedRaw
+from ocb_events.errors import LogCorrupt
+from ocb_events.packed_updates import (
+    HEADER,
+    UPDATES_VERSION,
+    BadUpdates,
+    Structure,
+    unpack_updates,
+)
 from ocb_events.schema import EdgeDeltas, EdgesUpdated
 from projections import WeightRun
 from replay.msgpack_scan import Updates, scan_baselines, scan_updates
@@ -32,6 +47,7 @@ _RUN = 10_000
 """Records gathered before a run is folded: bounds the memory a rebuild holds."""
 
 I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
 
 
 class WeightRuns:
@@ -52,6 +68,8 @@ class WeightRuns:
         self._baselines: list[Any] = []
         self._decoded = False
         self._names: dict[bytes, str] = {}
+        self._packed = 0
+        self._records = _RecordShapes(self)
 
     def __len__(self) -> int:
         return len(self._seq)
@@ -60,12 +78,17 @@ class WeightRuns:
     def full(self) -> bool:
         return len(self._seq) >= _RUN
 
-    def add_raw(self, seq: int, ev: EdgesUpdatedRaw) -> None:
+    def add_raw(self, seq: int, ev: EdgesUpdatedRaw | EdgesPackedRaw) -> None:
         """Gather one record's updates as decoded for a rebuild."""
-        # copies: a record read a block at a time keeps a view of the whole block
         self._seq.append(seq)
-        self._updates.append(msgspec.Raw(bytes(ev.updates)))
-        self._baselines.append(msgspec.Raw(bytes(ev.baselines)))
+        if type(ev) is EdgesPackedRaw:
+            self._updates.append(ev.w)  # bytes of its own
+            self._baselines.append(None)
+            self._packed += 1
+            return
+        # copies: a record read a block at a time keeps a view of the whole block
+        self._updates.append(msgspec.Raw(bytes(ev.updates)))  # type: ignore[union-attr]
+        self._baselines.append(msgspec.Raw(bytes(ev.baselines)))  # type: ignore[union-attr]
 
     def add(self, seq: int, ev: EdgesUpdated) -> None:
         """Gather one decoded record's updates (a log that is not read raw)."""
@@ -76,14 +99,32 @@ class WeightRuns:
 
     def take(self) -> WeightRun:
         """The updates gathered so far as one run (and start gathering anew)."""
-        baselines = self._last_baselines()
-        scanned = None if self._decoded else scan_updates(self._updates)
-        if scanned is None:
-            pair, delta, seq = self._one_by_one()
+        if self._packed and self._packed == len(self._seq):
+            pair, delta, seq, baselines = self._records.take(self._seq, self._updates)
         else:
-            pair, delta, seq = self._in_bulk(scanned)
+            if self._packed:
+                self._unpack()
+            baselines = self._last_baselines()
+            scanned = None if self._decoded else scan_updates(self._updates)
+            if scanned is None:
+                pair, delta, seq = self._one_by_one()
+            else:
+                pair, delta, seq = self._in_bulk(scanned)
         self._seq, self._updates, self._baselines, self._decoded = [], [], [], False
+        self._packed = 0
         return WeightRun(self.pairs, pair, delta, seq, baselines)
+
+    def _unpack(self) -> None:
+        """Decode the packed bodies of a run that mixes the two forms."""
+        for i, (seq, body) in enumerate(zip(self._seq, self._updates, strict=True)):
+            if type(body) is bytes:
+                try:
+                    updates, baselines = unpack_updates(body)
+                except BadUpdates as exc:
+                    raise _corrupt(seq, exc) from exc
+                self._updates[i] = updates
+                self._baselines[i] = [(b.node, b.value) for b in baselines]
+        self._decoded = True
 
     def _last_baselines(self) -> dict[str, float]:
         """The last baseline recorded for each node in the run."""
@@ -169,3 +210,135 @@ class WeightRuns:
             np.array(deltas, dtype=np.float64),
             np.array(seqs, dtype=np.int64),
         )
+
+
+def _corrupt(seq: int, exc: Exception) -> LogCorrupt:
+    return LogCorrupt("", -1, seq, f"bad weight updates: {exc}")
+
+
+class _RecordShapes:
+    """The shapes of packed records (every id of a record, as its structure key): per
+    shape its edges (indices into the runs' pairs) and which of the record's deltas
+    each takes, and its baselines' nodes."""
+
+    def __init__(self, runs: WeightRuns) -> None:
+        self._runs = runs
+        self._of: dict[bytes, int] = {}
+        self._pairs: list[int] = []
+        self._used: list[int] = []
+        self._start: list[int] = []
+        self._len: list[int] = []
+        self._nodes: list[int] = []
+        self._node_start: list[int] = []
+        self._node_len: list[int] = []
+        self._node_of: dict[str, int] = {}
+        self._node_names: list[str] = []
+        self._arrays: tuple[I64, ...] = ()
+
+    def take(self, seqs: list[int], bodies: list[bytes]) -> tuple[I64, F64, I64, dict[str, float]]:
+        """The run of ``bodies`` (the records ``seqs``): its edges, deltas and seqs per
+        change, and the last baseline per node."""
+        data = b"".join(bodies)
+        sizes = np.fromiter(map(len, bodies), dtype=np.int64, count=len(bodies))
+        if ((sizes % 8) | (sizes < HEADER.size)).any():
+            i = int(np.flatnonzero((sizes % 8) | (sizes < HEADER.size))[0])
+            raise _corrupt(seqs[i], BadUpdates("body of the wrong size"))
+        starts = np.cumsum(sizes) - sizes
+        words = np.frombuffer(data, dtype="<u4")
+        version, size, n_deltas, n_base = (
+            words[starts // 4 + k].astype(np.int64) for k in range(4)
+        )
+        floats_at = starts + HEADER.size + size + (-size % 8)
+        bad = (version != UPDATES_VERSION) | (sizes != floats_at - starts + 8 * (n_deltas + n_base))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise _corrupt(seqs[i], BadUpdates("bad header"))
+        keys = [data[a:b] for a, b in zip((starts + 4).tolist(), floats_at.tolist(), strict=True)]
+        found = list(map(self._of.get, keys))
+        if None in found:
+            found = [
+                self._shape(k, bodies[i], seqs[i]) if s is None else s
+                for i, (k, s) in enumerate(zip(keys, found, strict=True))
+            ]
+        shape = np.array(found, dtype=np.int64)
+        floats = np.frombuffer(data, dtype="<f8")
+        word = floats_at // 8
+        pairs, used, start, length, nodes, node_start, node_len = self._shapes()
+        at, per = _spans(start[shape], length[shape])
+        pair = pairs[at]
+        delta = floats[np.repeat(word, per) + used[at]].astype(np.float64)
+        seq = np.repeat(np.array(seqs, dtype=np.int64), per)
+        at, per = _spans(node_start[shape], node_len[shape])
+        values = floats[np.repeat(word + n_deltas, per) + at - np.repeat(node_start[shape], per)]
+        return pair, delta, seq, self._last(nodes[at], values)
+
+    def _last(self, node: I64, value: F64) -> dict[str, float]:
+        """The last value per node, the nodes in the order they first come."""
+        if not len(node):
+            return {}
+        uniq, first = np.unique(node, return_index=True)
+        last = len(node) - 1 - np.unique(node[::-1], return_index=True)[1]
+        order = np.argsort(first, kind="stable")
+        names = self._node_names
+        return dict(
+            zip(
+                [names[i] for i in uniq[order].tolist()],
+                value[last[order]].astype(np.float64).tolist(),
+                strict=True,
+            )
+        )
+
+    def _shape(self, key: bytes, body: bytes, seq: int) -> int:
+        """The index of the record shape ``key`` (of ``body``), added when new: each
+        update's lists cut to the shorter, as the fold of a record does."""
+        known = self._of.get(key)
+        if known is not None:
+            return known
+        try:
+            structure = Structure(body)
+        except BadUpdates as exc:
+            raise _corrupt(seq, exc) from exc
+        self._start.append(len(self._pairs))
+        at = 0
+        for source, targets, n_deltas in zip(
+            structure.sources, structure.targets, structure.deltas, strict=True
+        ):
+            n = min(len(targets), n_deltas)
+            self._pairs += self._runs._pair_ids(source, targets[:n])
+            self._used += range(at, at + n)
+            at += n_deltas
+        self._len.append(len(self._pairs) - self._start[-1])
+        self._node_start.append(len(self._nodes))
+        for node in structure.baseline_nodes:
+            i = self._node_of.get(node)
+            if i is None:
+                i = self._node_of[node] = len(self._node_names)
+                self._node_names.append(node)
+            self._nodes.append(i)
+        self._node_len.append(len(structure.baseline_nodes))
+        self._arrays = ()
+        i = self._of[key] = len(self._len) - 1
+        return i
+
+    def _shapes(self) -> tuple[I64, ...]:
+        if not self._arrays:
+            self._arrays = tuple(
+                np.array(x, dtype=np.int64)
+                for x in (
+                    self._pairs,
+                    self._used,
+                    self._start,
+                    self._len,
+                    self._nodes,
+                    self._node_start,
+                    self._node_len,
+                )
+            )
+        return self._arrays
+
+
+def _spans(start: I64, length: I64) -> tuple[I64, I64]:
+    """The indices ``start[i] .. start[i] + length[i]`` for every i, joined; and
+    ``length`` (the count of each span)."""
+    total = int(length.sum())
+    return np.repeat(start - (np.cumsum(length) - length), length) + np.arange(total), length

@@ -11,6 +11,8 @@ from typing import Any
 import msgspec
 from hypothesis import given, settings, strategies as st
 
+from ocb_events.codec import encode_record, fold_decoder
+from ocb_events.frames import encode_frame, segment_header
 from ocb_events.log import SegmentLog
 from ocb_events.memory import MemoryLog
 from ocb_events.protocol import EventLog
@@ -28,6 +30,7 @@ from ocb_events.schema import (
 from projections import PROJECTIONS, fold, fold_weights
 from replay import rebuild, split as split_process
 from replay.folding import fold_fast, read_for
+from replay.weights import WeightRuns
 from tests.ocb_events.golden_log import GOLDEN
 from tests.projections.streams import streams
 
@@ -97,6 +100,36 @@ def test_fast_fold_of_decoded_records_equals_the_record_fold(a: list[Event]) -> 
 
 # ------------------------------------------------------------------ long weight runs
 
+_OLD = msgspec.msgpack.Encoder()
+"""The msgpack form of every record (weight updates included) before the packed one."""
+
+
+def _copies(log: SegmentLog, directory: Path) -> list[Path]:
+    """The records of ``log`` written anew: every weight update in the msgpack form,
+    and one in two (a log written before and after the packed form)."""
+    out = []
+    for name, old in (("old", lambda seq: True), ("mixed", lambda seq: seq % 2 == 0)):
+        path = directory / name
+        path.mkdir()
+        data, chain = bytearray(segment_header(1, bytes(16))), bytes(16)
+        for r in log.read():
+            payload = _OLD.encode(r) if old(r.seq) else encode_record(r)
+            frame, chain = encode_frame(r.seq, r.ts, payload, chain)
+            data += frame
+        (path / f"{1:020d}.seg").write_bytes(bytes(data))
+        out.append(path)
+    return out
+
+
+def _every_encoding_folds_alike(log: SegmentLog, directory: Path) -> None:
+    want = _reference(log, ["graph"])
+    assert _fast(log, ["graph"]) == want
+    for path in _copies(log, directory):
+        with SegmentLog(path, writer=False) as copy:
+            assert _reference(copy, ["graph"]) == want
+            assert _fast(copy, ["graph"]) == want, path.name
+
+
 NODES = [f"n.md::{i}" for i in range(8)]
 
 
@@ -159,7 +192,7 @@ def test_long_runs_of_weight_updates_fold_as_one_by_one(
             spec = EdgeSpec(source=NODES[0], target=NODES[1], weight=0.5, kind="sibling")
             reset = EdgesCreated(edges=(spec,))
             _append(log, [_graph_of_four(), *(b for run in runs for b in ([reset], run * times))])
-            assert _fast(log, ["graph"]) == _reference(log, ["graph"])
+            _every_encoding_folds_alike(log, Path(tmp))
 
 
 @settings(max_examples=40)
@@ -178,7 +211,7 @@ def test_baselines_recorded_for_the_sources_fold_as_one_by_one(
             spec = EdgeSpec(source=NODES[0], target=NODES[1], weight=0.5, kind="sibling")
             reset = EdgesCreated(edges=(spec,))
             _append(log, [_graph_of_four(), first, [reset], then, [other], first])
-            assert _fast(log, ["graph"]) == _reference(log, ["graph"])
+            _every_encoding_folds_alike(log, Path(tmp))
 
 
 def test_updates_whose_lists_differ_in_length_fold_as_one_by_one() -> None:
@@ -190,10 +223,59 @@ def test_updates_whose_lists_differ_in_length_fold_as_one_by_one() -> None:
         rule="pg",
         cause_seq=1,
     )
-    log = SegmentLog(Path(tempfile.mkdtemp()) / "log", clock=_clock(), durability="none")
-    with log:
-        _append(log, [_graph_of_four(), [odd, odd]])
-        assert _fast(log, ["graph"]) == _reference(log, ["graph"])
+    tmp = Path(tempfile.mkdtemp())
+    with SegmentLog(tmp / "log", clock=_clock(), durability="none") as log:
+        _append(log, [_graph_of_four(), [odd, odd, odd]])
+        _every_encoding_folds_alike(log, tmp)
+
+
+def _run_of(runs: WeightRuns) -> Any:
+    """A run as it folds: each change's edge by name, seq and delta bits; baselines in
+    order, their values' bits."""
+    run = runs.take()
+    changes = [
+        (run.pairs[p], s, d.hex())
+        for p, s, d in zip(run.pair.tolist(), run.seq.tolist(), run.delta.tolist(), strict=True)
+    ]
+    return changes, [(n, v.hex()) for n, v in run.baselines.items()]
+
+
+@settings(max_examples=60)
+@given(
+    updates=st.lists(st.one_of(_updates(), _updates(by_source=True)), min_size=1, max_size=30),
+    forms=st.lists(st.sampled_from(["packed", "msgpack", "decoded"]), min_size=30, max_size=30),
+    cuts=st.sets(st.integers(1, 29), max_size=4),
+)
+def test_weight_runs_read_every_form_of_a_record_alike(
+    updates: list[EdgesUpdated], forms: list[str], cuts: set[int]
+) -> None:
+    """A run gathered from packed bodies, msgpack bytes or decoded records, in any mix
+    and cut into runs anywhere, gives the same changes and baselines, with its edges
+    numbered alike."""
+    decode = fold_decoder({"edges_updated"})
+    want, got = WeightRuns(), WeightRuns()
+    wanted, gotten = [], []
+    for i, (ev, form) in enumerate(zip(updates, forms, strict=False)):
+        rec = msgspec.structs.replace(_record_of(ev), seq=i + 1)
+        want.add(rec.seq, ev)
+        if form == "decoded":
+            got.add(rec.seq, ev)
+        else:
+            data = encode_record(rec) if form == "packed" else _OLD.encode(rec)
+            got.add_raw(rec.seq, decode(memoryview(data)).event)
+        if i + 1 in cuts:
+            wanted.append(_run_of(want))
+            gotten.append(_run_of(got))
+    wanted.append(_run_of(want))
+    gotten.append(_run_of(got))
+    assert gotten == wanted
+    assert got.pairs == want.pairs
+
+
+def _record_of(ev: EdgesUpdated) -> Any:
+    from ocb_events.schema import Record
+
+    return Record(seq=1, ts=1, actor="t", event=ev)
 
 
 # ------------------------------------------------------------------ whole rebuilds
@@ -271,3 +353,30 @@ def test_only_the_graph_folds_weight_updates() -> None:
     from projections import ROUTES
 
     assert [n for n, tags in ROUTES.items() if "edges_updated" in tags] == ["graph"]
+
+
+def test_a_damaged_packed_body_in_a_run_is_corruption_naming_its_record() -> None:
+    import pytest
+
+    from ocb_events.codec import EdgesPackedRaw
+    from ocb_events.errors import LogCorrupt
+
+    ev = EdgesUpdated(
+        updates=(EdgeDeltas(source=NODES[0], targets=(NODES[1],), deltas=(0.5,)),),
+        rule="pg",
+        cause_seq=1,
+        baselines=(NodeValue(node=NODES[0], value=0.25),),
+    )
+    good = fold_decoder({"edges_updated"})(encode_record(_record_of(ev))).event
+    assert type(good) is EdgesPackedRaw
+    body = good.w
+    later = b"\x02" + body[1:]  # a version this reader does not know
+    padded = body[:-16] + b"\x00" * 8 + body[-16:]  # the floats moved by a word
+    bad_ids = body[:32] + b"\xff" + body[33:]  # an id that is not UTF-8
+    for damaged in (body[:-8], later, padded, bad_ids):
+        runs = WeightRuns()
+        runs.add_raw(7, good)
+        runs.add_raw(8, msgspec.structs.replace(good, w=damaged))
+        with pytest.raises(LogCorrupt) as info:
+            runs.take()
+        assert info.value.seq == 8
