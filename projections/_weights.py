@@ -29,6 +29,8 @@ _MARGIN = 1e-9
 rounding of a million additions."""
 _TAIL = 8
 """Below this many edges still moving, the last deltas go one by one."""
+_PADDING = 8
+"""How many cells a slot-by-rank matrix of deltas may hold per delta."""
 
 
 class WeightRun:
@@ -105,17 +107,49 @@ def _clipped_sums(
     start: npt.NDArray[np.float64], pair: npt.NDArray[np.int64], delta: npt.NDArray[np.float64]
 ) -> npt.NDArray[np.float64]:
     """Each slot's ``start`` taken through its deltas in order, clipped to [-1, 1] after
-    each. Slots that cannot reach a bound (their start and every delta together stay
-    inside it) are plain running sums; the others go rank by rank."""
+    each. Slots that cannot reach a bound are plain running sums; the others go rank by
+    rank. A slot's running sum stays between its start plus all its negative deltas
+    and its start plus all its positive ones, whatever their order: when both are
+    inside the bounds, no step clips."""
     weight = start.copy()
-    bound = np.abs(start)
-    np.add.at(bound, pair, np.abs(delta))
-    free = bound[pair] < 1.0 - _MARGIN
+    high, low = start.copy(), start.copy()
+    np.add.at(high, pair, np.maximum(delta, 0.0))
+    np.add.at(low, pair, np.minimum(delta, 0.0))
+    free = ((high < 1.0 - _MARGIN) & (low > _MARGIN - 1.0))[pair]
     np.add.at(weight, pair[free], delta[free])
     held = ~free
-    if held.any():
+    if held.any() and not _stepped(weight, pair[held], delta[held]):
         _ranked(weight, pair[held], delta[held])
     return weight
+
+
+def _stepped(
+    weight: npt.NDArray[np.float64], pair: npt.NDArray[np.int64], delta: npt.NDArray[np.float64]
+) -> bool:
+    """The clipped sums, one step per rank over every slot at once: a matrix of each
+    slot's k-th delta in row k, a slot with fewer deltas padded with -0.0 (``w + -0.0``
+    is ``w``, bit for bit, and a clip leaves a weight already clipped as it is). False,
+    doing nothing, when the matrix would be mostly padding (a few slots with many more
+    deltas than the others)."""
+    counts = np.bincount(pair)
+    slots = np.flatnonzero(counts)
+    top = int(counts.max())
+    if top * len(slots) > _PADDING * len(pair) + 4096:
+        return False
+    order = _stable_order(pair)
+    first = np.cumsum(counts) - counts
+    rank = np.empty(len(pair), dtype=np.int64)
+    rank[order] = np.arange(len(pair)) - first[pair[order]]
+    dense = np.zeros(len(counts), dtype=np.int64)
+    dense[slots] = np.arange(len(slots))
+    steps = np.full((top, len(slots)), -0.0)
+    steps[rank, dense[pair]] = delta
+    w = weight[slots]
+    for row in steps:
+        np.add(w, row, out=w)
+        np.clip(w, -1.0, 1.0, out=w)
+    weight[slots] = w
+    return True
 
 
 def _ranked(

@@ -32,6 +32,8 @@ Tick = Callable[[int], None]
 
 
 Decoded = Record | FoldRecord | FoldPeek
+_WEIGHTS = frozenset({EdgesPackedRaw, EdgesUpdatedRaw, EdgesUpdated})
+"""The kinds of a weight update, as each log gives it (``WeightRuns.gather``)."""
 
 
 def read_for(log: EventLog, names: Iterable[str], from_seq: int, to_seq: int) -> Iterator[Decoded]:
@@ -69,6 +71,7 @@ def fold_fast(
     starts = [st.seq for st in current]
     g = names.index("graph") if "graph" in names else -1
     runs = WeightRuns()
+    gather = runs.gather
     routes: dict[type, list[int]] = {}
     last = 0
     for rec in records:
@@ -77,9 +80,9 @@ def fold_fast(
         seq = last = rec.seq
         if tick is not None:
             tick(seq)
-        if kind is EdgesPackedRaw or kind is EdgesUpdatedRaw or kind is EdgesUpdated:
-            if g >= 0 and seq > starts[g]:
-                _gather(runs, seq, ev, current[g])
+        if kind in _WEIGHTS:
+            if g >= 0 and seq > starts[g] and gather(seq, ev):
+                fold_weights(current[g], runs.take())
             continue
         route = routes.get(kind)
         if route is None:
@@ -96,16 +99,6 @@ def fold_fast(
             st.seq = last
         states[n] = st
     return states
-
-
-def _gather(runs: WeightRuns, seq: int, ev: Any, graph: Any) -> None:
-    """Add a weight update to the run (folding the run when it is full)."""
-    if type(ev) is EdgesUpdated:
-        runs.add(seq, ev)
-    else:
-        runs.add_raw(seq, ev)
-    if runs.full:
-        fold_weights(graph, runs.take())
 
 
 def _route(kind: type, names: list[str]) -> list[int]:

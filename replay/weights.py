@@ -78,14 +78,32 @@ class WeightRuns:
     def full(self) -> bool:
         return len(self._seq) >= _RUN
 
+    def gather(self, seq: int, ev: EdgesPackedRaw | EdgesUpdatedRaw | EdgesUpdated) -> bool:
+        """Gather one record's updates in whichever form the log gave them; whether the
+        run is now full."""
+        if type(ev) is EdgesPackedRaw:
+            return self.add_packed(seq, ev.w)
+        if type(ev) is EdgesUpdated:
+            self.add(seq, ev)
+        else:
+            self.add_raw(seq, ev)  # type: ignore[arg-type]
+        return self.full
+
+    def add_packed(self, seq: int, body: bytes) -> bool:
+        """Gather one packed record's body (``EdgesPackedRaw.w``); whether the run is
+        now full (a rebuild's hot path: one call a record)."""
+        self._seq.append(seq)
+        self._updates.append(body)
+        self._baselines.append(None)
+        self._packed += 1
+        return len(self._seq) >= _RUN
+
     def add_raw(self, seq: int, ev: EdgesUpdatedRaw | EdgesPackedRaw) -> None:
         """Gather one record's updates as decoded for a rebuild."""
-        self._seq.append(seq)
         if type(ev) is EdgesPackedRaw:
-            self._updates.append(ev.w)  # bytes of its own
-            self._baselines.append(None)
-            self._packed += 1
+            self.add_packed(seq, ev.w)  # bytes of its own
             return
+        self._seq.append(seq)
         # copies: a record read a block at a time keeps a view of the whole block
         self._updates.append(msgspec.Raw(bytes(ev.updates)))  # type: ignore[union-attr]
         self._baselines.append(msgspec.Raw(bytes(ev.baselines)))  # type: ignore[union-attr]
@@ -276,14 +294,18 @@ class _RecordShapes:
         """The last value per node, the nodes in the order they first come."""
         if not len(node):
             return {}
-        uniq, first = np.unique(node, return_index=True)
-        last = len(node) - 1 - np.unique(node[::-1], return_index=True)[1]
-        order = np.argsort(first, kind="stable")
+        at = np.arange(len(node))
+        first = np.full(len(self._node_names), len(node))
+        last = np.zeros(len(self._node_names), dtype=np.int64)
+        np.minimum.at(first, node, at)
+        np.maximum.at(last, node, at)
+        seen = np.flatnonzero(first < len(node))
+        seen = seen[np.argsort(first[seen])]  # (firsts are distinct)
         names = self._node_names
         return dict(
             zip(
-                [names[i] for i in uniq[order].tolist()],
-                value[last[order]].astype(np.float64).tolist(),
+                [names[i] for i in seen.tolist()],
+                value[last[seen]].astype(np.float64).tolist(),
                 strict=True,
             )
         )
