@@ -17,6 +17,7 @@ pairwise or regrouped sum.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -65,42 +66,47 @@ def fold_weights(state: State, run: WeightRun) -> None:
         return
     touched = np.flatnonzero(np.bincount(run.pair, minlength=len(run.pairs)))
     size = int(touched[-1]) + 1
+    slots, found, begin = _present(state, run.pairs, touched.tolist())
     start = np.zeros(size)
     valid = np.zeros(size, dtype=bool)
-    targets_of = state.out.get
-    for i in touched.tolist():
-        src, dst = run.pairs[i]
-        if dst == STOP:
-            if src in nodes:
-                valid[i], start[i] = True, state.stop.get(src, 0.0)
-            continue
-        edge = (targets_of(src) or {}).get(dst)
-        if edge is not None:
-            valid[i], start[i] = True, edge.weight
+    start[slots], valid[slots] = begin, True
     keep = valid[run.pair]
     pair, delta = run.pair[keep], run.delta[keep]
     weight = _clipped_sums(start, pair, delta)
     last = np.zeros(size, dtype=np.int64)
     np.maximum.at(last, pair, run.seq[keep])
-    _write_back(state, run.pairs, np.flatnonzero(valid).tolist(), weight, last)
+    stop = state.stop
+    for target, w, s in zip(found, weight[slots].tolist(), last[slots].tolist(), strict=True):
+        if type(target) is str:
+            stop[target] = w
+        else:
+            target.weight, target.last_seq = w, s
 
 
-def _write_back(
-    state: State,
-    pairs: Sequence[tuple[str, str]],
-    slots: list[int],
-    weight: npt.NDArray[np.float64],
-    last: npt.NDArray[np.int64],
-) -> None:
-    weights, seqs = weight.tolist(), last.tolist()
-    for i in slots:
+def _present(
+    state: State, pairs: Sequence[tuple[str, str]], touched: list[int]
+) -> tuple[list[int], list[Any], list[float]]:
+    """The touched slots whose edge (or node, for a stop weight) the graph holds: each
+    with its edge (the node's id for a stop weight) and its weight before the run."""
+    nodes = state.nodes.raw_items()
+    targets_of, stop_of = state.out.get, state.stop.get
+    slots: list[int] = []
+    found: list[Any] = []
+    begin: list[float] = []
+    for i in touched:
         src, dst = pairs[i]
         if dst == STOP:
-            state.stop[src] = weights[i]
-        else:
-            edge = state.out[src][dst]
-            edge.weight = weights[i]
-            edge.last_seq = seqs[i]
+            if src in nodes:
+                slots.append(i)
+                found.append(src)
+                begin.append(stop_of(src, 0.0))
+            continue
+        edge = (targets_of(src) or {}).get(dst)
+        if edge is not None:
+            slots.append(i)
+            found.append(edge)
+            begin.append(edge.weight)
+    return slots, found, begin
 
 
 def _clipped_sums(

@@ -21,7 +21,7 @@ from ocb.graph.copies import BEHIND, ELSEWHERE, REMOVED_ELSEWHERE, screen
 from ocb.log_migrate import BACKUP, migrate_log
 from ocb.shared_log import LOCATION, PASSWORD_FILE, attach, location
 from ocb_events.clock import TickClock
-from ocb_events.codec import EdgesUpdatedRaw, Skipped as SkippedRecord
+from ocb_events.codec import EdgesPackedRaw, Skipped as SkippedRecord
 from ocb_events.log import SegmentLog
 from ocb_events.pg import PostgresLog, verify_postgres
 from replay import PROJECTIONS, rebuild
@@ -226,9 +226,9 @@ def test_the_same_records_rebuild_to_the_same_bytes_from_either_log(
     assert (built / BACKUP).is_dir() and not (built / "log").exists()
     with Brain(built) as b:
         assert isinstance(b.log, PostgresLog)
-        # a rebuild decodes only what the folds read, weight updates left raw for arrays
+        # a rebuild decodes only what the folds read, weight updates left packed for arrays
         kinds = {type(r.event) for r in read_for(b.log, ["graph"], 1, b.log.last_seq)}
-        assert EdgesUpdatedRaw in kinds and any(issubclass(k, SkippedRecord) for k in kinds)
+        assert EdgesPackedRaw in kinds and any(issubclass(k, SkippedRecord) for k in kinds)
         assert _snapshots(rebuild(b.log)) == want
         assert _snapshots({n: b.state(n) for n in PROJECTIONS}) == want
         assert b.query(QUESTIONS[1]).results
