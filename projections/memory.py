@@ -274,8 +274,12 @@ FOLDS: tuple[type[Event], ...] = (
 
 def evolve(state: State, rec: Record | FoldRecord) -> State:
     """Apply one record (consumes ``state``)."""
-    match rec.event:
-        case FactsRecorded() as ev:
+    ev = rec.event
+    if type(ev) is OutcomeRecorded and not ev.confirmed:  # most outcomes: checked first
+        state.seq = rec.seq
+        return state
+    match ev:
+        case FactsRecorded():
             _file(state, ev, rec)
         case RecallTraced(hits=hits, dropped=dropped):
             for h in hits:
