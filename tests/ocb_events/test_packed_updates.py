@@ -227,3 +227,40 @@ def test_a_body_whose_ids_are_not_numbered_in_order_of_use_is_refused() -> None:
     ):
         with pytest.raises(BadUpdates, match="order of first use"):
             unpack_updates(other)
+
+
+def test_the_rewrite_stores_an_old_logs_weight_updates_packed_and_folds_the_same(
+    tmp_path: Any,
+) -> None:
+    from ocb_events.integrity import verify_log
+    from ocb_events.log import SegmentLog
+    from ocb_events.recode import rewrite_log
+    from replay import PROJECTIONS, rebuild
+    from tests.ocb_events.test_compact import _write_old
+
+    def update(i: int) -> EdgesUpdated:
+        ups = (EdgeDeltas(source=f"n{i % 3}", targets=(STOP, f"n{i % 5}"), deltas=(0.1, -0.0)),)
+        return EdgesUpdated(updates=ups, rule="pg", cause_seq=i, baselines=())
+
+    recs = [Record(seq=i, ts=i, actor="t", event=update(i)) for i in range(1, 31)]
+    directory = tmp_path / "log"
+    _write_old(directory, recs, 12)
+
+    def folded(log: SegmentLog) -> dict[str, bytes]:
+        return {n: PROJECTIONS[n].snapshot(s) for n, s in rebuild(log).items()}
+
+    with SegmentLog(directory, writer=False) as log:
+        before = folded(log)
+        assert not any(is_packed_updates(p) for p in _payloads(log))
+    verify_log(directory)
+    rewrite_log(directory)
+    verify_log(directory)
+    with SegmentLog(directory, writer=False) as log:
+        assert [_exact(r.event) for r in log.read()] == [_exact(r.event) for r in recs]
+        assert all(is_packed_updates(p) for p in _payloads(log))
+        assert folded(log) == before
+
+
+def _payloads(log: Any) -> list[bytes]:
+    """Each record's bytes as stored."""
+    return list(log.read_decoded(1, log.last_seq, lambda buf, **_: bytes(buf)))
