@@ -236,7 +236,6 @@ def test_the_rewrite_stores_an_old_logs_weight_updates_packed_and_folds_the_same
     from ocb_events.log import SegmentLog
     from ocb_events.recode import rewrite_log
     from replay import PROJECTIONS, rebuild
-    from tests.ocb_events.test_compact import _write_old
 
     def update(i: int) -> EdgesUpdated:
         ups = (EdgeDeltas(source=f"n{i % 3}", targets=(STOP, f"n{i % 5}"), deltas=(0.1, -0.0)),)
@@ -259,6 +258,21 @@ def test_the_rewrite_stores_an_old_logs_weight_updates_packed_and_folds_the_same
         assert [_exact(r.event) for r in log.read()] == [_exact(r.event) for r in recs]
         assert all(is_packed_updates(p) for p in _payloads(log))
         assert folded(log) == before
+
+
+def _write_old(directory: Any, recs: list[Record], per_segment: int) -> None:
+    """A log of records in the msgpack form, as an older writer left it."""
+    from ocb_events.frames import encode_frame, segment_header
+
+    directory.mkdir()
+    chain = bytes(16)
+    for i in range(0, len(recs), per_segment):
+        part = recs[i : i + per_segment]
+        out = bytearray(segment_header(part[0].seq, chain))
+        for r in part:
+            frame, chain = encode_frame(r.seq, r.ts, _OLD.encode(r), chain)
+            out += frame
+        (directory / f"{part[0].seq:020d}.seg").write_bytes(bytes(out))
 
 
 def _payloads(log: Any) -> list[bytes]:
