@@ -24,8 +24,9 @@ from typing import Any
 import msgspec
 
 from ocb_events.errors import InputError, close_matches, unknown_with
-from replay.analytics import AnalyticsStore, edge_key
-from replay.audit_sql import EDGE_AUDIT_SQL as EDGE_AUDIT_SQL, keyed_audit
+from replay.analytics import AnalyticsStore
+from replay.audit_sql import CODES, EDGE_AUDIT_SQL as EDGE_AUDIT_SQL, keyed_audit
+from replay.store_meta import QueryResult
 from replay.timetravel import iso
 
 
@@ -247,10 +248,7 @@ def audit_edge(store: AnalyticsStore, source: str, target: str) -> EdgeAudit:
         InputError: a node the history never held, or no edge between the two
             (suggesting close ids or the source's targets).
     """
-    key = edge_key(source, target)
-    rows = store.query(keyed_audit(key), [source, target])
-    if any(r[-1] for r in rows.rows):  # a change whose cause the store does not keep
-        rows = store.query(keyed_audit(key, cached=False), [source, target])
+    rows = _changes(store, source, target)
     if not rows.rows:
         _check_node(store, source, "source node")
         if target != "<STOP>":
@@ -305,6 +303,18 @@ def audit_edge(store: AnalyticsStore, source: str, target: str) -> EdgeAudit:
         as_of_seq=store.last_seq,
         changes=changes,
     )
+
+
+def _changes(store: AnalyticsStore, source: str, target: str) -> QueryResult:
+    """The rows of ``keyed_audit`` for the edge (none when a name is not coded)."""
+    codes = dict(store.query(CODES, [source, target]).rows)
+    if source not in codes or target not in codes:
+        return QueryResult([], [], [])
+    src, dst = int(codes[source]), int(codes[target])
+    rows = store.query(keyed_audit(src, dst))
+    if any(r[-1] for r in rows.rows):  # a change whose cause the store does not keep
+        rows = store.query(keyed_audit(src, dst, cached=False))
+    return rows
 
 
 def _cause(r: dict[str, Any], paths: dict[int, list[str]]) -> Cause:

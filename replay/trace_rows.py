@@ -3,12 +3,13 @@ straight from the traces' packed bodies (``ocb_events.packing.trace_columns``), 
 whole flush at once.
 
 A trace's body holds its own string table and each use of a string as an index into it.
-``TraceRows`` keeps one table of every string seen (``Names``, kept across flushes),
-maps each trace's table into it once, and keeps every other column as the body stores
-it: at flush, each column of the batch is one numpy operation (local indices offset
-into the batch's map, floats read from their raw bytes, the chosen candidate of every
-step found by comparing codes), with no object per row. Only ``followed`` (a list per
-step) is joined a step at a time.
+``TraceRows`` codes each trace's table once into the store's names (``Names``: each
+name one code, the same in every table and flush; ``store.ids``), and keeps every
+other column as the body stores it: at flush, each column of the batch is one numpy
+operation (local indices offset into the batch's codes, floats read from their raw
+bytes, the chosen candidate of every step found by comparing codes), with no object
+per row: the store is handed numbers only (``followed``, a list per step, as all its
+codes in a row and a length per step, made lists by DuckDB).
 
 ``read_rows`` reads a segment log with traces decoded this way (``PackedTrace``); any
 other log, or a trace of the old encoding, gives full records, which ``RowFold`` packs
@@ -17,6 +18,7 @@ into the same columns (``pack_trace`` keeps every value, floats bit for bit).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from itertools import chain
 from typing import Any
@@ -29,9 +31,6 @@ from ocb_events.log import SegmentLog
 from ocb_events.packing import BadBody, Columns, trace_columns
 from ocb_events.schema import FoldRecord, Record
 from replay.store_meta import History
-
-SEP = "\x1f"
-"""Joins the items of a ``followed`` list into one string (``replay.store_load``)."""
 
 
 class PackedTrace(msgspec.Struct, kw_only=True):
@@ -100,13 +99,17 @@ def read_rows(log: History, from_seq: int, to_seq: int, *, packed: bool) -> Iter
 
 
 class Names:
-    """Every string the traces of a store's run used, each with one code."""
+    """Every name the store holds as a code (``replay.tables.CODED``): the store's
+    ``store.ids`` at the start of a run (``known``), and those the run adds. Codes are
+    given under a lock (a flush may code its rows on the commit thread while the fold
+    goes on); ``stored`` is how many of ``table`` the store holds."""
 
-    def __init__(self) -> None:
-        self.codes: dict[str, int] = {}
-        self.table: list[str] = []
-        self.sep_free = True  # no string holds SEP (so ``followed`` can be joined)
+    def __init__(self, known: Sequence[str] = ()) -> None:
+        self.codes: dict[str, int] = {s: i for i, s in enumerate(known)}
+        self.table: list[str] = list(known)
+        self.stored = len(self.table)
         self._array: Any = np.empty(0, dtype=object)
+        self._lock = threading.Lock()
 
     def map(self, strs: Sequence[str]) -> list[int]:
         out = list(map(self.codes.get, strs))
@@ -117,12 +120,25 @@ class Names:
         return out  # type: ignore[return-value]
 
     def _add(self, s: str) -> int:
-        code = self.codes.get(s)
-        if code is None:
-            code = self.codes[s] = len(self.table)
-            self.table.append(s)
-            self.sep_free = self.sep_free and SEP not in s
+        with self._lock:
+            code = self.codes.get(s)
+            if code is None:
+                self.table.append(s)
+                code = self.codes[s] = len(self.table) - 1
         return code
+
+    def coded(self, values: Any) -> Any:
+        """Names (an object array or a list, None for NULL) as an int32 array of codes,
+        masked where None; codes pass as they are."""
+        if isinstance(values, np.ndarray) and values.dtype != object:
+            return values
+        vals = list(values)
+        if None not in vals:
+            return np.asarray(self.map(vals), dtype=np.int32)
+        mask = np.fromiter((v is None for v in vals), dtype=bool, count=len(vals))
+        codes = np.zeros(len(vals), dtype=np.int32)
+        codes[~mask] = self.map([v for v in vals if v is not None])
+        return np.ma.masked_array(codes, mask=mask)
 
     def array(self) -> Any:
         if len(self._array) != len(self.table):
@@ -164,8 +180,9 @@ class TraceRows:
         self.cols: list[list[Any]] = [[] for _ in range(17)]
         self._cands = 0
         self._tables: dict[str, dict[str, Any]] | None = None
-        self.joined = True
-        """Whether ``tables`` gave ``followed`` joined by SEP (no string held it)."""
+        self.followed: tuple[Any, Any] | None = None
+        """The ``followed`` ids of the steps ``tables`` gave (without them): how many
+        each step has, and all of them as codes, step after step."""
 
     def __len__(self) -> int:
         return len(self.seqs)
@@ -216,26 +233,23 @@ class TraceRows:
     def _build(self) -> dict[str, dict[str, Any]]:
         counts = [np.asarray(n, dtype=np.int64) for n in self.counts]
         n_seeds, n_steps, n_cands, n_fired, n_fol = counts
-        codes = np.asarray(self.map, dtype=np.int64)
+        codes = np.asarray(self.map, dtype=np.int32)
         base = np.asarray(self.base, dtype=np.int64)
-        names = self.names.array()
         c = self.cols
 
         def glob(local: list[int], per: Any) -> Any:
             return codes[np.asarray(local, dtype=np.int64) + np.repeat(base, per)]
 
         seqs = np.asarray(self.seqs, dtype=np.int64)
-        ids = np.empty(len(self.ids), dtype=object)
-        ids[:] = self.ids
 
         def head(per: Any) -> dict[str, Any]:
-            return {"seq": np.repeat(seqs, per), "trace_id": np.repeat(ids, per)}
+            return {"seq": np.repeat(seqs, per)}  # (a trace's id: by its seq)
 
-        fired = head(n_fired) | {"rank": _ordinals(n_fired, 1), "node": names[glob(c[16], n_fired)]}
+        fired = head(n_fired) | {"rank": _ordinals(n_fired, 1), "node": glob(c[16], n_fired)}
         total = int(n_seeds.sum())
         seeds = head(n_seeds) | {
             "rank": _ordinals(n_seeds, 1),
-            "node": names[glob(c[0], n_seeds)],
+            "node": glob(c[0], n_seeds),
             "score": _floats(c[1], total),
             "lexical": _floats(c[2], total),
             "vector": _floats(c[3], total),
@@ -243,7 +257,7 @@ class TraceRows:
         return {"fired": fired, "seeds": seeds, "steps": self._steps(head(n_steps), glob)}
 
     def _steps(self, data: dict[str, Any], glob: Any) -> dict[str, Any]:
-        c, names = self.cols, self.names.array()
+        c = self.cols
         n_seeds, n_steps, n_cands, n_fired, n_fol = (
             np.asarray(n, dtype=np.int64) for n in self.counts
         )
@@ -261,38 +275,18 @@ class TraceRows:
         missing[steps_hit] = False
         weight, logit = np.zeros(k), np.zeros(k)
         weight[steps_hit], logit[steps_hit] = weights[pick], logits[pick]
-        tier = np.full(k, None, dtype=object)
-        tier[steps_hit] = names[glob(c[15], n_cands)[pick]]
+        tier = np.zeros(k, dtype=np.int32)
+        tier[steps_hit] = glob(c[15], n_cands)[pick]
         data |= {
             "step": _ordinals(n_steps, 1),
             "hop": np.asarray(c[4], dtype=np.int64),
-            "node": names[glob(c[5], n_steps)],
-            "chosen": names[chosen],
+            "node": glob(c[5], n_steps),
+            "chosen": chosen,
             "candidates": sizes,
             "stop_logit": _floats(c[6], k),
             "weight": np.ma.masked_array(weight, mask=missing),
             "logit": np.ma.masked_array(logit, mask=missing),
-            "tier": tier,
-            "followed": self._followed(names[glob(c[9], n_fol)].tolist(), c[8]),
+            "tier": np.ma.masked_array(tier, mask=missing),
         }
+        self.followed = (np.asarray(c[8], dtype=np.int64), glob(c[9], n_fol))
         return data
-
-    def _followed(self, flat: list[str], lens: list[int]) -> Any:
-        """Each step's followed ids: one string joined by SEP each (a list each when a
-        string holds SEP)."""
-        out = np.empty(len(lens), dtype=object)
-        at = 0
-        self.joined = self.names.sep_free
-        if self.joined:
-            joined = []
-            for n in lens:
-                joined.append(SEP + SEP.join(flat[at : at + n]) if n else "")
-                at += n
-            out[:] = joined
-        else:
-            lists = []
-            for n in lens:
-                lists.append(flat[at : at + n])
-                at += n
-            out[:] = lists
-        return out

@@ -18,9 +18,9 @@ from ocb_events.clock import TickClock
 from ocb_events.errors import InputError
 from ocb_events.schema import QueryTraced
 from projections import graph
-from replay.analytics import AnalyticsStore, edge_key
+from replay.analytics import AnalyticsStore
 from replay.audit import _path, _ts, audit_edge, audit_node
-from replay.audit_sql import EDGE_AUDIT_SQL, keyed_audit
+from replay.audit_sql import CODES, EDGE_AUDIT_SQL, keyed_audit
 from replay.timetravel import iso
 from tests.ocb.support import ops, run_op, workspaces, write_workspace
 
@@ -188,9 +188,10 @@ def test_the_keyed_audit_reads_the_documented_query_s_rows(
             ).rows
             for source, target, _ in edges:
                 documented = store.query(EDGE_AUDIT_SQL, [source, target]).rows
+                codes = dict(store.query(CODES, [source, target]).rows)
                 for cached in (True, False):
-                    sql = keyed_audit(edge_key(source, target), cached=cached)
-                    keyed = store.query(sql, [source, target]).rows
+                    sql = keyed_audit(codes[source], codes[target], cached=cached)
+                    keyed = store.query(sql).rows
                     assert [r[:-2] for r in keyed] == documented
                     assert not any(r[-1] for r in keyed)  # every cause is kept
                     walks = {int(r[14]): r[-2] for r in keyed if r[14] is not None}
