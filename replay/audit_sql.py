@@ -87,10 +87,6 @@ CAUSES = "INSERT INTO store.causes " + causes_select(
 flush's, once they and the records they name are loaded)."""
 
 
-CODES = "SELECT name, id FROM store.ids WHERE name = ? OR name = ?"
-"""The codes of an edge's source and target (``?``, ``?``) in ``store.ids``."""
-
-
 def keyed_audit(source: int, target: int, *, cached: bool = True) -> str:
     """``EDGE_AUDIT_SQL``, the same rows, read faster, and two columns more: ``path``
     (the walk of the cause's trace, JSON, or NULL) and ``uncached`` (the change's cause
@@ -126,3 +122,17 @@ def keyed_audit(source: int, target: int, *, cached: bool = True) -> str:
         + _PATH
         + "ORDER BY d.seq, d.ord\n"
     )
+
+
+_CODES = (
+    "SELECT (SELECT id FROM store.ids WHERE name = $1), (SELECT id FROM store.ids WHERE name = $2)"
+)
+EDGE_NOW = (
+    _CODES + ", (SELECT {'w': weight, 'k': kind, 't': tier} FROM edges "
+    "WHERE source = $1 AND target = $2)"
+)
+STOP_NOW = (
+    _CODES + ", (SELECT {'w': stop, 'k': 'stop', 't': NULL::VARCHAR} FROM nodes WHERE id = $1)"
+)
+"""The codes of an edge's source and target (``store.ids``) and the edge now (a STOP
+weight: the node's)."""

@@ -173,12 +173,11 @@ class TraceRows:
     def __init__(self, names: Names) -> None:
         self.names = names
         self.seqs: list[int] = []
-        self.ids: list[str] = []
         self.map: list[int] = []  # every trace's string table, as codes
         self.base: list[int] = []
-        self.counts: list[list[int]] = [[], [], [], [], []]  # seeds, steps, cands, fired, fol
-        self.cols: list[list[Any]] = [[] for _ in range(17)]
-        self._cands = 0
+        self.bodies: list[Columns] = []
+        self.counts: list[Any] = []  # seeds, steps, cands, fired, fol (by trace)
+        self.cols: list[Any] = []  # (``_gather``)
         self._tables: dict[str, dict[str, Any]] | None = None
         self.followed: tuple[Any, Any] | None = None
         """The ``followed`` ids of the steps ``tables`` gave (without them): how many
@@ -188,41 +187,40 @@ class TraceRows:
         return len(self.seqs)
 
     def add(self, seq: int, trace_id: str, cols: Columns) -> None:
-        """Add one trace (its body's columns, as ``trace_columns`` gives them)."""
-        (strs, s_ids, s_score, s_lex, s_vec, hops, nodes, stops, chosen, followed, sizes,
-         c_tgt, c_w, differ, c_logit, c_tier, _uses, fired) = cols  # fmt: skip
-        c = self.cols
-        cands = len(c_tgt)
+        """Add one trace (its body's columns, as ``trace_columns`` gives them; its id
+        is its trace's, read by seq)."""
         self.seqs.append(seq)
-        self.ids.append(trace_id)
         self.base.append(len(self.map))
-        self.map.extend(self.names.map(strs))
-        n_seeds, n_steps, n_cands, n_fired, n_fol = self.counts
-        n_seeds.append(len(s_ids))
-        n_steps.append(len(hops))
-        n_fired.append(len(fired))
-        fol = list(chain.from_iterable(followed))
-        n_fol.append(len(fol))
-        c[0].extend(s_ids)
-        c[1].append(s_score)
-        c[2].append(s_lex)
-        c[3].append(s_vec)
-        c[4].extend(hops)
-        c[5].extend(nodes)
-        c[6].append(stops)
-        c[7].extend(chosen)
-        c[8].extend(map(len, followed))
-        c[9].extend(fol)
-        c[10].extend(sizes)
-        c[11].extend(c_tgt)
-        c[12].append(c_w)
-        if differ:
-            c[13].extend([d + self._cands for d in differ])
-        c[14].append(c_logit)
-        c[15].extend(c_tier)
-        c[16].extend(fired)
-        n_cands.append(cands)
-        self._cands += cands
+        self.map.extend(self.names.map(cols[0]))
+        self.bodies.append(cols)
+
+    def _gather(self) -> None:
+        """Every trace's columns end to end, column by column (``_build``'s input)."""
+        bodies = self.bodies
+
+        def flat(k: int) -> list[Any]:
+            return list(chain.from_iterable([t[k] for t in bodies]))
+
+        def each(k: int) -> list[Any]:
+            return [t[k] for t in bodies]
+
+        n_cands = [len(t[11]) for t in bodies]
+        followed = flat(9)
+        differ = np.asarray(flat(13), dtype=np.int64)
+        cand_start = np.cumsum(n_cands) - np.asarray(n_cands, dtype=np.int64)
+        differ += np.repeat(cand_start, [len(t[13]) for t in bodies])
+        self.counts = [
+            [len(t[1]) for t in bodies],
+            [len(t[5]) for t in bodies],
+            n_cands,
+            [len(t[17]) for t in bodies],
+            [sum(map(len, t[9])) for t in bodies],
+        ]
+        self.cols = [
+            flat(1), each(2), each(3), each(4), flat(5), flat(6), each(7), flat(8),
+            [len(f) for f in followed], list(chain.from_iterable(followed)), flat(10),
+            flat(11), each(12), differ, each(14), flat(15), flat(17),
+        ]  # fmt: skip
 
     def tables(self) -> dict[str, dict[str, Any]]:
         """The rows of the batch by table, as columns (``replay.store_load.insert``)."""
@@ -231,6 +229,7 @@ class TraceRows:
         return self._tables
 
     def _build(self) -> dict[str, dict[str, Any]]:
+        self._gather()
         counts = [np.asarray(n, dtype=np.int64) for n in self.counts]
         n_seeds, n_steps, n_cands, n_fired, n_fol = counts
         codes = np.asarray(self.map, dtype=np.int32)
