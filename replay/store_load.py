@@ -82,6 +82,33 @@ _FOLLOWED = (
     "LEFT JOIN (SELECT x.row, list(i.name ORDER BY x.k) AS followed FROM _fol x "
     "JOIN store.ids i ON i.id = x.node GROUP BY x.row) f ON f.row = _batch._row"
 )
+WIDE = 8
+"""Up to this many followed ids a step, they go as one column of codes per place (each
+joined to its name); a batch with longer lists goes as one row per id, aggregated."""
+
+
+def _followed(data: dict[str, Any], followed: Followed) -> tuple[str, str, dict[str, Any]]:
+    """How ``insert`` reads the steps' followed ids: the expression of the list, the
+    joins it needs, and the tables to register besides ``_batch``."""
+    lens, codes = followed
+    data["_row"] = np.arange(len(lens), dtype=np.int64)
+    width = int(lens.max()) if len(lens) else 0
+    if width > WIDE:
+        fol = {"row": np.repeat(data["_row"], lens), "k": np.arange(len(codes), dtype=np.int64)}
+        return "coalesce(f.followed, []::VARCHAR[])", _FOLLOWED, {"_fol": fol | {"node": codes}}
+    if not width:
+        return "[]::VARCHAR[]", "", {}
+    data["_n"] = lens
+    starts = np.cumsum(lens) - lens
+    joins = []
+    for j in range(width):
+        has = lens > j
+        col = np.zeros(len(lens), dtype=np.int32)
+        col[has] = codes[starts[has] + j]
+        data[f"_f{j}"] = np.ma.masked_array(col, mask=~has)
+        joins.append(f"LEFT JOIN store.ids _i{j} ON _i{j}.id = _batch._f{j}")
+    names = ", ".join(f"_i{j}.name" for j in range(width))
+    return f"list_slice([{names}], 1, _batch._n)", " ".join(joins), {}
 
 
 def insert(
@@ -95,10 +122,14 @@ def insert(
     (``followed``: the steps' followed ids as codes, made lists of names by DuckDB)."""
     cols = store_columns(table)
     names = ", ".join(c for c, _ in cols)
-    picks, source = [], "_batch"
+    picks, source, listed = [], "_batch", ""
+    more: dict[str, Any] = {}
+    if followed is not None:
+        listed, joins, more = _followed(data, followed)
+        source = f"_batch {joins}"
     for c, kind in cols:
         if c == "followed" and followed is not None:
-            picks.append("coalesce(f.followed, []::VARCHAR[])")
+            picks.append(listed)
             continue
         joined_col = _joined(data[c]) if kind == VARCHARS else None
         if joined_col is None:
@@ -106,26 +137,20 @@ def insert(
         else:
             data[c] = joined_col
             picks.append(f"string_split(_batch.{c}, chr(31))[2:]")
-    registered = ["_batch"]
-    if followed is not None:
-        lens, codes = followed
-        data["_row"] = np.arange(len(lens), dtype=np.int64)
-        fol = {"row": np.repeat(data["_row"], lens), "k": np.arange(len(codes), dtype=np.int64)}
-        con.register("_fol", fol | {"node": codes})
-        registered.append("_fol")
-        source = f"_batch {_FOLLOWED}"
     sql = f"INSERT INTO store.{table} ({names}) SELECT {', '.join(picks)} FROM {source}"
     if table == "deltas":
         data = by_edge(data)
     elif followed is not None:
         sql += " ORDER BY _batch._row"
-    con.register("_batch", data)
+    more["_batch"] = data
     try:
+        for name, columns in more.items():
+            con.register(name, columns)
         con.execute(sql)
         if table == "steps":
             con.execute(PATHS)
     finally:
-        for name in registered:
+        for name in more:
             con.unregister(name)
 
 
