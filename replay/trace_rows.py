@@ -198,15 +198,15 @@ class TraceRows:
         """Every trace's columns end to end, column by column (``_build``'s input)."""
         bodies = self.bodies
 
-        def flat(k: int) -> list[Any]:
-            return list(chain.from_iterable([t[k] for t in bodies]))
+        def flat(k: int) -> Any:
+            return np.fromiter(chain.from_iterable([t[k] for t in bodies]), dtype=np.int64)
 
         def each(k: int) -> list[Any]:
             return [t[k] for t in bodies]
 
         n_cands = [len(t[11]) for t in bodies]
-        followed = flat(9)
-        differ = np.asarray(flat(13), dtype=np.int64)
+        followed = list(chain.from_iterable([t[9] for t in bodies]))
+        differ = flat(13)
         cand_start = np.cumsum(n_cands) - np.asarray(n_cands, dtype=np.int64)
         differ += np.repeat(cand_start, [len(t[13]) for t in bodies])
         self.counts = [
@@ -218,7 +218,8 @@ class TraceRows:
         ]
         self.cols = [
             flat(1), each(2), each(3), each(4), flat(5), flat(6), each(7), flat(8),
-            [len(f) for f in followed], list(chain.from_iterable(followed)), flat(10),
+            np.fromiter(map(len, followed), dtype=np.int64, count=len(followed)),
+            np.fromiter(chain.from_iterable(followed), dtype=np.int64), flat(10),
             flat(11), each(12), differ, each(14), flat(15), flat(17),
         ]  # fmt: skip
 
