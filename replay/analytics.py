@@ -10,11 +10,14 @@ warning); it catches up from the seq it holds.
 
 Layout: the rows live in tables of schema ``store``, loaded in bulk by
 ``replay.store_load`` (each flush hands DuckDB one dict of numpy columns per table and
-runs one ``INSERT ... SELECT``; ``store.deltas`` ordered by the edge's key); the
-documented interface is the views of the same names in ``main`` (README, "History: SQL
-and audit"). Weights before and after each change are read from the graph projection,
-folded alongside the rows with ``projections.graph.evolve`` and snapshotted into the
-store with every commit that changed it, so ``deltas`` always agrees with the graph.
+runs one ``INSERT ... SELECT``); names of the big tables (``replay.tables.CODED``) are
+INTEGER codes of one dictionary, ``store.ids``, appended with each flush's new names,
+so DuckDB reads numbers, not Python strings; ``store.deltas`` is ordered by the edge's
+codes within each flush. The documented interface is the views of the same names in
+``main`` (README, "History: SQL and audit"), which join the names back. Weights
+before and after each change are read from the graph projection, folded alongside the
+rows with ``projections.graph.evolve`` and snapshotted into the store with every commit
+that changed it, so ``deltas`` always agrees with the graph.
 
 Connections are confined (``replay.confinement``): queries run read-only, one reading
 statement at a time, in a worker process with a time, memory and result limit
@@ -28,7 +31,6 @@ connection before it queries.
 from __future__ import annotations
 
 import copy
-import functools
 import gc
 import os
 import threading
@@ -49,7 +51,16 @@ from replay.diff import Tiers
 from replay.isolation import Limits, Running, Worker
 from replay.rows import RowFold
 from replay.statements import check_query
-from replay.store_load import KEY_PROBE, load, load_grouped, replace, resolve_traces
+from replay.store_load import (
+    KEY_PROBE,
+    grouped_batches,
+    load,
+    load_grouped,
+    replace,
+    resolve_traces,
+    store_names,
+    tail_columns_of,
+)
 from replay.store_lock import StoreLock
 from replay.store_meta import (
     History,
@@ -59,11 +70,11 @@ from replay.store_meta import (
     first_ts as first_ts_of,
     same_history,
 )
-from replay.tables import GROUPED, HISTORY, TABLES
-from replay.trace_rows import read_rows
+from replay.tables import GROUPED, HISTORY, TABLES, store_columns, view_sql
+from replay.trace_rows import Names, read_rows
 from replay.worker import first_line
 
-VERSION = 8
+VERSION = 9
 """The schema version; a store of another version is rebuilt."""
 
 CHUNK = 100_000
@@ -126,23 +137,7 @@ _RUNNING = Running()
 """The workers of stores opened without a ``Running`` of their own."""
 
 
-# --------------------------------------------------------------------------- keys
-
-
-_KEYING = threading.Lock()
-
-
-@functools.cache
-def _keyer() -> duckdb.DuckDBPyConnection:
-    return duckdb.connect(":memory:", config=dict(confinement.CONFIG))
-
-
-def edge_key(source: str, target: str) -> int:
-    """The key ``store.deltas`` holds for the changes of ``source -> target``."""
-    with _KEYING:
-        row = _keyer().execute("SELECT hash(?::VARCHAR, ?::VARCHAR)", [source, target]).fetchone()
-    assert row is not None
-    return int(row[0])
+# --------------------------------------------------------------------------- schema
 
 
 def _schema_sql() -> list[str]:
@@ -153,10 +148,14 @@ def _schema_sql() -> list[str]:
     )
     out.append("CREATE TABLE store.graph(seq BIGINT, body BLOB)")
     out.append("CREATE TABLE store.paths(seq BIGINT, path VARCHAR[])")
+    out.append("CREATE TABLE store.ids(id INTEGER, name VARCHAR)")
     out += list(_MACROS)
     for name, cols in TABLES.items():
-        extra = ", edge UBIGINT" if name == "deltas" else ""
-        out.append(f"CREATE TABLE store.{name}({', '.join(f'{c} {k}' for c, k in cols)}{extra})")
+        stored = store_columns(name)
+        out.append(f"CREATE TABLE store.{name}({', '.join(f'{c} {k}' for c, k in stored)})")
+        if stored != cols:
+            out.append(f"CREATE VIEW main.{name} AS {view_sql(name)}")
+            continue
         names = ", ".join(c for c, _ in cols)
         out.append(
             f"CREATE VIEW main.{name} AS SELECT {names}{_VIEW_EXTRA.get(name, '')} "
@@ -420,10 +419,13 @@ class AnalyticsStore:
             return 0
         row = con.execute("SELECT op, seq FROM store.maintenance ORDER BY seq DESC LIMIT 1")
         last = row.fetchone()
+        known = con.execute("SELECT name FROM store.ids ORDER BY id").fetchall()
+        names = Names([str(r[0]) for r in known])
         fold = RowFold(
             lambda: self._load_graph(con),
             (str(last[0]), int(last[1])) if last else ("", 0),
             bulk=self.bulk,
+            names=names,
         )
         total, done = end - meta.last_seq, 0
         # the rows are millions of acyclic tuples: the cycle collector would rescan
@@ -474,27 +476,32 @@ class AnalyticsStore:
         fold.settle()
         current = fold.current()
         body = graph.snapshot(fold.g) if fold.graph_changed and fold.g is not None else None
+        tails = tail_columns_of(fold)
         batch = copy.copy(fold)  # its rows: ``reset`` gives the fold new ones
         fold.reset()
         bg.wait()
-        bg.start(lambda: self._commit(con, batch, current, body, seq, chain))
+        bg.start(lambda: self._commit(con, batch, tails, current, body, seq, chain))
         return n
 
     def _commit(
         self,
         con: duckdb.DuckDBPyConnection,
         batch: RowFold,
+        tails: dict[str, dict[str, Any]],
         current: dict[str, list[tuple[Any, ...]]],
         body: bytes | None,
         seq: int,
         chain: str,
     ) -> None:
         con.begin()
+        stored = batch.names.stored
         try:
             resolve_traces(con, batch)
+            built = {name: grouped_batches(batch, name, tails) for name in GROUPED}
+            store_names(con, batch.names)  # every name the rows' codes stand for
             for name in HISTORY:
                 if name in GROUPED:
-                    load_grouped(con, name, batch)
+                    load_grouped(con, name, built[name])
                 else:
                     load(con, name, batch.rows[name])
             con.execute(CAUSES, {"from": self.last_seq + 1, "to": seq})
@@ -514,6 +521,7 @@ class AnalyticsStore:
             con.commit()
         except BaseException:
             con.rollback()
+            batch.names.stored = stored
             raise
         self.last_seq, self._graph_seq = seq, graph_seq
 

@@ -24,8 +24,9 @@ from typing import Any
 import msgspec
 
 from ocb_events.errors import InputError, close_matches, unknown_with
-from replay.analytics import AnalyticsStore, edge_key
-from replay.audit_sql import EDGE_AUDIT_SQL as EDGE_AUDIT_SQL, keyed_audit
+from replay.analytics import AnalyticsStore
+from replay.audit_sql import EDGE_AUDIT_SQL as EDGE_AUDIT_SQL, EDGE_NOW, STOP_NOW, keyed_audit
+from replay.store_meta import QueryResult
 from replay.timetravel import iso
 
 
@@ -247,10 +248,7 @@ def audit_edge(store: AnalyticsStore, source: str, target: str) -> EdgeAudit:
         InputError: a node the history never held, or no edge between the two
             (suggesting close ids or the source's targets).
     """
-    key = edge_key(source, target)
-    rows = store.query(keyed_audit(key), [source, target])
-    if any(r[-1] for r in rows.rows):  # a change whose cause the store does not keep
-        rows = store.query(keyed_audit(key, cached=False), [source, target])
+    now, rows = _changes(store, source, target)
     if not rows.rows:
         _check_node(store, source, "source node")
         if target != "<STOP>":
@@ -267,44 +265,87 @@ def audit_edge(store: AnalyticsStore, source: str, target: str) -> EdgeAudit:
             [f"{source} -> {c}" for c in close],
             f"list its edges with: ocb sql \"SELECT * FROM edges WHERE source = '{source}'\"",
         )
-    cols = rows.columns
-    recs = [dict(zip(cols, r, strict=True)) for r in rows.rows]
-    paths = {
-        int(r["trace_seq"]): _JSON_PATH.decode(r["path"])
-        for r in recs
-        if r["trace_seq"] is not None and r["path"] is not None
-    }
-    changes = [
-        WeightChange(
-            seq=int(r["seq"]),
-            ts=_ts(r["ts"]),
-            before=_f(r["before"]),
-            after=_f(r["after"]),
-            rule=str(r["rule"]),
-            event=str(r["event"]),
-            cause=_cause(r, paths),
-        )
-        for r in recs
-    ]
-    now = store.query(
-        "SELECT weight, kind, tier FROM edges WHERE source = ? AND target = ?", [source, target]
-    ).rows
-    if target == "<STOP>":
-        now = [
-            (r[0], "stop", None)
-            for r in store.query("SELECT stop FROM nodes WHERE id = ?", [source]).rows
-        ]
-    weight, kind, tier = now[0] if now else (None, "", None)
+    weight, kind, tier = (now["w"], now["k"], now["t"]) if now is not None else (None, "", None)
     return EdgeAudit(
         source=source,
         target=target,
-        exists=bool(now),
+        exists=now is not None,
         weight=_f(weight),
         kind=str(kind or ""),
         tier=str(tier or ""),
         as_of_seq=store.last_seq,
-        changes=changes,
+        changes=_weight_changes(rows),
     )
+
+
+_OUTCOME = (
+    "seq", "ts", "before", "after", "rule", "event", "cause_seq", "cause_type", "cause_actor",
+    "cause_ts", "reward", "reward_source", "trace_id", "trace_seq", "query", "chat_id",
+    "fired_ids",
+)  # fmt: skip
+"""The columns a change caused by an outcome reads (the common case, read by place)."""
+
+
+def _weight_changes(rows: QueryResult) -> list[WeightChange]:
+    cols = rows.columns
+    at = {c: i for i, c in enumerate(cols)}
+    (i_seq, i_ts, i_before, i_after, i_rule, i_event, i_cseq, i_type, i_actor, i_cts,
+     i_reward, i_source, i_tid, i_tseq, i_query, i_chat, i_fired) = map(at.__getitem__, _OUTCOME)  # noqa: E501  # fmt: skip
+    i_path = at["path"]
+    paths = {
+        int(r[i_tseq]): _JSON_PATH.decode(r[i_path])
+        for r in rows.rows
+        if r[i_tseq] is not None and r[i_path] is not None
+    }
+    out = []
+    for r in rows.rows:
+        if r[i_type] == "outcome_recorded" and r[i_cseq] is not None:
+            tseq = None if r[i_tseq] is None else int(r[i_tseq])
+            cause = Cause(
+                seq=int(r[i_cseq]),
+                kind="outcome",
+                type="outcome_recorded",
+                actor=str(r[i_actor] or ""),
+                ts=_ts(r[i_cts]),
+                reward=_f(r[i_reward]),
+                reward_source=str(r[i_source] or ""),
+                trace_id=str(r[i_tid] or ""),
+                trace_seq=tseq,
+                query=str(r[i_query] or ""),
+                chat_id=str(r[i_chat] or ""),
+                path=paths.get(tseq, []) if tseq is not None else [],
+                fired_ids=list(r[i_fired] or []),
+            )
+        else:
+            cause = _cause(dict(zip(cols, r, strict=True)), paths)
+        out.append(
+            WeightChange(
+                int(r[i_seq]),
+                _ts(r[i_ts]),
+                _f(r[i_before]),
+                _f(r[i_after]),
+                str(r[i_rule]),
+                str(r[i_event]),
+                cause,
+            )
+        )
+    return out
+
+
+def _changes(
+    store: AnalyticsStore, source: str, target: str
+) -> tuple[dict[str, Any] | None, QueryResult]:
+    """The edge now (``w``eight, ``k``ind, ``t``ier; None when it is not) and the rows of
+    ``keyed_audit`` for it (none when a name is not coded)."""
+    src, dst, now = store.query(
+        STOP_NOW if target == "<STOP>" else EDGE_NOW, [source, target]
+    ).rows[0]
+    if src is None or dst is None:
+        return now, QueryResult([], [], [])
+    rows = store.query(keyed_audit(int(src), int(dst)))
+    if any(r[-1] for r in rows.rows):  # a change whose cause the store does not keep
+        rows = store.query(keyed_audit(int(src), int(dst), cached=False))
+    return now, rows
 
 
 def _cause(r: dict[str, Any], paths: dict[int, list[str]]) -> Cause:

@@ -1,5 +1,5 @@
 """The SQL of an edge audit: ``EDGE_AUDIT_SQL``, the documented query over the views,
-and ``keyed_audit``, the same rows read by the edge's key (``replay.audit`` runs it).
+and ``keyed_audit``, the same rows read by the edge's codes (``replay.audit`` runs it).
 
 The keyed audit reads each change's cause from ``store.causes`` (no view): what
 ``EDGE_AUDIT_SQL``'s joins give for a cause seq, joined once when the changes naming it
@@ -87,16 +87,19 @@ CAUSES = "INSERT INTO store.causes " + causes_select(
 flush's, once they and the records they name are loaded)."""
 
 
-def keyed_audit(key: int, *, cached: bool = True) -> str:
+def keyed_audit(source: int, target: int, *, cached: bool = True) -> str:
     """``EDGE_AUDIT_SQL``, the same rows, read faster, and two columns more: ``path``
     (the walk of the cause's trace, JSON, or NULL) and ``uncached`` (the change's cause
     is not in ``store.causes``: run again with ``cached=False``). The edge's changes
-    are found by their key first (the row groups of ``store.deltas`` that cannot hold
-    the key are skipped), then joined to their causes (``cached``: kept in
-    ``store.causes``; else each cause narrowed to those changes)."""
+    are found by the codes of its source and target (``store.ids``; the row groups of
+    ``store.deltas`` that cannot hold them are skipped), then joined to their causes
+    (``cached``: kept in ``store.causes``; else each cause narrowed to those
+    changes)."""
     changes = (
-        "WITH d AS MATERIALIZED (SELECT * FROM store.deltas "
-        f"WHERE edge = {int(key)}::UBIGINT AND source = ? AND target = ?)\n"
+        "WITH d AS MATERIALIZED (SELECT s.seq, s.ord, s.ts, s.before, s.after, s.delta, "
+        "r.name AS rule, s.cause_seq, e.name AS event FROM store.deltas s "
+        "JOIN store.ids r ON r.id = s.rule JOIN store.ids e ON e.id = s.event "
+        f"WHERE s.source = {int(source)} AND s.target = {int(target)})\n"
     )
     if cached:
         return (
@@ -119,3 +122,17 @@ def keyed_audit(key: int, *, cached: bool = True) -> str:
         + _PATH
         + "ORDER BY d.seq, d.ord\n"
     )
+
+
+_CODES = (
+    "SELECT (SELECT id FROM store.ids WHERE name = $1), (SELECT id FROM store.ids WHERE name = $2)"
+)
+EDGE_NOW = (
+    _CODES + ", (SELECT {'w': weight, 'k': kind, 't': tier} FROM edges "
+    "WHERE source = $1 AND target = $2)"
+)
+STOP_NOW = (
+    _CODES + ", (SELECT {'w': stop, 'k': 'stop', 't': NULL::VARCHAR} FROM nodes WHERE id = $1)"
+)
+"""The codes of an edge's source and target (``store.ids``) and the edge now (a STOP
+weight: the node's)."""

@@ -16,6 +16,8 @@ import numpy as np
 
 from replay.tables import (
     BIGINT,
+    BY_TRACE,
+    CODED,
     DOUBLE,
     DOUBLES,
     GROUPED,
@@ -25,6 +27,7 @@ from replay.tables import (
     VARCHARS,
     tail_columns,
 )
+from replay.trace_rows import Names
 
 
 def _masked(values: Sequence[Any], dtype: Any) -> Any:
@@ -92,10 +95,11 @@ class DeltaTails(Tails):
     them at once (the graph projection's clip, the same float operations). Rows come
     one at a time or as whole columns (``add_columns``), kept in the order given."""
 
-    __slots__ = ("calc", "pieces", "sealed")
+    __slots__ = ("calc", "names", "pieces", "sealed")
 
-    def __init__(self) -> None:
+    def __init__(self, names: Names) -> None:
         super().__init__(5)
+        self.names = names
         self.calc: list[bool] = []
         self.pieces: list[list[Any]] = []
         self.sealed = 0
@@ -104,7 +108,8 @@ class DeltaTails(Tails):
         return self.sealed + len(self.cols[0])
 
     def add_columns(self, cols: list[Any]) -> None:
-        """Append rows given as columns (numpy arrays, ``after`` computed)."""
+        """Append rows given as columns (numpy arrays, ``after`` computed; source and
+        target as codes of ``names``)."""
         if self.cols[0]:
             self.pieces.append(self._lists(_KINDS))
             self.sealed += len(self.cols[0])
@@ -138,6 +143,7 @@ class DeltaTails(Tails):
 
     def _lists(self, kinds: Sequence[str]) -> list[Any]:
         src, tgt, before, after, delta = super().arrays(kinds)
+        src, tgt = self.names.coded(src), self.names.coded(tgt)
         calc = np.asarray(self.calc, dtype=bool)
         if calc.any():
             computed = np.clip(np.ma.getdata(before) + np.ma.getdata(delta), -1.0, 1.0)
@@ -157,18 +163,24 @@ def _concatenate(arrays: list[Any]) -> Any:
     return np.concatenate(arrays)
 
 
-def grouped(table: str, tails: Tails, groups: list[tuple[tuple[Any, ...], int]]) -> Any:
-    """The columns of a grouped table: heads repeated, ordinals numbered, tails as given."""
+def grouped(
+    table: str, tails: Tails, groups: list[tuple[tuple[Any, ...], int]], names: Names
+) -> Any:
+    """The columns of a grouped table: heads repeated, ordinals numbered, tails as given;
+    the coded ones (``replay.tables.CODED``) as codes of ``names``, without the
+    ``trace_id`` the store reads from the trace."""
     kinds = dict(TABLES[table])
     heads, ordinal, first = GROUPED[table]
+    coded = CODED[table]
     counts = np.fromiter((n for _, n in groups), dtype=np.int64, count=len(groups))
     data = {
-        name: np.repeat(column(kinds[name], vals), counts)
+        name: np.repeat(names.coded(vals) if name in coded else column(kinds[name], vals), counts)
         for name, vals in zip(heads, zip(*(h for h, _ in groups), strict=True), strict=True)
+        if not (name == "trace_id" and table in BY_TRACE)
     }
     starts = np.repeat(np.cumsum(counts) - counts, counts)
     data[ordinal] = np.arange(len(starts), dtype=np.int64) - starts + first
-    names = tail_columns(table)
-    arrays = tails.arrays([kinds[n] for n in names])
-    data.update(zip(names, arrays, strict=True))
+    cols = tail_columns(table)
+    arrays = tails.arrays([kinds[n] for n in cols])
+    data.update((n, names.coded(a) if n in coded else a) for n, a in zip(cols, arrays, strict=True))
     return data

@@ -21,7 +21,7 @@ import numpy.typing as npt
 from ocb_events.codec import EdgesUpdatedRaw
 from ocb_events.schema import STOP, EdgesUpdated
 from projections import fold_weights, graph
-from replay.trace_rows import UpdatesRaw
+from replay.trace_rows import Names, UpdatesRaw
 from replay.weights import WeightRuns
 
 F64 = npt.NDArray[np.float64]
@@ -69,27 +69,24 @@ class DeltaRun:
     """Weight updates gathered in log order (``add``) and settled at once (``settle``)
     into their rows and the graph. The pairs' indices carry over from run to run."""
 
-    def __init__(self) -> None:
+    def __init__(self, names: Names) -> None:
         self.runs = WeightRuns()
         self.heads: list[tuple[int, int, str, int, str]] = []
-        self._sources: Any = np.empty(0, dtype=object)
-        self._targets: Any = np.empty(0, dtype=object)
+        self.names = names
+        self._sources: Any = np.empty(0, dtype=np.int32)
+        self._targets: Any = np.empty(0, dtype=np.int32)
 
     def __len__(self) -> int:
         return len(self.heads)
 
-    def _names(self, pairs: Sequence[tuple[str, str]]) -> tuple[Any, Any]:
-        """The source and target of every pair, as object arrays (grown as pairs are)."""
-        if len(self._sources) != len(pairs):
-            sources, targets = (
-                np.empty(len(pairs), dtype=object),
-                np.empty(len(pairs), dtype=object),
-            )
-            had = len(self._sources)
-            sources[:had], targets[:had] = self._sources, self._targets
-            sources[had:] = [s for s, _ in pairs[had:]]
-            targets[had:] = [t for _, t in pairs[had:]]
-            self._sources, self._targets = sources, targets
+    def _codes(self, pairs: Sequence[tuple[str, str]]) -> tuple[Any, Any]:
+        """The source and target of every pair, as codes of ``names`` (grown as pairs
+        are)."""
+        had = len(self._sources)
+        if had != len(pairs):
+            new = pairs[had:]
+            self._sources = np.concatenate((self._sources, self.names.coded([s for s, _ in new])))
+            self._targets = np.concatenate((self._targets, self.names.coded([t for _, t in new])))
         return self._sources, self._targets
 
     def add(self, seq: int, ts: int, ev: EdgesUpdated | UpdatesRaw) -> None:
@@ -101,7 +98,8 @@ class DeltaRun:
 
     def settle(self, g: graph.State) -> tuple[list[Any], dict[str, Any], set[str], set[str]]:
         """Fold the run into ``g``; return the group heads with their row counts, the
-        rows as columns (source, target, before, after, delta), the nodes whose stop
+        rows as columns (source, target, before, after, delta; source and target as
+        codes of ``names``), the nodes whose stop
         weight or baseline it changed, and the sources whose edges it changed."""
         heads, self.heads = self.heads, []
         run = self.runs.take()
@@ -130,7 +128,7 @@ class DeltaRun:
         per = np.bincount(np.searchsorted(seqs, run.seq[keep]), minlength=len(heads))
         fold_weights(g, run)
         g.seq = heads[-1][0]  # as the fold of its last record leaves it
-        sources_of, targets_of = self._names(pairs)
+        sources_of, targets_of = self._codes(pairs)
         cols = {"source": sources_of[pair], "target": targets_of[pair], "before": before}
         cols |= {"after": after, "delta": delta}
         return list(zip(heads, per.tolist(), strict=True)), cols, stops, sources

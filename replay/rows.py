@@ -122,7 +122,9 @@ class RowFold:
     ``bulk`` gathers a weight update's rows a source at a time (``bulk=False``: row by
     row, the reference the bulk path is tested against; the same rows either way);
     ``traces`` maps trace ids seen in this run to their seq (older ones are resolved
-    against the store at flush); ``last_run`` is the newest maintenance run (op, seq).
+    against the store at flush); ``last_run`` is the newest maintenance run (op, seq);
+    ``names`` codes the names of coded columns (``replay.tables.CODED``): those the
+    store holds already, then the new ones.
     """
 
     def __init__(
@@ -131,14 +133,15 @@ class RowFold:
         last_run: tuple[str, int],
         *,
         bulk: bool = True,
+        names: Names | None = None,
     ) -> None:
         self._load_graph = load_graph
         self.bulk = bulk
         self.g: graph.State | None = None
         self.last_run = last_run
         self.traces: dict[str, int] = {}
-        self.names = Names()
-        self.run = DeltaRun()
+        self.names = names if names is not None else Names()
+        self.run = DeltaRun(self.names)
         self._tags: dict[type, str] = {}
         self._handlers: dict[type, Callable[[Any, Any], None]] = {
             QueryTraced: self._trace if bulk else self._trace_rows,
@@ -174,7 +177,8 @@ class RowFold:
         """Start a new batch of rows (the graph and the lookups carry on)."""
         self.rows: dict[str, list[Any]] = {n: [] for n in HISTORY if n not in GROUPED}
         self.tails: dict[str, Tails] = {
-            n: DeltaTails() if n == "deltas" else Tails(len(tail_columns(n))) for n in GROUPED
+            n: DeltaTails(self.names) if n == "deltas" else Tails(len(tail_columns(n)))
+            for n in GROUPED
         }
         self.groups: dict[str, list[tuple[tuple[Any, ...], int]]] = {n: [] for n in GROUPED}
         self.trace_rows = TraceRows(self.names)

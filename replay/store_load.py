@@ -1,5 +1,6 @@
 """Loading a flush of rows into the analytics store's tables: each table's columns
-handed to DuckDB as one dict of numpy arrays and inserted in one statement; the rows of
+handed to DuckDB as one dict of numpy arrays and inserted in one statement (names as
+codes of ``store.ids``, the new ones appended first: ``store_names``); the rows of
 the present (``nodes``, ``edges``) replaced by key; outcomes whose trace came in an
 earlier flush resolved against the store. Each function takes the caller's connection
 (``replay.analytics`` opens it) inside its transaction.
@@ -12,24 +13,50 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from replay.columns import Tails, column, grouped
+from replay.columns import column, grouped
 from replay.rows import RowFold
-from replay.tables import TABLES, VARCHAR, VARCHARS
+from replay.tables import TABLES, VARCHAR, VARCHARS, store_columns
+from replay.trace_rows import Names
 
-EDGE_KEY = "hash(source, target)"
-"""The key ``store.deltas`` keeps beside each change (column ``edge``, not in the view):
-a flush's changes are stored ordered by it, so DuckDB's zone maps skip the row groups
-that hold no change of an audited edge. The store records what DuckDB's ``hash`` gives
-for ``KEY_PROBE`` and is rebuilt when another DuckDB hashes otherwise."""
 KEY_PROBE = "ocb edge"
+"""What the store's meta hashes (``probe``) to tell stores of another DuckDB."""
+
+
+def by_edge(data: dict[str, Any]) -> dict[str, Any]:
+    """A flush's rows of ``deltas`` (in log order: by seq, then ord) ordered by the
+    codes of their edge, then seq and ord: an edge's changes lie in a few row groups of
+    ``store.deltas``, and DuckDB's zone maps skip the others when it is audited. One
+    stable sort of numbers (the edge's two codes as one key)."""
+    key = np.ma.getdata(data["source"]).astype(np.int64) << 32
+    key |= np.ma.getdata(data["target"]).astype(np.int64)
+    order = np.argsort(key, kind="stable")
+    return {name: col[order] for name, col in data.items()}
+
 
 PATHS = (
-    "INSERT INTO store.paths SELECT seq, list(node || ' -> ' || chosen ORDER BY step) "
-    "FROM _batch GROUP BY seq"
+    "INSERT INTO store.paths SELECT b.seq, list(n.name || ' -> ' || c.name ORDER BY b.step) "
+    "FROM _batch b JOIN store.ids n ON n.id = b.node JOIN store.ids c ON c.id = b.chosen "
+    "GROUP BY b.seq"
 )
 """Each trace's walk (``node -> chosen``, step by step) in ``store.paths`` (no view),
 built from the same batch as ``steps``: an audit reads the paths of its traces there
 rather than among every trace's steps."""
+
+
+def store_names(con: duckdb.DuckDBPyConnection, names: Names) -> None:
+    """Append the names coded since the last flush to ``store.ids`` (before the rows
+    that use them)."""
+    upto = len(names.table)
+    if upto == names.stored:
+        return
+    new = names.table[names.stored : upto]
+    data = {"id": np.arange(names.stored, upto, dtype=np.int32), "name": column(VARCHAR, new)}
+    con.register("_names", data)
+    try:
+        con.execute("INSERT INTO store.ids SELECT id, name FROM _names")
+    finally:
+        con.unregister("_names")
+    names.stored = upto
 
 
 _SEP = "\x1f"
@@ -47,36 +74,84 @@ def _joined(lists: Any) -> Any:
     return out
 
 
+Followed = tuple[Any, Any]
+"""The ``followed`` ids of a batch of steps as numbers: how many each step has, and all
+of them as codes of ``store.ids``, step after step (``replay.trace_rows``)."""
+
+_FOLLOWED = (
+    "LEFT JOIN (SELECT x.row, list(i.name ORDER BY x.k) AS followed FROM _fol x "
+    "JOIN store.ids i ON i.id = x.node GROUP BY x.row) f ON f.row = _batch._row"
+)
+WIDE = 8
+"""Up to this many followed ids a step, they go as one column of codes per place (each
+joined to its name); a batch with longer lists goes as one row per id, aggregated."""
+
+
+def _followed(data: dict[str, Any], followed: Followed) -> tuple[str, str, dict[str, Any]]:
+    """How ``insert`` reads the steps' followed ids: the expression of the list, the
+    joins it needs, and the tables to register besides ``_batch``."""
+    lens, codes = followed
+    data["_row"] = np.arange(len(lens), dtype=np.int64)
+    width = int(lens.max()) if len(lens) else 0
+    if width > WIDE:
+        fol = {"row": np.repeat(data["_row"], lens), "k": np.arange(len(codes), dtype=np.int64)}
+        return "coalesce(f.followed, []::VARCHAR[])", _FOLLOWED, {"_fol": fol | {"node": codes}}
+    if not width:
+        return "[]::VARCHAR[]", "", {}
+    data["_n"] = lens
+    starts = np.cumsum(lens) - lens
+    joins = []
+    for j in range(width):
+        has = lens > j
+        col = np.zeros(len(lens), dtype=np.int32)
+        col[has] = codes[starts[has] + j]
+        data[f"_f{j}"] = np.ma.masked_array(col, mask=~has)
+        joins.append(f"LEFT JOIN store.ids _i{j} ON _i{j}.id = _batch._f{j}")
+    names = ", ".join(f"_i{j}.name" for j in range(width))
+    return f"list_slice([{names}], 1, _batch._n)", " ".join(joins), {}
+
+
 def insert(
-    con: duckdb.DuckDBPyConnection, table: str, data: dict[str, Any], *, joined: bool = False
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    data: dict[str, Any],
+    *,
+    followed: Followed | None = None,
 ) -> None:
     """Load columns (numpy arrays by column name) into ``store.<table>`` in one statement
-    (``joined``: its lists of strings come joined already, each item after ``_SEP``)."""
-    names = ", ".join(c for c, _ in TABLES[table])
-    picks = []
-    for c, kind in TABLES[table]:
-        if kind == VARCHARS and joined:
-            picks.append(f"string_split({c}, chr(31))[2:] AS {c}")
+    (``followed``: the steps' followed ids as codes, made lists of names by DuckDB)."""
+    cols = store_columns(table)
+    names = ", ".join(c for c, _ in cols)
+    picks, source, listed = [], "_batch", ""
+    more: dict[str, Any] = {}
+    if followed is not None:
+        listed, joins, more = _followed(data, followed)
+        source = f"_batch {joins}"
+    for c, kind in cols:
+        if c == "followed" and followed is not None:
+            picks.append(listed)
             continue
         joined_col = _joined(data[c]) if kind == VARCHARS else None
         if joined_col is None:
-            picks.append(c)
+            picks.append(f"_batch.{c}")
         else:
             data[c] = joined_col
-            picks.append(f"string_split({c}, chr(31))[2:] AS {c}")
-    sql = f"INSERT INTO store.{table} ({names}) SELECT {', '.join(picks)} FROM _batch"
+            picks.append(f"string_split(_batch.{c}, chr(31))[2:]")
+    sql = f"INSERT INTO store.{table} ({names}) SELECT {', '.join(picks)} FROM {source}"
     if table == "deltas":
-        sql = (
-            f"INSERT INTO store.deltas ({names}, edge) SELECT {names}, {EDGE_KEY} AS edge "
-            "FROM _batch ORDER BY edge, seq, ord"
-        )
-    con.register("_batch", data)
+        data = by_edge(data)
+    elif followed is not None:
+        sql += " ORDER BY _batch._row"
+    more["_batch"] = data
     try:
+        for name, columns in more.items():
+            con.register(name, columns)
         con.execute(sql)
         if table == "steps":
             con.execute(PATHS)
     finally:
-        con.unregister("_batch")
+        for name in more:
+            con.unregister(name)
 
 
 def load(con: duckdb.DuckDBPyConnection, table: str, rows: list[Any]) -> None:
@@ -90,15 +165,38 @@ def load(con: duckdb.DuckDBPyConnection, table: str, rows: list[Any]) -> None:
     insert(con, table, data)
 
 
-def load_grouped(con: duckdb.DuckDBPyConnection, table: str, fold: RowFold) -> None:
-    """The rows of a grouped table: those of traces gathered from their bodies
-    (``fold.traces_rows``), then those gathered row by row."""
+Batch = tuple[dict[str, Any], Followed | None]
+"""A grouped table's columns, with the steps' followed ids as codes when they hold none."""
+
+
+def tail_columns_of(fold: RowFold) -> dict[str, dict[str, Any]]:
+    """The rows of grouped tables gathered row by row, as columns with their names
+    coded (in the folding thread: codes are given in the order of the log)."""
+    return {
+        table: grouped(table, tails, fold.groups[table], fold.names)
+        for table, tails in fold.tails.items()
+        if len(tails)
+    }
+
+
+def grouped_batches(fold: RowFold, table: str, tails: dict[str, dict[str, Any]]) -> list[Batch]:
+    """The rows of a grouped table as columns: those of traces gathered from their
+    bodies (``fold.traces_rows``), then those gathered row by row (``tails``, from
+    ``tail_columns_of``)."""
+    out: list[Batch] = []
     batch = fold.trace_rows.tables().get(table) if len(fold.trace_rows) else None
     if batch is not None and len(batch["seq"]):
-        insert(con, table, batch, joined=fold.trace_rows.joined)
-    tails: Tails = fold.tails[table]
-    if len(tails):
-        insert(con, table, grouped(table, tails, fold.groups[table]))
+        out.append((batch, fold.trace_rows.followed if table == "steps" else None))
+    if table in tails:
+        out.append((tails[table], None))
+    return out
+
+
+def load_grouped(con: duckdb.DuckDBPyConnection, table: str, batches: list[Batch]) -> None:
+    """Load the rows of a grouped table (``grouped_batches``; their names in
+    ``store.ids`` already)."""
+    for data, followed in batches:
+        insert(con, table, data, followed=followed)
 
 
 def resolve_traces(con: duckdb.DuckDBPyConnection, fold: RowFold) -> None:

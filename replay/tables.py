@@ -3,7 +3,8 @@ the present and which grow, and how grouped tables share columns within a record
 
 NOTE: the columns of ``TABLES`` are the documented views (README, "History: SQL and
 audit"): add columns at the end and bump ``replay.analytics.VERSION`` (stores of another
-version are rebuilt).
+version are rebuilt). The store's own tables (``store_columns``) hold some of them as
+codes (``CODED``), which the views (``view_sql``) turn back into names.
 """
 
 from __future__ import annotations
@@ -97,6 +98,49 @@ GROUPED: dict[str, tuple[tuple[str, ...], str, int]] = {
 by a group, given once per group and repeated at load; the ordinal column, numbered
 within the group at load; its first value). The other columns form each row's tail
 (a bare value when there is one)."""
+
+
+CODED: dict[str, tuple[str, ...]] = {
+    "deltas": ("source", "target", "rule", "event"),
+    "fired": ("node",),
+    "seeds": ("node",),
+    "steps": ("node", "chosen", "tier"),
+}
+"""Columns the store holds as INTEGER codes of ``store.ids`` (one name a code, the
+same code in every table), and its views turn back into names: the rows DuckDB loads
+hold numbers, not millions of Python strings."""
+
+BY_TRACE = ("fired", "seeds", "steps")
+"""Tables whose ``trace_id`` the store does not hold: their view reads it from
+``store.traces`` by ``seq`` (one trace a seq)."""
+
+
+def store_columns(table: str) -> tuple[tuple[str, str], ...]:
+    """The columns of ``store.<table>``: those of the view, coded ones as INTEGER, a
+    trace's rows without the ``trace_id`` of their trace."""
+    coded = CODED.get(table, ())
+    return tuple(
+        (c, INTEGER if c in coded else k)
+        for c, k in TABLES[table]
+        if not (c == "trace_id" and table in BY_TRACE)
+    )
+
+
+def view_sql(table: str) -> str:
+    """The ``SELECT`` of the view ``main.<table>`` over ``store.<table>`` (names for
+    codes, a trace's id from its trace), columns as ``TABLES`` lists them."""
+    coded = CODED.get(table, ())
+    picks, joins = [], []
+    for c, _ in TABLES[table]:
+        if c in coded:
+            picks.append(f"_{c}.name AS {c}")
+            joins.append(f" LEFT JOIN store.ids _{c} ON _{c}.id = s.{c}")
+        elif c == "trace_id" and table in BY_TRACE:
+            picks.append("_t.trace_id")
+            joins.append(" JOIN store.traces _t ON _t.seq = s.seq")
+        else:
+            picks.append(f"s.{c}")
+    return f"SELECT {', '.join(picks)} FROM store.{table} s{''.join(joins)}"
 
 
 def tail_columns(table: str) -> tuple[str, ...]:

@@ -3,12 +3,13 @@ straight from the traces' packed bodies (``ocb_events.packing.trace_columns``), 
 whole flush at once.
 
 A trace's body holds its own string table and each use of a string as an index into it.
-``TraceRows`` keeps one table of every string seen (``Names``, kept across flushes),
-maps each trace's table into it once, and keeps every other column as the body stores
-it: at flush, each column of the batch is one numpy operation (local indices offset
-into the batch's map, floats read from their raw bytes, the chosen candidate of every
-step found by comparing codes), with no object per row. Only ``followed`` (a list per
-step) is joined a step at a time.
+``TraceRows`` codes each trace's table once into the store's names (``Names``: each
+name one code, the same in every table and flush; ``store.ids``), and keeps every
+other column as the body stores it: at flush, each column of the batch is one numpy
+operation (local indices offset into the batch's codes, floats read from their raw
+bytes, the chosen candidate of every step found by comparing codes), with no object
+per row: the store is handed numbers only (``followed``, a list per step, as all its
+codes in a row and a length per step, made lists by DuckDB).
 
 ``read_rows`` reads a segment log with traces decoded this way (``PackedTrace``); any
 other log, or a trace of the old encoding, gives full records, which ``RowFold`` packs
@@ -17,6 +18,7 @@ into the same columns (``pack_trace`` keeps every value, floats bit for bit).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from itertools import chain
 from typing import Any
@@ -29,9 +31,6 @@ from ocb_events.log import SegmentLog
 from ocb_events.packing import BadBody, Columns, trace_columns
 from ocb_events.schema import FoldRecord, Record
 from replay.store_meta import History
-
-SEP = "\x1f"
-"""Joins the items of a ``followed`` list into one string (``replay.store_load``)."""
 
 
 class PackedTrace(msgspec.Struct, kw_only=True):
@@ -100,13 +99,17 @@ def read_rows(log: History, from_seq: int, to_seq: int, *, packed: bool) -> Iter
 
 
 class Names:
-    """Every string the traces of a store's run used, each with one code."""
+    """Every name the store holds as a code (``replay.tables.CODED``): the store's
+    ``store.ids`` at the start of a run (``known``), and those the run adds. Codes are
+    given under a lock (a flush may code its rows on the commit thread while the fold
+    goes on); ``stored`` is how many of ``table`` the store holds."""
 
-    def __init__(self) -> None:
-        self.codes: dict[str, int] = {}
-        self.table: list[str] = []
-        self.sep_free = True  # no string holds SEP (so ``followed`` can be joined)
+    def __init__(self, known: Sequence[str] = ()) -> None:
+        self.codes: dict[str, int] = {s: i for i, s in enumerate(known)}
+        self.table: list[str] = list(known)
+        self.stored = len(self.table)
         self._array: Any = np.empty(0, dtype=object)
+        self._lock = threading.Lock()
 
     def map(self, strs: Sequence[str]) -> list[int]:
         out = list(map(self.codes.get, strs))
@@ -117,12 +120,25 @@ class Names:
         return out  # type: ignore[return-value]
 
     def _add(self, s: str) -> int:
-        code = self.codes.get(s)
-        if code is None:
-            code = self.codes[s] = len(self.table)
-            self.table.append(s)
-            self.sep_free = self.sep_free and SEP not in s
+        with self._lock:
+            code = self.codes.get(s)
+            if code is None:
+                self.table.append(s)
+                code = self.codes[s] = len(self.table) - 1
         return code
+
+    def coded(self, values: Any) -> Any:
+        """Names (an object array or a list, None for NULL) as an int32 array of codes,
+        masked where None; codes pass as they are."""
+        if isinstance(values, np.ndarray) and values.dtype != object:
+            return values
+        vals = list(values)
+        if None not in vals:
+            return np.asarray(self.map(vals), dtype=np.int32)
+        mask = np.fromiter((v is None for v in vals), dtype=bool, count=len(vals))
+        codes = np.zeros(len(vals), dtype=np.int32)
+        codes[~mask] = self.map([v for v in vals if v is not None])
+        return np.ma.masked_array(codes, mask=mask)
 
     def array(self) -> Any:
         if len(self._array) != len(self.table):
@@ -157,55 +173,55 @@ class TraceRows:
     def __init__(self, names: Names) -> None:
         self.names = names
         self.seqs: list[int] = []
-        self.ids: list[str] = []
         self.map: list[int] = []  # every trace's string table, as codes
         self.base: list[int] = []
-        self.counts: list[list[int]] = [[], [], [], [], []]  # seeds, steps, cands, fired, fol
-        self.cols: list[list[Any]] = [[] for _ in range(17)]
-        self._cands = 0
+        self.bodies: list[Columns] = []
+        self.counts: list[Any] = []  # seeds, steps, cands, fired, fol (by trace)
+        self.cols: list[Any] = []  # (``_gather``)
         self._tables: dict[str, dict[str, Any]] | None = None
-        self.joined = True
-        """Whether ``tables`` gave ``followed`` joined by SEP (no string held it)."""
+        self.followed: tuple[Any, Any] | None = None
+        """The ``followed`` ids of the steps ``tables`` gave (without them): how many
+        each step has, and all of them as codes, step after step."""
 
     def __len__(self) -> int:
         return len(self.seqs)
 
     def add(self, seq: int, trace_id: str, cols: Columns) -> None:
-        """Add one trace (its body's columns, as ``trace_columns`` gives them)."""
-        (strs, s_ids, s_score, s_lex, s_vec, hops, nodes, stops, chosen, followed, sizes,
-         c_tgt, c_w, differ, c_logit, c_tier, _uses, fired) = cols  # fmt: skip
-        c = self.cols
-        cands = len(c_tgt)
+        """Add one trace (its body's columns, as ``trace_columns`` gives them; its id
+        is its trace's, read by seq)."""
         self.seqs.append(seq)
-        self.ids.append(trace_id)
         self.base.append(len(self.map))
-        self.map.extend(self.names.map(strs))
-        n_seeds, n_steps, n_cands, n_fired, n_fol = self.counts
-        n_seeds.append(len(s_ids))
-        n_steps.append(len(hops))
-        n_fired.append(len(fired))
-        fol = list(chain.from_iterable(followed))
-        n_fol.append(len(fol))
-        c[0].extend(s_ids)
-        c[1].append(s_score)
-        c[2].append(s_lex)
-        c[3].append(s_vec)
-        c[4].extend(hops)
-        c[5].extend(nodes)
-        c[6].append(stops)
-        c[7].extend(chosen)
-        c[8].extend(map(len, followed))
-        c[9].extend(fol)
-        c[10].extend(sizes)
-        c[11].extend(c_tgt)
-        c[12].append(c_w)
-        if differ:
-            c[13].extend([d + self._cands for d in differ])
-        c[14].append(c_logit)
-        c[15].extend(c_tier)
-        c[16].extend(fired)
-        n_cands.append(cands)
-        self._cands += cands
+        self.map.extend(self.names.map(cols[0]))
+        self.bodies.append(cols)
+
+    def _gather(self) -> None:
+        """Every trace's columns end to end, column by column (``_build``'s input)."""
+        bodies = self.bodies
+
+        def flat(k: int) -> Any:
+            return np.fromiter(chain.from_iterable([t[k] for t in bodies]), dtype=np.int64)
+
+        def each(k: int) -> list[Any]:
+            return [t[k] for t in bodies]
+
+        n_cands = [len(t[11]) for t in bodies]
+        followed = list(chain.from_iterable([t[9] for t in bodies]))
+        differ = flat(13)
+        cand_start = np.cumsum(n_cands) - np.asarray(n_cands, dtype=np.int64)
+        differ += np.repeat(cand_start, [len(t[13]) for t in bodies])
+        self.counts = [
+            [len(t[1]) for t in bodies],
+            [len(t[5]) for t in bodies],
+            n_cands,
+            [len(t[17]) for t in bodies],
+            [sum(map(len, t[9])) for t in bodies],
+        ]
+        self.cols = [
+            flat(1), each(2), each(3), each(4), flat(5), flat(6), each(7), flat(8),
+            np.fromiter(map(len, followed), dtype=np.int64, count=len(followed)),
+            np.fromiter(chain.from_iterable(followed), dtype=np.int64), flat(10),
+            flat(11), each(12), differ, each(14), flat(15), flat(17),
+        ]  # fmt: skip
 
     def tables(self) -> dict[str, dict[str, Any]]:
         """The rows of the batch by table, as columns (``replay.store_load.insert``)."""
@@ -214,28 +230,26 @@ class TraceRows:
         return self._tables
 
     def _build(self) -> dict[str, dict[str, Any]]:
+        self._gather()
         counts = [np.asarray(n, dtype=np.int64) for n in self.counts]
         n_seeds, n_steps, n_cands, n_fired, n_fol = counts
-        codes = np.asarray(self.map, dtype=np.int64)
+        codes = np.asarray(self.map, dtype=np.int32)
         base = np.asarray(self.base, dtype=np.int64)
-        names = self.names.array()
         c = self.cols
 
         def glob(local: list[int], per: Any) -> Any:
             return codes[np.asarray(local, dtype=np.int64) + np.repeat(base, per)]
 
         seqs = np.asarray(self.seqs, dtype=np.int64)
-        ids = np.empty(len(self.ids), dtype=object)
-        ids[:] = self.ids
 
         def head(per: Any) -> dict[str, Any]:
-            return {"seq": np.repeat(seqs, per), "trace_id": np.repeat(ids, per)}
+            return {"seq": np.repeat(seqs, per)}  # (a trace's id: by its seq)
 
-        fired = head(n_fired) | {"rank": _ordinals(n_fired, 1), "node": names[glob(c[16], n_fired)]}
+        fired = head(n_fired) | {"rank": _ordinals(n_fired, 1), "node": glob(c[16], n_fired)}
         total = int(n_seeds.sum())
         seeds = head(n_seeds) | {
             "rank": _ordinals(n_seeds, 1),
-            "node": names[glob(c[0], n_seeds)],
+            "node": glob(c[0], n_seeds),
             "score": _floats(c[1], total),
             "lexical": _floats(c[2], total),
             "vector": _floats(c[3], total),
@@ -243,7 +257,7 @@ class TraceRows:
         return {"fired": fired, "seeds": seeds, "steps": self._steps(head(n_steps), glob)}
 
     def _steps(self, data: dict[str, Any], glob: Any) -> dict[str, Any]:
-        c, names = self.cols, self.names.array()
+        c = self.cols
         n_seeds, n_steps, n_cands, n_fired, n_fol = (
             np.asarray(n, dtype=np.int64) for n in self.counts
         )
@@ -261,38 +275,18 @@ class TraceRows:
         missing[steps_hit] = False
         weight, logit = np.zeros(k), np.zeros(k)
         weight[steps_hit], logit[steps_hit] = weights[pick], logits[pick]
-        tier = np.full(k, None, dtype=object)
-        tier[steps_hit] = names[glob(c[15], n_cands)[pick]]
+        tier = np.zeros(k, dtype=np.int32)
+        tier[steps_hit] = glob(c[15], n_cands)[pick]
         data |= {
             "step": _ordinals(n_steps, 1),
             "hop": np.asarray(c[4], dtype=np.int64),
-            "node": names[glob(c[5], n_steps)],
-            "chosen": names[chosen],
+            "node": glob(c[5], n_steps),
+            "chosen": chosen,
             "candidates": sizes,
             "stop_logit": _floats(c[6], k),
             "weight": np.ma.masked_array(weight, mask=missing),
             "logit": np.ma.masked_array(logit, mask=missing),
-            "tier": tier,
-            "followed": self._followed(names[glob(c[9], n_fol)].tolist(), c[8]),
+            "tier": np.ma.masked_array(tier, mask=missing),
         }
+        self.followed = (np.asarray(c[8], dtype=np.int64), glob(c[9], n_fol))
         return data
-
-    def _followed(self, flat: list[str], lens: list[int]) -> Any:
-        """Each step's followed ids: one string joined by SEP each (a list each when a
-        string holds SEP)."""
-        out = np.empty(len(lens), dtype=object)
-        at = 0
-        self.joined = self.names.sep_free
-        if self.joined:
-            joined = []
-            for n in lens:
-                joined.append(SEP + SEP.join(flat[at : at + n]) if n else "")
-                at += n
-            out[:] = joined
-        else:
-            lists = []
-            for n in lens:
-                lists.append(flat[at : at + n])
-                at += n
-            out[:] = lists
-        return out

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -19,10 +20,11 @@ from ocb_events.clock import TickClock
 from ocb_events.errors import AnalyticsError
 from ocb_events.log import SegmentLog
 from ocb_events.schema import STOP, EdgesUpdated, OutcomeRecorded, QueryTraced
-from replay.analytics import AnalyticsStore, _open
+from replay.analytics import AnalyticsStore, _open, _schema_sql
 from replay.columns import column
-from replay.store_load import _SEP, _joined
+from replay.store_load import _SEP, _joined, insert, store_names
 from replay.tables import TABLES, VARCHARS
+from replay.trace_rows import Names
 from tests.ocb.support import ops, run_op, workspaces, write_workspace
 from tests.ocb_events.golden_log import GOLDEN
 
@@ -307,4 +309,26 @@ def test_lists_of_strings_go_to_duckdb_joined_and_come_back(lists: list[list[str
     con = duckdb.connect()
     con.register("_b", {"x": joined})
     got = con.execute("SELECT string_split(x, chr(31))[2:] FROM _b").fetchall()
+    assert [r[0] for r in got] == lists
+
+
+@given(st.lists(st.lists(st.sampled_from(["a", "b", "c\x1fd", ""]), max_size=12), max_size=12))
+def test_followed_ids_go_to_duckdb_as_codes_and_come_back_as_lists(lists: list[list[str]]) -> None:
+    """A batch of steps hands DuckDB its followed ids as codes (a column per place when
+    no step has more than ``WIDE``, else a row per id): the lists come back as given."""
+    con = duckdb.connect()
+    for stmt in _schema_sql():
+        con.execute(stmt)
+    names = Names()
+    n = len(lists)
+    codes = names.coded([x for v in lists for x in v])
+    data: dict[str, Any] = {"seq": np.arange(n, dtype=np.int64), "step": np.ones(n, np.int64)}
+    data |= {"hop": np.zeros(n, np.int64), "candidates": np.zeros(n, np.int64)}
+    data |= {"node": names.coded(["a"] * n), "chosen": names.coded(["b"] * n)}
+    data |= {"tier": names.coded([None] * n)}
+    data |= {c: np.zeros(n) for c in ("stop_logit", "weight", "logit")}
+    store_names(con, names)
+    lens = np.asarray([len(v) for v in lists], dtype=np.int64)
+    insert(con, "steps", data, followed=(lens, codes))
+    got = con.execute("SELECT followed FROM store.steps ORDER BY seq").fetchall()
     assert [r[0] for r in got] == lists

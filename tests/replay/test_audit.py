@@ -18,9 +18,18 @@ from ocb_events.clock import TickClock
 from ocb_events.errors import InputError
 from ocb_events.schema import QueryTraced
 from projections import graph
-from replay.analytics import AnalyticsStore, edge_key
-from replay.audit import _path, _ts, audit_edge, audit_node
+from replay.analytics import AnalyticsStore
+from replay.audit import (
+    WeightChange,
+    _cause,
+    _path,
+    _ts,
+    _weight_changes,
+    audit_edge,
+    audit_node,
+)
 from replay.audit_sql import EDGE_AUDIT_SQL, keyed_audit
+from replay.store_meta import QueryResult
 from replay.timetravel import iso
 from tests.ocb.support import ops, run_op, workspaces, write_workspace
 
@@ -188,10 +197,17 @@ def test_the_keyed_audit_reads_the_documented_query_s_rows(
             ).rows
             for source, target, _ in edges:
                 documented = store.query(EDGE_AUDIT_SQL, [source, target]).rows
+                codes = dict(
+                    store.query(
+                        "SELECT name, id FROM store.ids WHERE name IN (?, ?)", [source, target]
+                    ).rows
+                )
                 for cached in (True, False):
-                    sql = keyed_audit(edge_key(source, target), cached=cached)
-                    keyed = store.query(sql, [source, target]).rows
+                    sql = keyed_audit(codes[source], codes[target], cached=cached)
+                    result = store.query(sql)
+                    keyed = result.rows
                     assert [r[:-2] for r in keyed] == documented
+                    assert _weight_changes(result) == _by_name(result)
                     assert not any(r[-1] for r in keyed)  # every cause is kept
                     walks = {int(r[14]): r[-2] for r in keyed if r[14] is not None}
                     assert {s: json.loads(p) if p else [] for s, p in walks.items()} == {
@@ -201,6 +217,28 @@ def test_the_keyed_audit_reads_the_documented_query_s_rows(
                 "SELECT seq, list(node || ' -> ' || chosen ORDER BY step) FROM steps GROUP BY seq"
             ).rows
             assert dict(walks) == _path(store, {int(s) for s, _ in walks})
+
+
+def _by_name(result: QueryResult) -> list[WeightChange]:
+    """The changes of a keyed audit's rows, every cause read by column name."""
+    recs = [dict(zip(result.columns, r, strict=True)) for r in result.rows]
+    paths = {
+        int(r["trace_seq"]): json.loads(r["path"])
+        for r in recs
+        if r["trace_seq"] is not None and r["path"] is not None
+    }
+    return [
+        WeightChange(
+            int(r["seq"]),
+            _ts(r["ts"]),
+            r["before"],
+            r["after"],
+            r["rule"],
+            r["event"],
+            _cause(r, paths),
+        )  # fmt: skip
+        for r in recs
+    ]
 
 
 @given(st.datetimes(min_value=datetime(1678, 1, 1), max_value=datetime(2262, 4, 11)))

@@ -36,7 +36,9 @@ from ocb_events.schema import (
 from projections import graph
 from replay.columns import grouped
 from replay.rows import RowFold
-from replay.trace_rows import PackedTrace, decode_for_rows
+from replay.store_load import by_edge
+from replay.tables import CODED
+from replay.trace_rows import Names, PackedTrace, decode_for_rows
 from tests.strategies import query_params
 
 NODES = ["a", "b", "c", "d\x1fe"]  # one id holds the separator of joined lists
@@ -132,30 +134,29 @@ def _values(col: Any) -> list[Any]:
     ]
 
 
-def _joined(values: list[Any]) -> list[Any]:
-    return [
-        v.split("\x1f")[1:] if isinstance(v, str) and v.startswith("\x1f") else v for v in values
-    ]
-
-
 def _rows(fold: RowFold) -> dict[str, Any]:
     fold.settle()
     out: dict[str, Any] = {}
+    names = fold.names.array()
     for table in ("deltas", "fired", "seeds", "steps"):
         data = dict(fold.trace_rows.tables().get(table) or {})
         if data and not len(data["seq"]):
             data = {}
+        if data and table == "steps":  # the followed ids come as codes, step after step
+            assert fold.trace_rows.followed is not None
+            lens, codes = fold.trace_rows.followed
+            ends = np.cumsum(lens).tolist()
+            flat = names[codes].tolist()
+            data["followed"] = [flat[e - n : e] for n, e in zip(lens.tolist(), ends, strict=True)]
         if len(fold.tails[table]):
             assert not data
-            data = grouped(table, fold.tails[table], fold.groups[table])
-        cols = {k: _values(v) for k, v in data.items()}
-        if "followed" in cols:
-            cols["followed"] = (
-                [[] if v == "" else v for v in _joined(cols["followed"])]
-                if fold.trace_rows.joined
-                else cols["followed"]
-            )
-        out[table] = cols
+            data = grouped(table, fold.tails[table], fold.groups[table], fold.names)
+        names = fold.names.array()
+        for c in CODED[table]:  # codes differ from fold to fold: compare the names
+            if c in data:
+                got = data[c]
+                data[c] = np.where(np.ma.getmaskarray(got), None, names[np.ma.getdata(got)])
+        out[table] = {k: _values(v) for k, v in data.items()}
     out["traces"] = fold.rows["traces"]
     out["graph"] = graph.snapshot(fold.graph())
     out["touched"] = sorted(fold.nodes_touched)
@@ -217,3 +218,40 @@ def test_a_body_whose_columns_disagree_is_refused(mutate: Any) -> None:
     parts = list(msgspec.msgpack.decode(body))
     with pytest.raises(BadBody):
         trace_columns(msgspec.msgpack.encode(mutate(parts)))
+
+
+@given(st.lists(st.lists(st.none() | st.sampled_from(["a", "b", "", "d\x1fe", "é"]), max_size=6)))
+def test_names_code_each_name_once_and_keep_none_as_null(batches: list[list[str | None]]) -> None:
+    """Names coded batch after batch, by a run that starts from the names the store
+    holds, read back as they were: one code per name, None masked."""
+    names = Names(["a"])
+    for vals in batches:
+        codes = names.coded(vals)
+        back = names.array()[np.ma.getdata(codes)].tolist()
+        mask = np.ma.getmaskarray(codes).tolist()
+        assert [None if m else b for b, m in zip(back, mask, strict=True)] == vals
+    assert names.codes["a"] == 0
+    assert sorted(names.codes.values()) == list(range(len(names.table)))
+    again = Names(names.table)  # the next run, from what the store holds
+    assert again.codes == names.codes and again.stored == len(names.table)
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), max_size=30))
+def test_a_flush_s_changes_are_stored_by_edge_then_in_log_order(edges: list[Any]) -> None:
+    """``by_edge`` orders rows by their edge's codes, then seq and ord, every column
+    along (the order of ``ORDER BY source, target, seq, ord``)."""
+    n = len(edges)
+    data = {
+        "source": np.asarray([s for s, _ in edges], dtype=np.int32),
+        "target": np.asarray([t for _, t in edges], dtype=np.int32),
+        "seq": np.arange(n, dtype=np.int64) // 2,
+        "ord": np.arange(n, dtype=np.int64) % 2,
+        "before": np.ma.masked_array(np.arange(n, dtype=np.float64), mask=np.arange(n) % 3 == 0),
+    }
+    got = by_edge(dict(data))
+    key = ("source", "target", "seq", "ord")
+    rows = sorted(zip(*(data[c].tolist() for c in key), strict=True))
+    assert list(zip(*(got[c].tolist() for c in key), strict=True)) == rows
+    i = got["seq"] * 2 + got["ord"]  # each row's place in the flush
+    assert np.ma.getmaskarray(got["before"]).tolist() == (i % 3 == 0).tolist()
+    assert np.ma.getdata(got["before"]).tolist() == i.astype(np.float64).tolist()
