@@ -18,7 +18,7 @@ from typing import Any, cast
 import numpy as np
 import numpy.typing as npt
 
-from ocb_events.codec import EdgesUpdatedRaw
+from ocb_events.codec import EdgesPackedRaw, EdgesUpdatedRaw
 from ocb_events.schema import STOP, EdgesUpdated
 from projections import fold_weights, graph
 from replay.trace_rows import Names, UpdatesRaw
@@ -89,9 +89,9 @@ class DeltaRun:
             self._targets = np.concatenate((self._targets, self.names.coded([t for _, t in new])))
         return self._sources, self._targets
 
-    def add(self, seq: int, ts: int, ev: EdgesUpdated | UpdatesRaw) -> None:
-        if isinstance(ev, EdgesUpdated):
-            self.runs.add(seq, ev)
+    def add(self, seq: int, ts: int, ev: EdgesUpdated | UpdatesRaw | EdgesPackedRaw) -> None:
+        if isinstance(ev, EdgesUpdated | EdgesPackedRaw):
+            self.runs.gather(seq, ev)
         else:  # the same fields, its updates parsed with the run's
             self.runs.add_raw(seq, cast(EdgesUpdatedRaw, ev))
         self.heads.append((seq, ts, ev.rule, ev.cause_seq, "edges_updated"))

@@ -16,7 +16,7 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ocb_events.codec import TraceHead
+from ocb_events.codec import EdgesPackedRaw, TraceHead
 from ocb_events.packing import pack_trace, trace_columns
 from ocb_events.schema import (
     STOP,
@@ -110,7 +110,9 @@ by the graph projection, so a new event type joins one of the three (a test over
 schema's union holds it to that)."""
 
 
-_QUIET = frozenset({EdgesUpdated, UpdatesRaw, QueryTraced, TraceHead, OutcomeRecorded})
+_QUIET = frozenset(
+    {EdgesUpdated, UpdatesRaw, EdgesPackedRaw, QueryTraced, TraceHead, OutcomeRecorded}
+)
 """The records a run of weight updates carries on over: they neither read nor change
 the graph (``RowFold.settle``)."""
 
@@ -142,11 +144,12 @@ class RowFold:
         self.traces: dict[str, int] = {}
         self.names = names if names is not None else Names()
         self.run = DeltaRun(self.names)
-        self._tags: dict[type, str] = {}
+        self._tags: dict[type, str] = {EdgesPackedRaw: "edges_updated"}  # its stored form
         self._handlers: dict[type, Callable[[Any, Any], None]] = {
             QueryTraced: self._trace if bulk else self._trace_rows,
             TraceHead: self._packed,
             UpdatesRaw: self._update,
+            EdgesPackedRaw: self._update,
             OutcomeRecorded: self._outcome,
             EdgesUpdated: self._update,
             EdgesCreated: self._created,
@@ -286,10 +289,10 @@ class RowFold:
 
     # ------------------------------------------------------------ weights
 
-    def _update(self, rec: Record, ev: EdgesUpdated | UpdatesRaw) -> None:
+    def _update(self, rec: Record, ev: EdgesUpdated | UpdatesRaw | EdgesPackedRaw) -> None:
         """A weight update: gathered into the run (``settle``), or row by row (the
         reference of the bulk path) when not ``bulk``."""
-        if self.bulk or isinstance(ev, UpdatesRaw):
+        if self.bulk or not isinstance(ev, EdgesUpdated):
             self.run.add(rec.seq, rec.ts, ev)
             return
         g = self.graph()

@@ -26,7 +26,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from ocb_events.codec import PACKED_TRACE, TraceHead, decode_record
+from ocb_events.codec import PACKED_TRACE, PACKED_UPDATES, EdgesPackedRaw, TraceHead, decode_record
 from ocb_events.log import SegmentLog
 from ocb_events.packing import BadBody, Columns, trace_columns
 from ocb_events.schema import FoldRecord, Record
@@ -56,12 +56,13 @@ class UpdatesRaw(msgspec.Struct, frozen=True, tag_field="type", tag="edges_updat
 
 
 class UpdateRecord(msgspec.Struct, frozen=True, kw_only=True):
-    """An ``edges_updated`` record as ``decode_for_rows`` gives it."""
+    """An ``edges_updated`` record as ``decode_for_rows`` gives it: its updates raw
+    (``UpdatesRaw``), or packed (``EdgesPackedRaw``: the packed form of the codec)."""
 
     seq: int
     ts: int
     actor: str
-    event: UpdatesRaw
+    event: UpdatesRaw | EdgesPackedRaw
 
 
 _DECODER = msgspec.msgpack.Decoder(PackedTrace)
@@ -73,7 +74,7 @@ Decoded = Record | FoldRecord | PackedTrace | UpdateRecord
 
 def decode_for_rows(buf: bytes | memoryview, *, segment: str = "", offset: int = 0) -> Decoded:
     """A record as the analytics fold reads it: a compact trace as ``PackedTrace``, a
-    weight update as ``UpdateRecord``, anything else (or anything unusual) as
+    weight update (either form) as ``UpdateRecord``, anything else (or anything unusual) as
     ``decode_record`` gives it."""
     if buf and buf[0] == PACKED_TRACE:
         try:
@@ -82,7 +83,7 @@ def decode_for_rows(buf: bytes | memoryview, *, segment: str = "", offset: int =
             return rec
         except (msgspec.DecodeError, msgspec.ValidationError, BadBody):
             pass  # the full path names the damage
-    elif _UPDATE_TAG in bytes(buf[:96]):
+    elif buf[:7] == PACKED_UPDATES or _UPDATE_TAG in bytes(buf[:96]):
         try:
             return _UPDATES.decode(bytes(buf))  # (its raw parts keep what they read)
         except (msgspec.DecodeError, msgspec.ValidationError):

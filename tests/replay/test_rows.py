@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ocb_events.codec import encode_record
+from ocb_events.codec import EdgesPackedRaw, encode_record
 from ocb_events.packing import BadBody, pack_trace, trace_columns
 from ocb_events.parts import (
     Candidate,
@@ -20,6 +20,7 @@ from ocb_events.parts import (
     EdgeDeltas,
     EdgeRef,
     EdgeSpec,
+    NodeValue,
     QueryParams,
     SeedHit,
     Step,
@@ -38,7 +39,7 @@ from replay.columns import grouped
 from replay.rows import RowFold
 from replay.store_load import by_edge
 from replay.tables import CODED
-from replay.trace_rows import Names, PackedTrace, decode_for_rows
+from replay.trace_rows import Names, PackedTrace, UpdateRecord, UpdatesRaw, decode_for_rows
 from tests.strategies import query_params
 
 NODES = ["a", "b", "c", "d\x1fe"]  # one id holds the separator of joined lists
@@ -158,6 +159,7 @@ def _rows(fold: RowFold) -> dict[str, Any]:
                 data[c] = np.where(np.ma.getmaskarray(got), None, names[np.ma.getdata(got)])
         out[table] = {k: _values(v) for k, v in data.items()}
     out["traces"] = fold.rows["traces"]
+    out["events"] = fold.rows["events"]
     out["graph"] = graph.snapshot(fold.graph())
     out["touched"] = sorted(fold.nodes_touched)
     return out
@@ -167,18 +169,20 @@ def _rows(fold: RowFold) -> dict[str, Any]:
 @given(st.lists(events, max_size=8))
 def test_the_bulk_fold_gives_the_rows_of_the_row_by_row_fold(evs: list[Any]) -> None:
     recs = _start() + [Record(seq=i + 3, ts=i + 3, actor="t", event=ev) for i, ev in enumerate(evs)]
-    folds = [RowFold(graph.initial, ("", 0), bulk=b) for b in (True, False)]
+    folds = [RowFold(graph.initial, ("", 0), bulk=b) for b in (True, True, False)]
     for rec in recs:
-        # the bulk fold reads traces as the segment log hands them over: left packed
-        packed = decode_for_rows(encode_record(rec))
-        folds[0].add(packed)
-        folds[1].add(rec)
-    bulk, rows = (_rows(f) for f in folds)
+        # the bulk fold reads records as the segment log hands them over: traces and
+        # weight updates left packed; and weight updates in the older msgpack form
+        folds[0].add(decode_for_rows(encode_record(rec)))
+        folds[1].add(decode_for_rows(msgspec.msgpack.encode(rec)))
+        folds[2].add(rec)
+    bulk, older, rows = (_rows(f) for f in folds)
     # a row-by-row fold writes each trace's followed ids as a list
     rows_followed = rows["steps"].get("followed")
     if rows_followed is not None:
         rows["steps"]["followed"] = [list(v) for v in rows_followed]
     assert bulk == rows
+    assert older == rows
 
 
 @given(query_params())
@@ -197,6 +201,21 @@ def test_a_trace_comes_packed_and_anything_else_decoded(params: QueryParams) -> 
     assert isinstance(got, PackedTrace) and got.cols[17] == [0] and got.cols[0] == ["a"]
     assert got.event.params == params and got.event.trace_id == "t"
     assert decode_for_rows(encode_record(_start()[0])) == _start()[0]
+
+
+def test_a_weight_update_comes_with_its_updates_left_packed_or_raw() -> None:
+    ev = EdgesUpdated(
+        updates=(EdgeDeltas(source="a", targets=("b", "c"), deltas=(0.5, -0.25)),),
+        rule="pg",
+        cause_seq=3,
+        baselines=(NodeValue(node="a", value=0.125),),
+    )
+    rec = Record(seq=7, ts=7, actor="t", event=ev)
+    packed = decode_for_rows(encode_record(rec))
+    assert isinstance(packed, UpdateRecord) and isinstance(packed.event, EdgesPackedRaw)
+    assert (packed.seq, packed.event.rule, packed.event.cause_seq) == (7, "pg", 3)
+    older = decode_for_rows(msgspec.msgpack.encode(rec))
+    assert isinstance(older, UpdateRecord) and isinstance(older.event, UpdatesRaw)
 
 
 @pytest.mark.parametrize(
