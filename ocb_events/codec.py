@@ -6,10 +6,13 @@ holds a fifth key ``z`` (so its first byte is ``0x85``, never that of a record o
 old encoding, ``0x84``) with the trace's seeds, steps and fired ids packed as columns
 (``ocb_events.packing``), and its event map holds every other field of the trace, so
 ``decode_for_fold`` reads the head of either encoding alike and skips the body as one
-binary string. Decoding gives a ``Record`` equal to the one encoded (floats bit for
-bit); every record of either encoding decodes, and the encoding is self-contained (no
-dictionary outside the record), so any log that stores ``encode_record``'s bytes
-holds the compact form. A change of shape gets an upcaster registered by
+binary string. A weight update is stored packed too (``PACKED_UPDATES``: its record
+map starts with the key ``event``, whose tag ``edges_packed`` no older version knows,
+so an older reader refuses it instead of misreading it), its node ids once in a table
+and its numbers as arrays (``ocb_events.packed_updates``). Decoding gives a ``Record``
+equal to the one encoded (floats bit for bit); every record of any encoding decodes,
+and the encoding is self-contained (no dictionary outside the record), so any log
+that stores ``encode_record``'s bytes holds the compact form. A change of shape gets an upcaster registered by
 ``(tag, version)``: it lifts the raw mapping of an old event one version up. Decoding
 tries the typed fast path first and only falls back to upcasting when that fails.
 """
