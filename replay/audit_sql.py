@@ -6,7 +6,12 @@ The keyed audit reads each change's cause from ``store.causes`` (no view): what
 are loaded (``CAUSES``), with the walk of the cause's trace (``path``, JSON). A cause
 is kept once it and everything its joins read are in the store (a change naming a
 later seq gets none, and its audit runs the joins themselves: ``keyed_audit(...,
-cached=False)``)."""
+cached=False)``).
+
+An audit reads its changes first through ``outcome_audit``: the same changes, with only
+the columns a change an outcome caused needs (the common case), its times as integers
+and no NULL text, so that the rows cross to Python small and are read by place; the few
+changes with another cause are then read with ``keyed_audit(..., others=[their seqs])``."""
 
 from __future__ import annotations
 
@@ -87,26 +92,67 @@ CAUSES = "INSERT INTO store.causes " + causes_select(
 flush's, once they and the records they name are loaded)."""
 
 
-def keyed_audit(source: int, target: int, *, cached: bool = True) -> str:
+def _changes_of(source: int, target: int, seqs: list[int] | None = None) -> str:
+    """The edge's changes found by the codes of its source and target (``store.ids``;
+    the row groups of ``store.deltas`` that cannot hold them are skipped), as ``d``
+    (``seqs``: only those records')."""
+    only = f" AND s.seq IN ({', '.join(str(int(s)) for s in seqs)})" if seqs else ""
+    return (
+        "WITH d AS MATERIALIZED (SELECT s.seq, s.ord, s.ts, s.before, s.after, s.delta, "
+        "r.name AS rule, s.cause_seq, e.name AS event FROM store.deltas s "
+        "JOIN store.ids r ON r.id = s.rule JOIN store.ids e ON e.id = s.event "
+        f"WHERE s.source = {int(source)} AND s.target = {int(target)}{only})\n"
+    )
+
+
+OUTCOME_COLUMNS = (
+    "seq", "ts_us", "before", "after", "rule", "event", "cause_seq", "cause_actor",
+    "cause_ts_us", "reward", "reward_source", "trace_id", "trace_seq", "query", "chat_id",
+    "path", "fired_ids", "other",
+)  # fmt: skip
+"""The columns of ``outcome_audit``, in order."""
+
+
+def outcome_audit(source: int, target: int) -> str:
+    """An edge's changes (``keyed_audit``'s rows, oldest first) with only what the audit
+    reads of a change an outcome caused: times as microseconds since the epoch, text
+    and lists never NULL, and ``other`` (the cause is not an outcome, or not in
+    ``store.causes``: NULL; read such changes with ``keyed_audit``)."""
+    return (
+        _changes_of(source, target)
+        + """SELECT d.seq, epoch_us(d.ts) AS ts_us, d.before, d.after, d.rule, d.event,
+       d.cause_seq, coalesce(c.cause_actor, '') AS cause_actor,
+       epoch_us(c.cause_ts) AS cause_ts_us, c.reward,
+       coalesce(c.reward_source, '') AS reward_source, coalesce(c.trace_id, '') AS trace_id,
+       c.trace_seq, coalesce(c.query, '') AS query, coalesce(c.chat_id, '') AS chat_id,
+       c.path, coalesce(c.fired_ids, []::VARCHAR[]) AS fired_ids,
+       CASE WHEN c.cause_type = 'outcome_recorded' THEN false
+            WHEN c.key IS NULL AND d.cause_seq IS NOT NULL THEN NULL ELSE true END AS other
+FROM d LEFT JOIN store.causes c ON c.key = d.cause_seq
+ORDER BY d.seq, d.ord
+"""
+    )
+
+
+def keyed_audit(
+    source: int, target: int, *, cached: bool = True, others: list[int] | None = None
+) -> str:
     """``EDGE_AUDIT_SQL``, the same rows, read faster, and two columns more: ``path``
     (the walk of the cause's trace, JSON, or NULL) and ``uncached`` (the change's cause
     is not in ``store.causes``: run again with ``cached=False``). The edge's changes
     are found by the codes of its source and target (``store.ids``; the row groups of
     ``store.deltas`` that cannot hold them are skipped), then joined to their causes
     (``cached``: kept in ``store.causes``; else each cause narrowed to those
-    changes)."""
-    changes = (
-        "WITH d AS MATERIALIZED (SELECT s.seq, s.ord, s.ts, s.before, s.after, s.delta, "
-        "r.name AS rule, s.cause_seq, e.name AS event FROM store.deltas s "
-        "JOIN store.ids r ON r.id = s.rule JOIN store.ids e ON e.id = s.event "
-        f"WHERE s.source = {int(source)} AND s.target = {int(target)})\n"
-    )
+    changes). ``others``: only the changes of these records whose cause is not an
+    outcome (cached only)."""
+    changes = _changes_of(source, target, others)
     if cached:
         return (
             changes
             + f"{_HEAD.rstrip()}, c.* EXCLUDE (key),\n"
             + "       c.key IS NULL AND d.cause_seq IS NOT NULL AS uncached\n"
             + "FROM d LEFT JOIN store.causes c ON c.key = d.cause_seq\n"
+            + ("WHERE c.cause_type IS DISTINCT FROM 'outcome_recorded'\n" if others else "")
             + "ORDER BY d.seq, d.ord\n"
         )
     joins = _JOINS
