@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -32,6 +31,7 @@ from replay.audit_sql import (
     EDGE_AUDIT_SQL as EDGE_AUDIT_SQL,
     EDGE_NOW,
     STOP_NOW,
+    causes_of,
     keyed_audit,
     outcome_audit,
 )
@@ -226,27 +226,31 @@ def _changes(
     rows = store.query(outcome_audit(int(src), int(dst))).rows
     if any(r[-1] is None for r in rows):  # a change whose cause the store does not keep
         return now, _weight_changes(store.query(keyed_audit(int(src), int(dst), cached=False)))
-    others = sorted({r[0] for r in rows if r[-1]})  # the records of changes with another cause
-    rest = iter(
-        _weight_changes(store.query(keyed_audit(int(src), int(dst), others=others)))
-        if others
-        else ()
-    )
-    return now, _read_changes(rows, rest)
+    others = sorted({r[6] for r in rows if r[-1] and r[6] is not None})  # causes of another kind
+    found = store.query(causes_of(others)) if others else QueryResult([], [], [])
+    causes = {int(r[0]): dict(zip(found.columns, r, strict=True)) for r in found.rows}
+    return now, _read_changes(rows, causes)
 
 
-def _read_changes(rows: list[tuple[Any, ...]], rest: Iterator[WeightChange]) -> list[WeightChange]:
-    """The changes of ``outcome_audit``'s rows, those with another cause from ``rest``
-    in order (each time and each path read once)."""
+_NO_CAUSE: dict[str, Any] = {"cause_type": None, "cause_actor": None, "cause_ts": None}
+"""What ``store.causes`` gives a change that names no cause."""
+
+
+def _read_changes(
+    rows: list[tuple[Any, ...]], causes: dict[int, dict[str, Any]]
+) -> list[WeightChange]:
+    """The changes of ``outcome_audit``'s rows, those with another cause read from
+    ``causes`` (their rows of ``store.causes`` by key), each time and path read once."""
     stamps: dict[int, str] = {}  # by the second
     walks: dict[str | None, list[str]] = {None: []}
     out = []
     for seq, ts, before, after, rule, event, cseq, actor, cts, reward, source_, tid, tseq, \
             query, chat, path, fired, other in rows:  # fmt: skip
-        if other:
-            out.append(next(rest))
-            continue
         ts_s = "" if ts is None else stamps.get(ts // 1_000_000) or _stamp(stamps, ts)
+        if other:
+            r = causes.get(cseq, _NO_CAUSE) | {"seq": seq, "rule": rule, "cause_seq": cseq}
+            out.append(WeightChange(seq, ts_s, before, after, rule, event, _cause(r, {})))
+            continue
         cts_s = "" if cts is None else stamps.get(cts // 1_000_000) or _stamp(stamps, cts)
         walk = walks.get(path)
         if walk is None:

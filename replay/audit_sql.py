@@ -10,8 +10,8 @@ cached=False)``).
 
 An audit reads its changes first through ``outcome_audit``: the same changes, with only
 the columns a change an outcome caused needs (the common case), its times as integers
-and no NULL text, so that the rows cross to Python small and are read by place; the few
-changes with another cause are then read with ``keyed_audit(..., others=[their seqs])``."""
+and no NULL text, so that the rows cross to Python small and are read by place; the causes of
+the few changes with another cause are then read by key (``causes_of``)."""
 
 from __future__ import annotations
 
@@ -92,16 +92,14 @@ CAUSES = "INSERT INTO store.causes " + causes_select(
 flush's, once they and the records they name are loaded)."""
 
 
-def _changes_of(source: int, target: int, seqs: list[int] | None = None) -> str:
+def _changes_of(source: int, target: int) -> str:
     """The edge's changes found by the codes of its source and target (``store.ids``;
-    the row groups of ``store.deltas`` that cannot hold them are skipped), as ``d``
-    (``seqs``: only those records')."""
-    only = f" AND s.seq IN ({', '.join(str(int(s)) for s in seqs)})" if seqs else ""
+    the row groups of ``store.deltas`` that cannot hold them are skipped), as ``d``."""
     return (
         "WITH d AS MATERIALIZED (SELECT s.seq, s.ord, s.ts, s.before, s.after, s.delta, "
         "r.name AS rule, s.cause_seq, e.name AS event FROM store.deltas s "
         "JOIN store.ids r ON r.id = s.rule JOIN store.ids e ON e.id = s.event "
-        f"WHERE s.source = {int(source)} AND s.target = {int(target)}{only})\n"
+        f"WHERE s.source = {int(source)} AND s.target = {int(target)})\n"
     )
 
 
@@ -134,25 +132,27 @@ ORDER BY d.seq, d.ord
     )
 
 
-def keyed_audit(
-    source: int, target: int, *, cached: bool = True, others: list[int] | None = None
-) -> str:
+def causes_of(keys: list[int]) -> str:
+    """The rows of ``store.causes`` of these cause seqs (``key`` first; a short list of
+    constants skips the row groups that cannot hold them)."""
+    return f"SELECT * FROM store.causes WHERE key IN ({', '.join(str(int(k)) for k in keys)})"
+
+
+def keyed_audit(source: int, target: int, *, cached: bool = True) -> str:
     """``EDGE_AUDIT_SQL``, the same rows, read faster, and two columns more: ``path``
     (the walk of the cause's trace, JSON, or NULL) and ``uncached`` (the change's cause
     is not in ``store.causes``: run again with ``cached=False``). The edge's changes
     are found by the codes of its source and target (``store.ids``; the row groups of
     ``store.deltas`` that cannot hold them are skipped), then joined to their causes
     (``cached``: kept in ``store.causes``; else each cause narrowed to those
-    changes). ``others``: only the changes of these records whose cause is not an
-    outcome (cached only)."""
-    changes = _changes_of(source, target, others)
+    changes)."""
+    changes = _changes_of(source, target)
     if cached:
         return (
             changes
             + f"{_HEAD.rstrip()}, c.* EXCLUDE (key),\n"
             + "       c.key IS NULL AND d.cause_seq IS NOT NULL AS uncached\n"
             + "FROM d LEFT JOIN store.causes c ON c.key = d.cause_seq\n"
-            + ("WHERE c.cause_type IS DISTINCT FROM 'outcome_recorded'\n" if others else "")
             + "ORDER BY d.seq, d.ord\n"
         )
     joins = _JOINS
