@@ -226,32 +226,39 @@ def _changes(
     rows = store.query(outcome_audit(int(src), int(dst))).rows
     if any(r[-1] is None for r in rows):  # a change whose cause the store does not keep
         return now, _weight_changes(store.query(keyed_audit(int(src), int(dst), cached=False)))
-    others = sorted({r[6] for r in rows if r[-1] and r[6] is not None})  # causes of another kind
+    others = sorted(  # the causes whose kind carries more than its type, actor and time
+        {r[6] for r in rows if r[-1] and _kind(r[4], r[-2], r[6] == r[0]) in _WIDE}
+    )
     found = store.query(causes_of(others)) if others else QueryResult([], [], [])
     causes = {int(r[0]): dict(zip(found.columns, r, strict=True)) for r in found.rows}
     return now, _read_changes(rows, causes)
 
 
-_NO_CAUSE: dict[str, Any] = {"cause_type": None, "cause_actor": None, "cause_ts": None}
-"""What ``store.causes`` gives a change that names no cause."""
+_WIDE = {"maintenance", "injection", "teacher", "sync", "retraction"}
+"""The kinds of cause ``_cause`` reads more columns of ``store.causes`` for."""
 
 
 def _read_changes(
     rows: list[tuple[Any, ...]], causes: dict[int, dict[str, Any]]
 ) -> list[WeightChange]:
-    """The changes of ``outcome_audit``'s rows, those with another cause read from
-    ``causes`` (their rows of ``store.causes`` by key), each time and path read once."""
+    """The changes of ``outcome_audit``'s rows (each time and path read once), those
+    with a cause of a kind in ``_WIDE`` read from ``causes`` (their rows of
+    ``store.causes`` by key)."""
     stamps: dict[int, str] = {}  # by the second
     walks: dict[str | None, list[str]] = {None: []}
     out = []
     for seq, ts, before, after, rule, event, cseq, actor, cts, reward, source_, tid, tseq, \
-            query, chat, path, fired, other in rows:  # fmt: skip
+            query, chat, path, fired, ctype, other in rows:  # fmt: skip
         ts_s = "" if ts is None else stamps.get(ts // 1_000_000) or _stamp(stamps, ts)
-        if other:
-            r = causes.get(cseq, _NO_CAUSE) | {"seq": seq, "rule": rule, "cause_seq": cseq}
-            out.append(WeightChange(seq, ts_s, before, after, rule, event, _cause(r, {})))
-            continue
         cts_s = "" if cts is None else stamps.get(cts // 1_000_000) or _stamp(stamps, cts)
+        if other:
+            if (r := causes.get(cseq)) is not None:
+                c = _cause(r | {"seq": seq, "rule": rule, "cause_seq": cseq}, {})
+            else:  # the record itself, or one whose kind carries no more
+                own = seq if cseq is None else cseq
+                c = Cause(own, _kind(rule, ctype, own == seq), ctype or "", actor, cts_s)
+            out.append(WeightChange(seq, ts_s, before, after, rule, event, c))
+            continue
         walk = walks.get(path)
         if walk is None:
             walk = walks[path] = _JSON_PATH.decode(path)

@@ -10,8 +10,9 @@ cached=False)``).
 
 An audit reads its changes first through ``outcome_audit``: the same changes, with only
 the columns a change an outcome caused needs (the common case), its times as integers
-and no NULL text, so that the rows cross to Python small and are read by place; the causes of
-the few changes with another cause are then read by key (``causes_of``)."""
+and no NULL text, so that the rows cross to Python small and are read by place; the
+causes of the few changes whose kind carries more than its type, actor and time are then
+read by key (``causes_of``)."""
 
 from __future__ import annotations
 
@@ -106,7 +107,7 @@ def _changes_of(source: int, target: int) -> str:
 OUTCOME_COLUMNS = (
     "seq", "ts_us", "before", "after", "rule", "event", "cause_seq", "cause_actor",
     "cause_ts_us", "reward", "reward_source", "trace_id", "trace_seq", "query", "chat_id",
-    "path", "fired_ids", "other",
+    "path", "fired_ids", "cause_type", "other",
 )  # fmt: skip
 """The columns of ``outcome_audit``, in order."""
 
@@ -123,7 +124,7 @@ def outcome_audit(source: int, target: int) -> str:
        epoch_us(c.cause_ts) AS cause_ts_us, c.reward,
        coalesce(c.reward_source, '') AS reward_source, coalesce(c.trace_id, '') AS trace_id,
        c.trace_seq, coalesce(c.query, '') AS query, coalesce(c.chat_id, '') AS chat_id,
-       c.path, coalesce(c.fired_ids, []::VARCHAR[]) AS fired_ids,
+       c.path, coalesce(c.fired_ids, []::VARCHAR[]) AS fired_ids, c.cause_type,
        CASE WHEN c.cause_type = 'outcome_recorded' THEN false
             WHEN c.key IS NULL AND d.cause_seq IS NOT NULL THEN NULL ELSE true END AS other
 FROM d LEFT JOIN store.causes c ON c.key = d.cause_seq
