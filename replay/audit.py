@@ -7,7 +7,8 @@ injection, a teacher label, a file sync, or a retraction with what it took back)
 plus the path of each scored trace (``replay.audit_sql``). It runs as ``keyed_audit``:
 the same rows, found without scanning the history (the edge's changes by their key,
 each cause and its trace's path read from ``store.causes``, or joined for those changes
-when the store does not keep it). A node
+when the store does not keep it); the changes an outcome caused are read narrower, by
+``outcome_audit`` (each time formatted once per second, each path decoded once). A node
 audit lists its lifecycle (created from a file version, edited, moved, renamed, merged,
 split, authority), injections, weight changes around it and its access history (every query
 that fired it).
@@ -18,6 +19,7 @@ Both raise ``InputError`` for ids the history never held, suggesting close match
 from __future__ import annotations
 
 import json
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -25,147 +27,25 @@ import msgspec
 
 from ocb_events.errors import InputError, close_matches, unknown_with
 from replay.analytics import AnalyticsStore
-from replay.audit_sql import EDGE_AUDIT_SQL as EDGE_AUDIT_SQL, EDGE_NOW, STOP_NOW, keyed_audit
+from replay.audit_sql import (
+    EDGE_AUDIT_SQL as EDGE_AUDIT_SQL,
+    EDGE_NOW,
+    STOP_NOW,
+    causes_of,
+    keyed_audit,
+    outcome_audit,
+)
+from replay.audit_types import (
+    Access as Access,
+    Cause as Cause,
+    EdgeAudit as EdgeAudit,
+    LifeEvent as LifeEvent,
+    NodeAudit as NodeAudit,
+    RouteChange as RouteChange,
+    WeightChange as WeightChange,
+)
 from replay.store_meta import QueryResult
 from replay.timetravel import iso
-
-
-class Cause(msgspec.Struct, frozen=True, omit_defaults=True):
-    """The record a change names as its cause (``kind``: outcome, maintenance,
-    injection, teacher, sync, retraction or the change's own record) and what it
-    carried. A retraction names the record it took back (``target_seq``,
-    ``target_kind``), its ``reason``, and for an outcome its reward, source and trace;
-    for an injection the removed ``node_id``."""
-
-    seq: int
-    kind: str
-    type: str = ""
-    actor: str = ""
-    ts: str = ""
-    reward: float | None = None
-    reward_source: str = ""
-    trace_id: str = ""
-    trace_seq: int | None = None
-    query: str = ""
-    chat_id: str = ""
-    path: list[str] = []
-    fired_ids: list[str] = []
-    op: str = ""
-    params: dict[str, Any] = {}
-    summary: str = ""
-    node_id: str = ""
-    node_type: str = ""
-    content: str = ""
-    teacher: str = ""
-    hop: int | None = None
-    file: str = ""
-    file_action: str = ""
-    content_hash: str = ""
-    target_seq: int | None = None
-    target_kind: str = ""
-    reason: str = ""
-
-
-class WeightChange(msgspec.Struct, frozen=True):
-    """One change of an edge's weight (``before`` None: created, ``after`` None: removed)."""
-
-    seq: int
-    ts: str
-    before: float | None
-    after: float | None
-    rule: str
-    event: str
-    cause: Cause
-
-
-class EdgeAudit(msgspec.Struct, frozen=True):
-    """An edge now (None fields when it no longer exists) and every change to it."""
-
-    source: str
-    target: str
-    exists: bool
-    weight: float | None
-    kind: str
-    tier: str
-    as_of_seq: int
-    changes: list[WeightChange]
-
-
-class LifeEvent(msgspec.Struct, frozen=True):
-    """One step of a node's life: created, edited, moved, renamed (its file moved;
-    ``detail``: the old path), removed, merged_into, absorbed, split_into, split_from,
-    injected, retracted, authority (``other``: the node on the other side of a merge or
-    split; ``content_hash``: the file version)."""
-
-    seq: int
-    ts: str
-    action: str
-    path: str
-    start_line: int
-    end_line: int
-    content_hash: str
-    other: str
-    detail: str
-
-
-class Access(msgspec.Struct, frozen=True):
-    """A query that fired the node (``rank``: its place in the fired list)."""
-
-    seq: int
-    ts: str
-    trace_id: str
-    query: str
-    chat_id: str
-    rank: int
-    route: str = ""
-    """The route it followed ("" for a walk)."""
-    route_mode: str = ""
-    """How (``compiled``, ``explore``, ``spent``; ``borrowed`` or ``prior``: another
-    question's route)."""
-
-
-class RouteChange(msgspec.Struct, frozen=True):
-    """A change of the node's credit in a route: the route and its question, the
-    change, and what caused it: an ``outcome`` (its trace, source and reward) or a
-    ``retraction`` (of ``target_seq``)."""
-
-    seq: int
-    ts: str
-    route: str
-    question: str
-    delta: float
-    cause_seq: int
-    cause: str
-    trace_id: str = ""
-    source: str = ""
-    reward: float | None = None
-    target_seq: int | None = None
-
-
-class NodeAudit(msgspec.Struct, frozen=True):
-    """A node now (``exists`` False once removed), its life, injections, weight
-    changes around it and its access history (the newest ``limit`` listed)."""
-
-    id: str
-    exists: bool
-    path: str
-    start_line: int
-    end_line: int
-    kind: str
-    authority: str
-    created_seq: int | None
-    alias_of: str
-    stop: float | None
-    life: list[LifeEvent]
-    injections: list[Cause]
-    changes_out: int
-    changes_in: int
-    accesses: int
-    first_access: str
-    last_access: str
-    recent: list[Access]
-    as_of_seq: int
-    routes: list[RouteChange] = msgspec.field(default_factory=list)
 
 
 def _f(v: Any) -> float | None:
@@ -248,8 +128,8 @@ def audit_edge(store: AnalyticsStore, source: str, target: str) -> EdgeAudit:
         InputError: a node the history never held, or no edge between the two
             (suggesting close ids or the source's targets).
     """
-    now, rows = _changes(store, source, target)
-    if not rows.rows:
+    now, changes = _changes(store, source, target)
+    if not changes:
         _check_node(store, source, "source node")
         if target != "<STOP>":
             _check_node(store, target, "target node")
@@ -274,7 +154,7 @@ def audit_edge(store: AnalyticsStore, source: str, target: str) -> EdgeAudit:
         kind=str(kind or ""),
         tier=str(tier or ""),
         as_of_seq=store.last_seq,
-        changes=_weight_changes(rows),
+        changes=changes,
     )
 
 
@@ -334,18 +214,72 @@ def _weight_changes(rows: QueryResult) -> list[WeightChange]:
 
 def _changes(
     store: AnalyticsStore, source: str, target: str
-) -> tuple[dict[str, Any] | None, QueryResult]:
-    """The edge now (``w``eight, ``k``ind, ``t``ier; None when it is not) and the rows of
-    ``keyed_audit`` for it (none when a name is not coded)."""
+) -> tuple[dict[str, Any] | None, list[WeightChange]]:
+    """The edge now (``w``eight, ``k``ind, ``t``ier; None when it is not) and its
+    changes (none when a name is not coded): read by ``outcome_audit``, those with
+    another cause by ``keyed_audit``."""
     src, dst, now = store.query(
         STOP_NOW if target == "<STOP>" else EDGE_NOW, [source, target]
     ).rows[0]
     if src is None or dst is None:
-        return now, QueryResult([], [], [])
-    rows = store.query(keyed_audit(int(src), int(dst)))
-    if any(r[-1] for r in rows.rows):  # a change whose cause the store does not keep
-        rows = store.query(keyed_audit(int(src), int(dst), cached=False))
-    return now, rows
+        return now, []
+    rows = store.query(outcome_audit(int(src), int(dst))).rows
+    if any(r[-1] is None for r in rows):  # a change whose cause the store does not keep
+        return now, _weight_changes(store.query(keyed_audit(int(src), int(dst), cached=False)))
+    others = sorted(  # the causes whose kind carries more than its type, actor and time
+        {r[6] for r in rows if r[-1] and _kind(r[4], r[-2], r[6] == r[0]) in _WIDE}
+    )
+    found = store.query(causes_of(others)) if others else QueryResult([], [], [])
+    causes = {int(r[0]): dict(zip(found.columns, r, strict=True)) for r in found.rows}
+    return now, _read_changes(rows, causes)
+
+
+_WIDE = {"maintenance", "injection", "teacher", "sync", "retraction"}
+"""The kinds of cause ``_cause`` reads more columns of ``store.causes`` for."""
+
+
+def _read_changes(
+    rows: list[tuple[Any, ...]], causes: dict[int, dict[str, Any]]
+) -> list[WeightChange]:
+    """The changes of ``outcome_audit``'s rows (each time and path read once), those
+    with a cause of a kind in ``_WIDE`` read from ``causes`` (their rows of
+    ``store.causes`` by key)."""
+    stamps: dict[int, str] = {}  # by the second
+    walks: dict[str | None, list[str]] = {None: []}
+    out = []
+    for seq, ts, before, after, rule, event, cseq, actor, cts, reward, source_, tid, tseq, \
+            query, chat, path, fired, ctype, other in rows:  # fmt: skip
+        ts_s = "" if ts is None else stamps.get(ts // 1_000_000) or _stamp(stamps, ts)
+        cts_s = "" if cts is None else stamps.get(cts // 1_000_000) or _stamp(stamps, cts)
+        if other:
+            if (r := causes.get(cseq)) is not None:
+                c = _cause(r | {"seq": seq, "rule": rule, "cause_seq": cseq}, {})
+            else:  # the record itself, or one whose kind carries no more
+                own = seq if cseq is None else cseq
+                c = Cause(own, _kind(rule, ctype, own == seq), ctype or "", actor, cts_s)
+            out.append(WeightChange(seq, ts_s, before, after, rule, event, c))
+            continue
+        walk = walks.get(path)
+        if walk is None:
+            walk = walks[path] = _JSON_PATH.decode(path)
+        cause = Cause(
+            cseq, "outcome", "outcome_recorded", actor, cts_s, reward, source_, tid, tseq,
+            query, chat, list(walk) if tseq is not None else [], fired,
+        )  # fmt: skip
+        out.append(WeightChange(seq, ts_s, before, after, rule, event, cause))
+    return out
+
+
+def _stamp(stamps: dict[int, str], us: int) -> str:
+    """``_ts`` of a time in microseconds since the epoch, kept in ``stamps`` by the second."""
+    s = us // 1_000_000
+    stamps[s] = _iso_s(s)
+    return stamps[s]
+
+
+def _iso_s(s: int) -> str:
+    """``_ts`` of a time given as whole seconds since the epoch (UTC)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(s))
 
 
 def _cause(r: dict[str, Any], paths: dict[int, list[str]]) -> Cause:

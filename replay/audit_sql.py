@@ -6,7 +6,13 @@ The keyed audit reads each change's cause from ``store.causes`` (no view): what
 are loaded (``CAUSES``), with the walk of the cause's trace (``path``, JSON). A cause
 is kept once it and everything its joins read are in the store (a change naming a
 later seq gets none, and its audit runs the joins themselves: ``keyed_audit(...,
-cached=False)``)."""
+cached=False)``).
+
+An audit reads its changes first through ``outcome_audit``: the same changes, with only
+the columns a change an outcome caused needs (the common case), its times as integers
+and no NULL text, so that the rows cross to Python small and are read by place; the
+causes of the few changes whose kind carries more than its type, actor and time are then
+read by key (``causes_of``)."""
 
 from __future__ import annotations
 
@@ -87,6 +93,52 @@ CAUSES = "INSERT INTO store.causes " + causes_select(
 flush's, once they and the records they name are loaded)."""
 
 
+def _changes_of(source: int, target: int) -> str:
+    """The edge's changes found by the codes of its source and target (``store.ids``;
+    the row groups of ``store.deltas`` that cannot hold them are skipped), as ``d``."""
+    return (
+        "WITH d AS MATERIALIZED (SELECT s.seq, s.ord, s.ts, s.before, s.after, s.delta, "
+        "r.name AS rule, s.cause_seq, e.name AS event FROM store.deltas s "
+        "JOIN store.ids r ON r.id = s.rule JOIN store.ids e ON e.id = s.event "
+        f"WHERE s.source = {int(source)} AND s.target = {int(target)})\n"
+    )
+
+
+OUTCOME_COLUMNS = (
+    "seq", "ts_us", "before", "after", "rule", "event", "cause_seq", "cause_actor",
+    "cause_ts_us", "reward", "reward_source", "trace_id", "trace_seq", "query", "chat_id",
+    "path", "fired_ids", "cause_type", "other",
+)  # fmt: skip
+"""The columns of ``outcome_audit``, in order."""
+
+
+def outcome_audit(source: int, target: int) -> str:
+    """An edge's changes (``keyed_audit``'s rows, oldest first) with only what the audit
+    reads of a change an outcome caused: times as microseconds since the epoch, text
+    and lists never NULL, and ``other`` (the cause is not an outcome, or not in
+    ``store.causes``: NULL; read such changes with ``keyed_audit``)."""
+    return (
+        _changes_of(source, target)
+        + """SELECT d.seq, epoch_us(d.ts) AS ts_us, d.before, d.after, d.rule, d.event,
+       d.cause_seq, coalesce(c.cause_actor, '') AS cause_actor,
+       epoch_us(c.cause_ts) AS cause_ts_us, c.reward,
+       coalesce(c.reward_source, '') AS reward_source, coalesce(c.trace_id, '') AS trace_id,
+       c.trace_seq, coalesce(c.query, '') AS query, coalesce(c.chat_id, '') AS chat_id,
+       c.path, coalesce(c.fired_ids, []::VARCHAR[]) AS fired_ids, c.cause_type,
+       CASE WHEN c.cause_type = 'outcome_recorded' THEN false
+            WHEN c.key IS NULL AND d.cause_seq IS NOT NULL THEN NULL ELSE true END AS other
+FROM d LEFT JOIN store.causes c ON c.key = d.cause_seq
+ORDER BY d.seq, d.ord
+"""
+    )
+
+
+def causes_of(keys: list[int]) -> str:
+    """The rows of ``store.causes`` of these cause seqs (``key`` first; a short list of
+    constants skips the row groups that cannot hold them)."""
+    return f"SELECT * FROM store.causes WHERE key IN ({', '.join(str(int(k)) for k in keys)})"
+
+
 def keyed_audit(source: int, target: int, *, cached: bool = True) -> str:
     """``EDGE_AUDIT_SQL``, the same rows, read faster, and two columns more: ``path``
     (the walk of the cause's trace, JSON, or NULL) and ``uncached`` (the change's cause
@@ -95,12 +147,7 @@ def keyed_audit(source: int, target: int, *, cached: bool = True) -> str:
     ``store.deltas`` that cannot hold them are skipped), then joined to their causes
     (``cached``: kept in ``store.causes``; else each cause narrowed to those
     changes)."""
-    changes = (
-        "WITH d AS MATERIALIZED (SELECT s.seq, s.ord, s.ts, s.before, s.after, s.delta, "
-        "r.name AS rule, s.cause_seq, e.name AS event FROM store.deltas s "
-        "JOIN store.ids r ON r.id = s.rule JOIN store.ids e ON e.id = s.event "
-        f"WHERE s.source = {int(source)} AND s.target = {int(target)})\n"
-    )
+    changes = _changes_of(source, target)
     if cached:
         return (
             changes
