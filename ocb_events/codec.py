@@ -12,9 +12,10 @@ so an older reader refuses it instead of misreading it), its node ids once in a 
 and its numbers as arrays (``ocb_events.packed_updates``). Decoding gives a ``Record``
 equal to the one encoded (floats bit for bit); every record of any encoding decodes,
 and the encoding is self-contained (no dictionary outside the record), so any log
-that stores ``encode_record``'s bytes holds the compact form. A change of shape gets an upcaster registered by
-``(tag, version)``: it lifts the raw mapping of an old event one version up. Decoding
-tries the typed fast path first and only falls back to upcasting when that fails.
+that stores ``encode_record``'s bytes holds the compact form. A change of shape gets
+an upcaster registered by ``(tag, version)``: it lifts the raw mapping of an old event
+one version up. Decoding tries the typed fast path first and only falls back to
+upcasting when that fails.
 """
 
 from __future__ import annotations
