@@ -269,18 +269,15 @@ def _ints(raw: msgspec.Raw) -> Ints:
     return _INTS.decode(data)
 
 
-def _all_in_table(size: int, columns: Iterable[Ints]) -> bool:
-    """Whether every value of the columns indexes a table of ``size`` (the columns of
-    bytes checked at once: their values are never negative)."""
-    narrow: list[bytes] = []
-    wide: list[list[int]] = []
-    for col in columns:
-        if type(col) is bytes:
-            narrow.append(col)
-        else:
-            wide.append(col)  # type: ignore[arg-type]
-    joined = b"".join(narrow)
-    return (not joined or max(joined) < size) and _in_table(size, list(chain(*wide)))
+def _all_in_table(size: int, columns: list[Ints], followed: list[list[int]]) -> bool:
+    """Whether every value of the columns and of the lists indexes a table of ``size``
+    (columns that are all bytes checked at once: their values are never negative)."""
+    listed = list(chain(*followed))
+    try:
+        joined = b"".join(columns)  # type: ignore[arg-type]  # (a column of ints: TypeError)
+    except TypeError:
+        return all(_in_table(size, ids) for ids in columns) and _in_table(size, listed)
+    return (not joined or max(joined) < size) and _in_table(size, listed)
 
 
 def narrow_columns(data: bytes) -> NarrowColumns:
@@ -315,7 +312,7 @@ def narrow_columns(data: bytes) -> NarrowColumns:
         and _width_ok(c_w, m)
         and _width_ok(c_logit, len(differ))
         and _in_table(m, differ)
-        and _all_in_table(size, (s_ids, nodes, chosen, c_tgt, c_tier, fired, *followed))
+        and _all_in_table(size, [s_ids, nodes, chosen, c_tgt, c_tier, fired], followed)
     )
     if not ok:
         raise BadBody("the columns of the trace body do not agree")

@@ -226,6 +226,9 @@ def test_a_weight_update_comes_with_its_updates_left_packed_or_raw() -> None:
     [
         lambda b: b[:2] + [[]] + b[3:],  # a seed id with no string
         lambda b: b[:12] + [[1]] + b[13:],  # a candidate no step holds
+        lambda b: [*b[:18], [len(b[1])]],  # a fired id past the string table
+        lambda b: [*b[:18], [200]],  # the same, stored in two bytes
+        lambda b: [*b[:18], [-1]],  # a negative index (one byte, not a fixint)
         lambda b: b[:4] + [b"\x04\x00"] + b[5:],  # a float column of the wrong length
         lambda b: [2, *b[1:]],  # another version
     ],
