@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
-from itertools import chain
 from typing import Any
 
 import msgspec
@@ -28,7 +27,7 @@ import numpy as np
 
 from ocb_events.codec import PACKED_TRACE, PACKED_UPDATES, EdgesPackedRaw, TraceHead, decode_record
 from ocb_events.log import SegmentLog
-from ocb_events.packing import BadBody, NarrowColumns, narrow_columns
+from ocb_events.packing import BadBody, NarrowColumns, list_parts, narrow_columns
 from ocb_events.schema import FoldRecord, Record
 from replay.store_meta import History
 
@@ -219,7 +218,7 @@ class TraceRows:
             return [t[k] for t in bodies]
 
         n_cands = [len(t[11]) for t in bodies]
-        followed = list(chain.from_iterable([t[9] for t in bodies]))
+        followed = [list_parts(t[9]) for t in bodies]
         differ = flat(13)
         cand_start = np.cumsum(n_cands) - np.asarray(n_cands, dtype=np.int64)
         differ += np.repeat(cand_start, [len(t[13]) for t in bodies])
@@ -228,12 +227,11 @@ class TraceRows:
             [len(t[5]) for t in bodies],
             n_cands,
             [len(t[17]) for t in bodies],
-            [sum(map(len, t[9])) for t in bodies],
+            [len(ids) for _, ids in followed],
         ]
         self.cols = [
             flat(1), each(2), each(3), each(4), flat(5), flat(6), each(7), flat(8),
-            np.fromiter(map(len, followed), dtype=np.int64, count=len(followed)),
-            np.fromiter(chain.from_iterable(followed), dtype=np.int64), flat(10),
+            _flat([lens for lens, _ in followed]), _flat([ids for _, ids in followed]), flat(10),
             flat(11), each(12), differ, each(14), flat(15), flat(17),
         ]  # fmt: skip
 

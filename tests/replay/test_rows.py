@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ocb_events.codec import EdgesPackedRaw, encode_record
-from ocb_events.packing import BadBody, narrow_columns, pack_trace, trace_columns
+from ocb_events.packing import BadBody, list_parts, narrow_columns, pack_trace, trace_columns
 from ocb_events.parts import (
     Candidate,
     ChunkText,
@@ -252,9 +252,16 @@ def test_narrow_columns_hold_the_values_of_trace_columns(ev: QueryTraced) -> Non
     and holds the values ``trace_columns`` reads either way."""
     body = pack_trace(ev.seeds, ev.steps, ev.fired)
     floats_at = {2, 3, 4, 7, 12, 14}  # raw float columns: the same bytes in both
-    for i, (narrow, wide) in enumerate(zip(narrow_columns(body), trace_columns(body), strict=True)):
-        if i in floats_at or i in (0, 9):
+    pairs: list[Any] = list(zip(narrow_columns(body), trace_columns(body), strict=True))
+    for i, (narrow, wide) in enumerate(pairs):
+        if i in floats_at or i == 0:
             assert narrow == wide
+        elif i == 9:  # the steps' followed ids: how many each, and all of them
+            fits = all(len(v) < 16 and all(0 <= f < 128 for f in v) for v in wide)
+            assert isinstance(narrow, tuple) == fits
+            lens, ids = list_parts(narrow)
+            assert list(lens) == [len(v) for v in wide]
+            assert list(ids) == [f for v in wide for f in v]
         else:
             fits = all(0 <= v < 128 for v in wide)
             assert isinstance(narrow, bytes) == fits
