@@ -64,7 +64,10 @@ def traces(draw: st.DrawFn) -> QueryTraced:
         candidates=st.lists(cands, max_size=3).map(tuple),
         stop_logit=floats,
         chosen=names | st.just(STOP),
-        followed=st.lists(names, max_size=3).map(tuple),
+        # (8 to 16 ids: 16 is more than a msgpack fixarray holds)
+        followed=(st.lists(names, max_size=3) | st.lists(names, min_size=8, max_size=16)).map(
+            tuple
+        ),
     )
     seed = st.builds(SeedHit, node_id=names, score=floats, lexical=floats, vector=floats)
     # a trace of over 128 names stores its ids as msgpack ints of two bytes (not
