@@ -169,7 +169,7 @@ def _width_ok(data: bytes, count: int) -> bool:
     return bool(data) and data[0] in (4, 8) and len(data) - 1 == count * data[0]
 
 
-def _in_table(size: int, ids: list[int]) -> bool:
+def _in_table(size: int, ids: bytes | list[int]) -> bool:
     return not ids or (min(ids) >= 0 and max(ids) < size)
 
 
@@ -208,6 +208,148 @@ def trace_columns(data: bytes) -> Columns:
         and _in_table(
             len(strs), [*s_ids, *nodes, *chosen, *c_tgt, *c_tier, *fired, *chain(*followed)]
         )
+    )
+    if not ok:
+        raise BadBody("the columns of the trace body do not agree")
+    return cols
+
+
+Ints = bytes | list[int]
+"""An int column of ``narrow_columns``: its values as bytes (one byte a value, each
+below 128) when msgpack stored every one as a positive fixint, else as ints."""
+
+Lists = tuple[bytes, bytes] | list[list[int]]
+"""A column of lists of ints (the steps' followed ids) in ``narrow_columns``: how many
+each list holds and all their values, as bytes of one-byte values, when msgpack stored
+every list as a fixarray of positive fixints; else the lists of ints."""
+
+NarrowColumns = tuple[
+    list[str], Ints, bytes, bytes, bytes, Ints, Ints, bytes, Ints, Lists, Ints,
+    Ints, bytes, Ints, bytes, Ints, Ints, Ints,
+]  # fmt: skip
+"""The columns of a packed body as ``narrow_columns`` gives them."""
+
+_NARROW = msgspec.msgpack.Decoder(
+    tuple[
+        int,
+        list[str],
+        msgspec.Raw,
+        bytes,
+        bytes,
+        bytes,
+        msgspec.Raw,
+        msgspec.Raw,
+        bytes,
+        msgspec.Raw,
+        msgspec.Raw,
+        msgspec.Raw,
+        msgspec.Raw,
+        bytes,
+        msgspec.Raw,
+        bytes,
+        msgspec.Raw,
+        msgspec.Raw,
+        msgspec.Raw,
+    ]  # fmt: skip
+)
+_INTS = msgspec.msgpack.Decoder(list[int])
+_LISTS = msgspec.msgpack.Decoder(list[list[int]])
+_FIXARRAYS = bytes(range(0x90, 0xA0))
+
+
+def _header(data: bytes) -> tuple[int, int]:
+    """How many items an array holds and where they start (-1, 0: not an array)."""
+    head = data[0] if data else 0
+    if 0x90 <= head <= 0x9F:
+        return head & 0x0F, 1
+    if head == 0xDC and len(data) >= 3:
+        return int.from_bytes(data[1:3], "big"), 3
+    if head == 0xDD and len(data) >= 5:
+        return int.from_bytes(data[1:5], "big"), 5
+    return -1, 0
+
+
+def _ints(raw: msgspec.Raw) -> Ints:
+    """An int column: the bytes after its array's header when each is one value (a
+    positive fixint: below 0x80), else its ints (msgspec checks them)."""
+    data = bytes(raw)
+    count, skip = _header(data)
+    values = data[skip:]
+    if len(values) == count and values.isascii():
+        return values
+    return _INTS.decode(data)
+
+
+def _lists(raw: msgspec.Raw) -> Lists:
+    """A column of lists of ints: the length of each and all their values as bytes when
+    each list is a fixarray (up to 15 items) of values below 0x80, else the lists."""
+    data = bytes(raw)
+    count, skip = _header(data)
+    at, lens = skip, bytearray()
+    for _ in range(count):
+        head = data[at] if at < len(data) else 0
+        if not 0x90 <= head <= 0x9F:
+            return _LISTS.decode(data)
+        lens.append(head & 0x0F)
+        at += 1 + (head & 0x0F)
+    values = data[skip:].translate(None, _FIXARRAYS)
+    if count < 0 or at != len(data) or len(values) != sum(lens) or not values.isascii():
+        return _LISTS.decode(data)
+    return bytes(lens), values
+
+
+def _all_in_table(size: int, columns: list[Ints]) -> bool:
+    """Whether every value of the columns indexes a table of ``size`` (columns that
+    are all bytes checked at once: their values are never negative)."""
+    try:
+        joined = b"".join(columns)  # type: ignore[arg-type]  # (a column of ints: TypeError)
+    except TypeError:
+        return all(_in_table(size, ids) for ids in columns)
+    return not joined or max(joined) < size
+
+
+def list_parts(lists: Lists) -> tuple[Ints, Ints]:
+    """How many items each list holds and all the items, list after list."""
+    if isinstance(lists, tuple):
+        return lists
+    return [len(v) for v in lists], list(chain(*lists))
+
+
+def narrow_columns(data: bytes) -> NarrowColumns:
+    """The columns of a packed body as ``trace_columns`` gives them, checked the same
+    way, except that an int column whose values are each stored in one byte (below 128:
+    a body's string table and candidate lists are mostly smaller) comes as those bytes
+    (``Ints``), read with no Python int a value (``numpy.frombuffer``).
+
+    Raises:
+        BadBody: the body is damaged or of an unknown version.
+    """
+    try:
+        b = _NARROW.decode(data)
+        if b[0] != BODY_VERSION:
+            raise BadBody(f"unknown trace body (version {b[0]})")
+        parts: list[Any] = [_ints(v) if type(v) is msgspec.Raw else v for v in (*b[2:10], *b[11:])]
+        parts.insert(8, _lists(b[10]))
+        cols: NarrowColumns = (b[1], *parts)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise BadBody(str(exc)) from exc
+    (strs, s_ids, s_score, s_lex, s_vec, hops, nodes, stops, chosen, followed, sizes,
+     c_tgt, c_w, differ, c_logit, c_tier, c_uses, fired) = cols  # fmt: skip
+    n, k, m, size = len(s_ids), len(hops), len(c_tgt), len(strs)
+    fol_lens, fol_ids = list_parts(followed)
+    ok = (
+        _width_ok(s_score, n)
+        and _width_ok(s_lex, n)
+        and _width_ok(s_vec, n)
+        and len(nodes) == len(chosen) == len(fol_lens) == len(sizes) == k
+        and _width_ok(stops, k)
+        and sum(sizes) == m
+        and (not sizes or min(sizes) >= 0)
+        and len(c_tier) == len(c_uses) == m
+        and _width_ok(c_w, m)
+        and _width_ok(c_logit, len(differ))
+        and _in_table(m, differ)
+        and _all_in_table(size, [s_ids, nodes, chosen, c_tgt, c_tier, fired, fol_ids])
     )
     if not ok:
         raise BadBody("the columns of the trace body do not agree")

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ocb_events.codec import EdgesPackedRaw, TraceHead
-from ocb_events.packing import pack_trace, trace_columns
+from ocb_events.packing import narrow_columns, pack_trace
 from ocb_events.schema import (
     STOP,
     AuthoritySet,
@@ -238,7 +238,7 @@ class RowFold:
     def _trace(self, rec: Record, ev: QueryTraced) -> None:
         """A decoded trace, packed to join the others (``pack_trace`` keeps every
         value: the same rows as ``_trace_rows``)."""
-        cols = trace_columns(pack_trace(ev.seeds, ev.steps, ev.fired))
+        cols = narrow_columns(pack_trace(ev.seeds, ev.steps, ev.fired))
         self._head(rec, ev, len(ev.fired), len(ev.seeds), len(ev.steps))
         self.trace_rows.add(rec.seq, ev.trace_id, cols)
 

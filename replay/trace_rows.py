@@ -1,5 +1,5 @@
 """The rows of query traces (tables ``steps``, ``seeds``, ``fired``) gathered as columns
-straight from the traces' packed bodies (``ocb_events.packing.trace_columns``), for a
+straight from the traces' packed bodies (``ocb_events.packing.narrow_columns``), for a
 whole flush at once.
 
 A trace's body holds its own string table and each use of a string as an index into it.
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
-from itertools import chain
 from typing import Any
 
 import msgspec
@@ -28,7 +27,7 @@ import numpy as np
 
 from ocb_events.codec import PACKED_TRACE, PACKED_UPDATES, EdgesPackedRaw, TraceHead, decode_record
 from ocb_events.log import SegmentLog
-from ocb_events.packing import BadBody, Columns, trace_columns
+from ocb_events.packing import BadBody, NarrowColumns, list_parts, narrow_columns
 from ocb_events.schema import FoldRecord, Record
 from replay.store_meta import History
 
@@ -79,7 +78,7 @@ def decode_for_rows(buf: bytes | memoryview, *, segment: str = "", offset: int =
     if buf and buf[0] == PACKED_TRACE:
         try:
             rec = _DECODER.decode(buf)
-            rec.cols = trace_columns(rec.z)
+            rec.cols = narrow_columns(rec.z)
             return rec
         except (msgspec.DecodeError, msgspec.ValidationError, BadBody):
             pass  # the full path names the damage
@@ -162,6 +161,19 @@ def _floats(parts: list[bytes], count: int) -> Any:
     return out.astype(np.float64)
 
 
+def _flat(parts: list[Any]) -> Any:
+    """Many int columns (``packing.Ints``: bytes of one-byte values, or ints) end to
+    end as one int64 array: the bytes read as they are, all at once when every column
+    is bytes."""
+    if all(type(p) is bytes for p in parts):
+        return np.frombuffer(b"".join(parts), dtype=np.uint8).astype(np.int64)
+    arrays = [
+        np.frombuffer(p, dtype=np.uint8) if type(p) is bytes else np.asarray(p, dtype=np.int64)
+        for p in parts
+    ]
+    return np.concatenate(arrays).astype(np.int64) if arrays else np.empty(0, dtype=np.int64)
+
+
 def _ordinals(counts: Any, first: int) -> Any:
     starts = np.repeat(np.cumsum(counts) - counts, counts)
     return np.arange(len(starts), dtype=np.int64) - starts + first
@@ -176,7 +188,7 @@ class TraceRows:
         self.seqs: list[int] = []
         self.map: list[int] = []  # every trace's string table, as codes
         self.base: list[int] = []
-        self.bodies: list[Columns] = []
+        self.bodies: list[NarrowColumns] = []
         self.counts: list[Any] = []  # seeds, steps, cands, fired, fol (by trace)
         self.cols: list[Any] = []  # (``_gather``)
         self._tables: dict[str, dict[str, Any]] | None = None
@@ -187,8 +199,8 @@ class TraceRows:
     def __len__(self) -> int:
         return len(self.seqs)
 
-    def add(self, seq: int, trace_id: str, cols: Columns) -> None:
-        """Add one trace (its body's columns, as ``trace_columns`` gives them; its id
+    def add(self, seq: int, trace_id: str, cols: NarrowColumns) -> None:
+        """Add one trace (its body's columns, as ``narrow_columns`` gives them; its id
         is its trace's, read by seq)."""
         self.seqs.append(seq)
         self.base.append(len(self.map))
@@ -200,13 +212,13 @@ class TraceRows:
         bodies = self.bodies
 
         def flat(k: int) -> Any:
-            return np.fromiter(chain.from_iterable([t[k] for t in bodies]), dtype=np.int64)
+            return _flat([t[k] for t in bodies])
 
         def each(k: int) -> list[Any]:
             return [t[k] for t in bodies]
 
         n_cands = [len(t[11]) for t in bodies]
-        followed = list(chain.from_iterable([t[9] for t in bodies]))
+        followed = [list_parts(t[9]) for t in bodies]
         differ = flat(13)
         cand_start = np.cumsum(n_cands) - np.asarray(n_cands, dtype=np.int64)
         differ += np.repeat(cand_start, [len(t[13]) for t in bodies])
@@ -215,12 +227,11 @@ class TraceRows:
             [len(t[5]) for t in bodies],
             n_cands,
             [len(t[17]) for t in bodies],
-            [sum(map(len, t[9])) for t in bodies],
+            [len(ids) for _, ids in followed],
         ]
         self.cols = [
             flat(1), each(2), each(3), each(4), flat(5), flat(6), each(7), flat(8),
-            np.fromiter(map(len, followed), dtype=np.int64, count=len(followed)),
-            np.fromiter(chain.from_iterable(followed), dtype=np.int64), flat(10),
+            _flat([lens for lens, _ in followed]), _flat([ids for _, ids in followed]), flat(10),
             flat(11), each(12), differ, each(14), flat(15), flat(17),
         ]  # fmt: skip
 

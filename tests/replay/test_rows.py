@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ocb_events.codec import EdgesPackedRaw, encode_record
-from ocb_events.packing import BadBody, pack_trace, trace_columns
+from ocb_events.packing import BadBody, list_parts, narrow_columns, pack_trace, trace_columns
 from ocb_events.parts import (
     Candidate,
     ChunkText,
@@ -59,18 +59,24 @@ def traces(draw: st.DrawFn) -> QueryTraced:
     )
     step = st.builds(
         Step,
-        hop=st.integers(0, 3),
+        hop=st.integers(-1, 3) | st.just(300),  # (-1: a one-byte msgpack int, not a fixint)
         node=names,
         candidates=st.lists(cands, max_size=3).map(tuple),
         stop_logit=floats,
         chosen=names | st.just(STOP),
-        followed=st.lists(names, max_size=3).map(tuple),
+        # (8 to 16 ids: 16 is more than a msgpack fixarray holds)
+        followed=(st.lists(names, max_size=3) | st.lists(names, min_size=8, max_size=16)).map(
+            tuple
+        ),
     )
     seed = st.builds(SeedHit, node_id=names, score=floats, lexical=floats, vector=floats)
+    # a trace of over 128 names stores its ids as msgpack ints of two bytes (not
+    # ``narrow_columns``' bytes of one-byte values): the rows must be the same
+    many = [SeedHit(node_id=f"n{i}", score=0.5, lexical=0.0, vector=0.5) for i in range(130)]
     return QueryTraced(
         trace_id=draw(st.sampled_from(["t1", "t2"])),
         query="q",
-        seeds=tuple(draw(st.lists(seed, max_size=3))),
+        seeds=tuple(draw(st.sampled_from([[], many])) + draw(st.lists(seed, max_size=3))),
         steps=tuple(draw(st.lists(step, max_size=3))),
         fired=tuple(draw(st.lists(names, max_size=3))),
         stop_reason="stop",
@@ -198,7 +204,7 @@ def test_a_trace_comes_packed_and_anything_else_decoded(params: QueryParams) -> 
         params=params,
     )
     got = decode_for_rows(encode_record(Record(seq=5, ts=5, actor="t", event=ev)))
-    assert isinstance(got, PackedTrace) and got.cols[17] == [0] and got.cols[0] == ["a"]
+    assert isinstance(got, PackedTrace) and got.cols[17] == b"\x00" and got.cols[0] == ["a"]
     assert got.event.params == params and got.event.trace_id == "t"
     assert decode_for_rows(encode_record(_start()[0])) == _start()[0]
 
@@ -223,20 +229,46 @@ def test_a_weight_update_comes_with_its_updates_left_packed_or_raw() -> None:
     [
         lambda b: b[:2] + [[]] + b[3:],  # a seed id with no string
         lambda b: b[:12] + [[1]] + b[13:],  # a candidate no step holds
+        lambda b: [*b[:18], [len(b[1])]],  # a fired id past the string table
+        lambda b: [*b[:18], [200]],  # the same, stored in two bytes
+        lambda b: [*b[:18], [-1]],  # a negative index (one byte, not a fixint)
         lambda b: b[:4] + [b"\x04\x00"] + b[5:],  # a float column of the wrong length
         lambda b: [2, *b[1:]],  # another version
     ],
 )
-def test_a_body_whose_columns_disagree_is_refused(mutate: Any) -> None:
+@pytest.mark.parametrize("read", [trace_columns, narrow_columns])
+def test_a_body_whose_columns_disagree_is_refused(mutate: Any, read: Any) -> None:
     body = pack_trace(
         [SeedHit(node_id="a", score=1.0, lexical=0.0, vector=0.5)],
         [Step(hop=1, node="a", candidates=(), stop_logit=0.0, chosen="b", followed=())],
         ["a"],
     )
-    trace_columns(body)
+    read(body)
     parts = list(msgspec.msgpack.decode(body))
     with pytest.raises(BadBody):
-        trace_columns(msgspec.msgpack.encode(mutate(parts)))
+        read(msgspec.msgpack.encode(mutate(parts)))
+
+
+@given(traces())
+def test_narrow_columns_hold_the_values_of_trace_columns(ev: QueryTraced) -> None:
+    """Each int column comes as bytes exactly when every value fits one msgpack byte,
+    and holds the values ``trace_columns`` reads either way."""
+    body = pack_trace(ev.seeds, ev.steps, ev.fired)
+    floats_at = {2, 3, 4, 7, 12, 14}  # raw float columns: the same bytes in both
+    pairs: list[Any] = list(zip(narrow_columns(body), trace_columns(body), strict=True))
+    for i, (narrow, wide) in enumerate(pairs):
+        if i in floats_at or i == 0:
+            assert narrow == wide
+        elif i == 9:  # the steps' followed ids: how many each, and all of them
+            fits = all(len(v) < 16 and all(0 <= f < 128 for f in v) for v in wide)
+            assert isinstance(narrow, tuple) == fits
+            lens, ids = list_parts(narrow)
+            assert list(lens) == [len(v) for v in wide]
+            assert list(ids) == [f for v in wide for f in v]
+        else:
+            fits = all(0 <= v < 128 for v in wide)
+            assert isinstance(narrow, bytes) == fits
+            assert list(narrow) == wide
 
 
 @given(st.lists(st.lists(st.none() | st.sampled_from(["a", "b", "", "d\x1fe", "é"]), max_size=6)))
