@@ -190,25 +190,7 @@ def trace_columns(data: bytes) -> Columns:
     if b[0] != BODY_VERSION:
         raise BadBody(f"unknown trace body (version {b[0]})")
     cols: Columns = b[1:]
-    (strs, s_ids, s_score, s_lex, s_vec, hops, nodes, stops, chosen, followed, sizes,
-     c_tgt, c_w, differ, c_logit, c_tier, c_uses, fired) = cols  # fmt: skip
-    n, k, m = len(s_ids), len(hops), len(c_tgt)
-    ok = (
-        _width_ok(s_score, n)
-        and _width_ok(s_lex, n)
-        and _width_ok(s_vec, n)
-        and len(nodes) == len(chosen) == len(followed) == len(sizes) == k
-        and _width_ok(stops, k)
-        and sum(sizes) == m
-        and (not sizes or min(sizes) >= 0)
-        and len(c_tier) == len(c_uses) == m
-        and _width_ok(c_w, m)
-        and _width_ok(c_logit, len(differ))
-        and _in_table(m, differ)
-        and _in_table(
-            len(strs), [*s_ids, *nodes, *chosen, *c_tgt, *c_tier, *fired, *chain(*followed)]
-        )
-    )
+    ok = _agree(cols)
     if not ok:
         raise BadBody("the columns of the trace body do not agree")
     return cols
@@ -315,6 +297,29 @@ def list_parts(lists: Lists) -> tuple[Ints, Ints]:
     return [len(v) for v in lists], list(chain(*lists))
 
 
+def _agree(cols: Columns | NarrowColumns) -> bool:
+    """Whether a body's columns agree with each other (lengths, widths, every index
+    inside its table), as ``trace_columns`` and ``narrow_columns`` check them."""
+    (strs, s_ids, s_score, s_lex, s_vec, hops, nodes, stops, chosen, followed, sizes,
+     c_tgt, c_w, differ, c_logit, c_tier, c_uses, fired) = cols  # fmt: skip
+    n, k, m, size = len(s_ids), len(hops), len(c_tgt), len(strs)
+    fol_lens, fol_ids = list_parts(followed)
+    return (
+        _width_ok(s_score, n)
+        and _width_ok(s_lex, n)
+        and _width_ok(s_vec, n)
+        and len(nodes) == len(chosen) == len(fol_lens) == len(sizes) == k
+        and _width_ok(stops, k)
+        and sum(sizes) == m
+        and (not sizes or min(sizes) >= 0)
+        and len(c_tier) == len(c_uses) == m
+        and _width_ok(c_w, m)
+        and _width_ok(c_logit, len(differ))
+        and _in_table(m, differ)
+        and _all_in_table(size, [s_ids, nodes, chosen, c_tgt, c_tier, fired, fol_ids])
+    )
+
+
 def narrow_columns(data: bytes) -> NarrowColumns:
     """The columns of a packed body as ``trace_columns`` gives them, checked the same
     way, except that an int column whose values are each stored in one byte (below 128:
@@ -333,24 +338,7 @@ def narrow_columns(data: bytes) -> NarrowColumns:
         cols: NarrowColumns = (b[1], *parts)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise BadBody(str(exc)) from exc
-    (strs, s_ids, s_score, s_lex, s_vec, hops, nodes, stops, chosen, followed, sizes,
-     c_tgt, c_w, differ, c_logit, c_tier, c_uses, fired) = cols  # fmt: skip
-    n, k, m, size = len(s_ids), len(hops), len(c_tgt), len(strs)
-    fol_lens, fol_ids = list_parts(followed)
-    ok = (
-        _width_ok(s_score, n)
-        and _width_ok(s_lex, n)
-        and _width_ok(s_vec, n)
-        and len(nodes) == len(chosen) == len(fol_lens) == len(sizes) == k
-        and _width_ok(stops, k)
-        and sum(sizes) == m
-        and (not sizes or min(sizes) >= 0)
-        and len(c_tier) == len(c_uses) == m
-        and _width_ok(c_w, m)
-        and _width_ok(c_logit, len(differ))
-        and _in_table(m, differ)
-        and _all_in_table(size, [s_ids, nodes, chosen, c_tgt, c_tier, fired, fol_ids])
-    )
+    ok = _agree(cols)
     if not ok:
         raise BadBody("the columns of the trace body do not agree")
     return cols
