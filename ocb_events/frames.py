@@ -40,7 +40,7 @@ from pathlib import Path
 
 import msgspec
 
-from ocb_events.blocks import MAGIC as PACKED_MAGIC, Packed
+from ocb_events.blocks import Packed, is_packed
 from ocb_events.codec import encode_record
 from ocb_events.errors import LogCorrupt
 from ocb_events.schema import Record
@@ -286,7 +286,7 @@ def map_file(path: Path, *, lenient: bool = False) -> tuple[mmap.mmap | bytes, i
         size = os.fstat(fh.fileno()).st_size
         if size == 0:
             return b"", 0
-        if fh.read(len(PACKED_MAGIC)) == PACKED_MAGIC:
+        if is_packed(fh.read(8)):
             try:
                 data = Packed(path).read(lenient=lenient)
             except LogCorrupt:

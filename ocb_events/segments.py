@@ -8,12 +8,14 @@ import mmap
 import os
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from ocb_events.blocks import MAGIC as PACKED_MAGIC, Packed
+from ocb_events.blocks import Packed, is_packed
+from ocb_events.bodies import Table
 from ocb_events.durable import open_private
 from ocb_events.errors import BrainLocked, LogCorrupt
 from ocb_events.frames import (
@@ -177,20 +179,21 @@ def segment_head(seg: Segment) -> tuple[Format, bytes] | None:
     Raises:
         LogCorrupt: an unknown magic or a first seq that does not match the name.
     """
-    data = read_at(seg.path, 0, _HEADER_MAX)
+    box = packed(seg.path)
+    data = read_at(seg.path, 0, _HEADER_MAX) if box is None else box.head()[:_HEADER_MAX]
     return read_header(data, len(data), seg.name, seg.first_seq)
 
 
 def is_compressed(path: Path) -> bool:
     """Whether a segment file is stored compressed (``ocb_events.blocks``)."""
     with open(path, "rb") as fh:
-        return fh.read(len(PACKED_MAGIC)) == PACKED_MAGIC
+        return is_packed(fh.read(8))
 
 
 def packed(path: Path) -> Packed | None:
     """The block table of a segment file stored compressed; None for a plain one."""
     with open(path, "rb") as fh:
-        if fh.read(len(PACKED_MAGIC)) != PACKED_MAGIC:
+        if not is_packed(fh.read(8)):
             return None
     return Packed(path)
 
@@ -277,7 +280,7 @@ PLAIN_RUN = 256
 
 def read_runs(
     seg: Segment, fmt: Format, off: int, expected: int, from_seq: int, limit: int,
-    decode: RunDecode, segs: Sequence[Segment],
+    decode: RunDecode, segs: Sequence[Segment], *, light: bool = False,
 ) -> Iterator[Iterable[Any]]:  # fmt: skip
     """The records ``from_seq..limit`` of a segment as ``read_frames`` reads them (from
     the frame of seq ``expected`` at ``off``), a run of frames at a time: a block of a
@@ -285,47 +288,91 @@ def read_runs(
     block are not checked one by one: the block's checksum covers their bytes, which
     were checked when the segment was compressed (``ocb_events.rewrite``).
 
+    Args:
+        light: ``decode`` reads records as a fold does (``ocb_events.codec``'s fold
+            decoders, which skip a trace's body): a block of an ``OCBSEGZ2`` container
+            then gives its light payloads (``ocb_events.bodies``), taken from its table
+            with no walk over its frames, and its heavy bytes are not read.
+
     Raises:
         LogCorrupt: framing or a checksum that does not hold, or a record missing.
     """
     name = seg.name
     box = packed(seg.path)
-    if box is None or not box.blocks:
-        data = seg.path.read_bytes()
-        parts: Iterator[tuple[bytes, int, int, int]] = iter([(data, 0, off, expected)])
-        check = True
+    if light and box is not None and box.v2 and box.blocks:
+        for views, offsets in _light_runs(box, from_seq, limit):
+            yield decode(views, offsets, name)
+        tail = box.blocks[-1]
+        at, expected = box.size, min(limit, tail.first_seq + tail.frames - 1) + 1
     else:
-        parts = _blocks(box, fmt, from_seq, limit)
-        check = False
-    for data, base, at, expected in parts:
-        view, end = memoryview(data), base + len(data)
-        while True:
-            views, offsets, at, expected, full = _frames(
-                view, base, at, end, expected, from_seq, limit, fmt, name, check
-            )
-            if views:
-                yield decode(views, offsets, name)
-            if not full:
-                break
+        if box is None or not box.blocks:
+            data = seg.path.read_bytes()
+            parts: Iterator[tuple[bytes, int, int, int]] = iter([(data, 0, off, expected)])
+            check = True
+        else:
+            parts = _blocks(box, fmt, from_seq, limit)
+            check = False
+        for data, base, at, expected in parts:
+            view, end = memoryview(data), base + len(data)
+            while True:
+                views, offsets, at, expected, full = _frames(
+                    view, base, at, end, expected, from_seq, limit, fmt, name, check
+                )
+                if views:
+                    yield decode(views, offsets, name)
+                if not full:
+                    break
     if expected <= limit and all(s.first_seq != expected for s in segs):
         raise LogCorrupt(name, at, expected, "record missing")
 
 
-def frames_hold(data: bytes, seg: Segment, offsets: Sequence[int]) -> bool:
-    """Whether every frame of a segment's bytes ``data`` (starting at ``offsets``)
-    holds its checksum: a segment is compressed only then, so that a block's checksum
-    stands for its frames' (``read_runs``)."""
+def _light_runs(
+    box: Packed, from_seq: int, limit: int
+) -> Iterator[tuple[list[memoryview], list[int]]]:
+    """The light payloads of the records ``from_seq..limit`` of an ``OCBSEGZ2``
+    container, a block at a time, with the frames' segment offsets (``read_runs``).
+    The next block is read and decompressed on a second thread (zstd lets go of the
+    interpreter) while the caller decodes and folds this one."""
+    first, last = box.block_of_seq(from_seq), box.block_of_seq(limit)
+    with open(box.path, "rb") as fh, ThreadPoolExecutor(1) as ahead:
+        fd = fh.fileno()
+
+        def load(i: int) -> tuple[bytes, Table]:
+            b = box.blocks[i]
+            return box.light(b, os.pread(fd, b.light, b.at))
+
+        nxt = ahead.submit(load, first)
+        for i in range(first, last + 1):
+            data, table = nxt.result()
+            if i < last:
+                nxt = ahead.submit(load, i + 1)
+            b = box.blocks[i]
+            lo = max(from_seq - b.first_seq, 0)
+            hi = min(limit - b.first_seq + 1, b.frames)
+            if hi > lo:
+                yield table.payloads(memoryview(data), b.offset, lo, hi)
+
+
+def payload_skips(data: bytes, seg: Segment, offsets: Sequence[int]) -> list[int] | None:
+    """Where each frame's payload starts in it (past a redacted frame's digest), when
+    every frame of a segment's bytes ``data`` (starting at ``offsets``) holds its
+    checksum and the frames fill the segment to its end; None otherwise. A segment is
+    compressed only then, so that a block's checksum stands for its frames'
+    (``read_runs``)."""
     head = read_header(data, len(data), seg.name, seg.first_seq)
     if head is None:
-        return False
+        return None
     fmt, view = head[0], memoryview(data)
     mask = LENGTH_MASK if fmt.chained else ~MORE
+    redacted = REDACTED if fmt.chained else 0
     unpack, crc32, size = HEAD.unpack_from, zlib.crc32, fmt.frame_size
-    for off in offsets:
+    skips, ends = [], [*offsets[1:], len(data)]
+    for off, end in zip(offsets, ends, strict=True):
         crc, word, _, _ = unpack(data, off)
-        if crc32(view[off + 4 : off + size + (word & mask)]) != crc:
-            return False
-    return True
+        if off + size + (word & mask) != end or crc32(view[off + 4 : end]) != crc:
+            return None
+        skips.append(size + (DIGEST_BYTES if word & redacted else 0))
+    return skips
 
 
 def _blocks(
@@ -413,13 +460,21 @@ def packed_head(seg: Segment, seq: int, fmt: Format) -> bytes | None:
     if box is None or not box.blocks:
         return None
     i = box.block_of_seq(seq)
-    data = box.read(i, i)
-    off, at = (fmt.header_size if i == 0 else 0), box.blocks[i].first_seq
-    mask = LENGTH_MASK if fmt.chained else ~MORE
-    while at < seq and len(data) - off >= fmt.frame_size:
-        off += fmt.frame_size + (HEAD.unpack_from(data, off)[1] & mask)
-        at += 1
-    head = data[off : off + fmt.frame_size]
+    b = box.blocks[i]
+    if box.v2:  # the frame headers are whole in the light part, the table says where
+        with open(box.path, "rb") as fh:
+            light, table = box.light(b, os.pread(fh.fileno(), b.light, b.at))
+        k = seq - b.first_seq
+        off = int(table.ends[k] - table.lengths[k]) if 0 <= k < b.frames else len(light)
+        head = light[off : off + fmt.frame_size]
+    else:
+        data = box.read(i, i)
+        off, at = (fmt.header_size if i == 0 else 0), b.first_seq
+        mask = LENGTH_MASK if fmt.chained else ~MORE
+        while at < seq and len(data) - off >= fmt.frame_size:
+            off += fmt.frame_size + (HEAD.unpack_from(data, off)[1] & mask)
+            at += 1
+        head = data[off : off + fmt.frame_size]
     if len(head) < fmt.frame_size or HEAD.unpack_from(head)[2] != seq:
         raise LogCorrupt(seg.name, box.blocks[i].offset, seq, "record missing")
     return head

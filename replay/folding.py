@@ -57,7 +57,9 @@ def _runs(
 ) -> Iterator[Iterable[Any]]:
     decode = fold_run_decoder(tags)
     for seg, fmt, off, expected in log._starts(from_seq, limit):
-        yield from read_runs(seg, fmt, off, expected, from_seq, limit, decode, log._segments)
+        yield from read_runs(
+            seg, fmt, off, expected, from_seq, limit, decode, log._segments, light=True
+        )
 
 
 def fold_fast(
