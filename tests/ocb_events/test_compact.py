@@ -14,6 +14,7 @@ import msgspec
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from ocb_events import blocks
 from ocb_events.blocks import Packed
 from ocb_events.codec import decode_for_fold, decode_record, encode_record
 from ocb_events.errors import LogCorrupt
@@ -160,7 +161,10 @@ def test_full_segments_are_stored_compressed_and_read_the_same(tmp_path: Path) -
         assert list(log.read()) == recs + more
 
 
-def test_a_record_reads_from_its_own_block_alone(tmp_path: Path) -> None:
+def test_a_record_reads_from_its_own_block_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(blocks, "BLOCK_BYTES2", 128 * 1024)  # blocks smaller than a segment
     recs = _log(tmp_path / "log", 1500, segment_bytes=400_000)
     seg = list_segments(tmp_path / "log")[0]
     box = packed(seg.path)
