@@ -8,14 +8,12 @@ import mmap
 import os
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from ocb_events.blocks import Packed, is_packed
-from ocb_events.bodies import Table
 from ocb_events.durable import open_private
 from ocb_events.errors import BrainLocked, LogCorrupt
 from ocb_events.frames import (
@@ -330,23 +328,12 @@ def _light_runs(
     box: Packed, from_seq: int, limit: int
 ) -> Iterator[tuple[list[memoryview], list[int]]]:
     """The light payloads of the records ``from_seq..limit`` of an ``OCBSEGZ2``
-    container, a block at a time, with the frames' segment offsets (``read_runs``).
-    The next block is read and decompressed on a second thread (zstd lets go of the
-    interpreter) while the caller decodes and folds this one."""
-    first, last = box.block_of_seq(from_seq), box.block_of_seq(limit)
-    with open(box.path, "rb") as fh, ThreadPoolExecutor(1) as ahead:
+    container, a block at a time, with the frames' segment offsets (``read_runs``)."""
+    with open(box.path, "rb") as fh:
         fd = fh.fileno()
-
-        def load(i: int) -> tuple[bytes, Table]:
+        for i in range(box.block_of_seq(from_seq), box.block_of_seq(limit) + 1):
             b = box.blocks[i]
-            return box.light(b, os.pread(fd, b.light, b.at))
-
-        nxt = ahead.submit(load, first)
-        for i in range(first, last + 1):
-            data, table = nxt.result()
-            if i < last:
-                nxt = ahead.submit(load, i + 1)
-            b = box.blocks[i]
+            data, table = box.light(b, os.pread(fd, b.light, b.at))
             lo = max(from_seq - b.first_seq, 0)
             hi = min(limit - b.first_seq + 1, b.frames)
             if hi > lo:
