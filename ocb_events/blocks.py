@@ -165,7 +165,12 @@ def pack(
     """The ``OCBSEGZ2`` container of a segment's bytes ``data`` whose frames start at
     ``frames`` (offsets, the first frame's seq ``first_seq``) and their payloads
     ``skips`` bytes into them, in blocks of about ``block_bytes`` (default
-    ``BLOCK_BYTES2``)."""
+    ``BLOCK_BYTES2``).
+
+    Raises:
+        ValueError: a block's light and heavy parts do not give back its bytes (never
+            expected: the segment is then left plain).
+    """
     cuts = _cuts(first_seq, frames, block_bytes or BLOCK_BYTES2)
     blocks: list[tuple[int, int, int, Parts]] = []
     for i, (seq, k, off) in enumerate(cuts):
@@ -185,7 +190,10 @@ def pack(
         zl = zstd.compress(parts.light, LEVEL, zstd_dict=ldict)
         zh = zstd.compress(parts.heavy, LEVEL, zstd_dict=hdict) if parts.heavy else b""
         stop = cuts[i + 1][1] if i + 1 < len(cuts) else len(frames)
-        tcrc = zlib.crc32(parts.light[: Table(parts.light).size])
+        back = Table(parts.light)
+        if back.splice(parts.light, parts.heavy) != data[off:end]:
+            raise ValueError(f"block {i} of segment {first_seq} does not split back whole")
+        tcrc = zlib.crc32(parts.light[: back.size])
         entry = (seq, off, end - off, stop - cuts[i][1], len(zl), len(zl) + len(zh))
         table.append(_ENTRY2.pack(*entry, zlib.crc32(zl), zlib.crc32(zh), tcrc))
         stored += (zl, zh)

@@ -77,7 +77,11 @@ def compress_segment(seg: Segment, offsets: Sequence[int]) -> bool:
     skips = payload_skips(data, seg, offsets)
     if skips is None:
         return False
-    replace_segment(seg.path, pack(data, seg.first_seq, offsets, skips))
+    try:
+        stored = pack(data, seg.first_seq, offsets, skips)
+    except ValueError:
+        return False
+    replace_segment(seg.path, stored)
     return True
 
 
@@ -101,7 +105,11 @@ def repack_segment(seg: Segment) -> bool:
     skips = payload_skips(data, seg, offsets)
     if skips is None:
         return False
-    replace_segment(seg.path, pack(data, seg.first_seq, offsets, skips))
+    try:
+        stored = pack(data, seg.first_seq, offsets, skips)
+    except ValueError:
+        return False
+    replace_segment(seg.path, stored)
     return True
 
 

@@ -37,7 +37,7 @@ from ocb_events.log import SegmentLog, verify_log
 from ocb_events.marks import read_seals, write_seals
 from ocb_events.parts import Candidate, QueryParams, SeedHit, Step
 from ocb_events.recode import rewrite_log
-from ocb_events.rewrite import repack_segment, seal_of
+from ocb_events.rewrite import compress_segment, repack_segment, seal_of
 from ocb_events.schema import Event, OutcomeRecorded, QueryTraced, Record
 from ocb_events.segments import Segment, list_segments, packed, payload_skips, read_runs
 from projections import PROJECTIONS, ROUTES
@@ -366,3 +366,26 @@ def test_a_segment_of_the_older_container_repacks_in_place(tmp_path: Path) -> No
     assert not repack_segment(seg), "a segment in the new container stays"
     with SegmentLog(directory, writer=False) as log:
         assert list(log.read()) == recs
+
+
+def test_a_segment_whose_parts_would_not_give_it_back_stays_plain(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory = tmp_path / "log"
+    with SegmentLog(directory, segment_bytes=6000, compress=False) as log:
+        for i in range(0, 30, 3):
+            log.append([_trace(i), _trace(i + 1), _trace(i + 2)], actor="t")
+    seg = list_segments(directory)[0]
+    data = seg.path.read_bytes()
+    real = blocks.split
+
+    def lossy(*args: Any) -> Any:  # a split that drops a byte of a body
+        parts = real(*args)
+        return msgspec.structs.replace(parts, heavy=parts.heavy[:-1] + b"?")
+
+    monkeypatch.setattr(blocks, "split", lossy)
+    assert not compress_segment(seg, scan_offsets(seg.path, seg.first_seq, CURRENT))
+    assert seg.path.read_bytes() == data
+    monkeypatch.undo()
+    assert compress_segment(seg, scan_offsets(seg.path, seg.first_seq, CURRENT))
+    assert Packed(seg.path).read() == data
