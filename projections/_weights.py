@@ -30,8 +30,6 @@ _MARGIN = 1e-9
 rounding of a million additions."""
 _TAIL = 8
 """Below this many edges still moving, the last deltas go one by one."""
-_PADDING = 8
-"""How many cells a slot-by-rank matrix of deltas may hold per delta."""
 
 
 class WeightRun:
@@ -66,118 +64,151 @@ def fold_weights(state: State, run: WeightRun) -> None:
         return
     touched = np.flatnonzero(np.bincount(run.pair, minlength=len(run.pairs)))
     size = int(touched[-1]) + 1
-    slots, found, begin = _present(state, run.pairs, touched.tolist())
+    edges, stops = _present(state, run.pairs, touched.tolist())
     start = np.zeros(size)
     valid = np.zeros(size, dtype=bool)
-    start[slots], valid[slots] = begin, True
-    keep = valid[run.pair]
-    pair, delta = run.pair[keep], run.delta[keep]
+    for held in (edges, stops):
+        start[held.slots], valid[held.slots] = held.begin, True
+    pair, delta, seq = run.pair, run.delta, run.seq
+    if len(edges.slots) + len(stops.slots) < len(touched):  # edges the graph does not hold
+        keep = valid[pair]
+        pair, delta, seq = pair[keep], delta[keep], seq[keep]
     weight = _clipped_sums(start, pair, delta)
     last = np.zeros(size, dtype=np.int64)
-    np.maximum.at(last, pair, run.seq[keep])
-    stop = state.stop
-    for target, w, s in zip(found, weight[slots].tolist(), last[slots].tolist(), strict=True):
-        if type(target) is str:
-            stop[target] = w
-        else:
-            target.weight, target.last_seq = w, s
+    np.maximum.at(last, pair, seq)
+    ws, ss = weight[edges.slots].tolist(), last[edges.slots].tolist()
+    for edge, w, s in zip(edges.found, ws, ss, strict=True):
+        edge.weight = w
+        edge.last_seq = s
+    state.stop.update(zip(stops.found, weight[stops.slots].tolist(), strict=True))
+
+
+class _Held:
+    """The touched slots the graph holds, of one kind (edges, or nodes' stop weights):
+    each slot, its edge (its node's id), and its weight before the run."""
+
+    __slots__ = ("begin", "found", "slots")
+
+    def __init__(self) -> None:
+        self.slots: list[int] = []
+        self.found: list[Any] = []
+        self.begin: list[float] = []
 
 
 def _present(
     state: State, pairs: Sequence[tuple[str, str]], touched: list[int]
-) -> tuple[list[int], list[Any], list[float]]:
-    """The touched slots whose edge (or node, for a stop weight) the graph holds: each
-    with its edge (the node's id for a stop weight) and its weight before the run."""
-    nodes = state.nodes.raw_items()
-    targets_of, stop_of = state.out.get, state.stop.get
-    slots: list[int] = []
-    found: list[Any] = []
-    begin: list[float] = []
+) -> tuple[_Held, _Held]:
+    """The touched slots whose edge, or whose node for a stop weight, the graph holds:
+    the edges and the stop weights apart. (A source's edges mostly have neighbouring
+    slots: its targets are looked up once for each stretch of them.)"""
+    nodes, stop_of = state.nodes.raw_items(), state.stop.get
+    out, raw_out = state.out, state.out.raw_items()
+    edges, stops = _Held(), _Held()
+    source: str | None = None
+    targets: Any = None
     for i in touched:
         src, dst = pairs[i]
         if dst == STOP:
             if src in nodes:
-                slots.append(i)
-                found.append(src)
-                begin.append(stop_of(src, 0.0))
+                stops.slots.append(i)
+                stops.found.append(src)
+                stops.begin.append(stop_of(src, 0.0))
             continue
-        edge = (targets_of(src) or {}).get(dst)
+        if src != source:
+            source, targets = src, raw_out.get(src)
+            if targets is not None and type(targets) is not dict:
+                targets = out[src]  # still encoded: decode it
+        edge = targets.get(dst) if targets is not None else None
         if edge is not None:
-            slots.append(i)
-            found.append(edge)
-            begin.append(edge.weight)
-    return slots, found, begin
+            edges.slots.append(i)
+            edges.found.append(edge)
+            edges.begin.append(edge.weight)
+    return edges, stops
 
 
 def _clipped_sums(
     start: npt.NDArray[np.float64], pair: npt.NDArray[np.int64], delta: npt.NDArray[np.float64]
 ) -> npt.NDArray[np.float64]:
     """Each slot's ``start`` taken through its deltas in order, clipped to [-1, 1] after
-    each. Slots that cannot reach a bound are plain running sums; the others go rank by
-    rank. A slot's running sum stays between its start plus all its negative deltas
-    and its start plus all its positive ones, whatever their order: when both are
-    inside the bounds, no step clips."""
+    each. Slots that cannot reach a bound are plain running sums (``numpy.add.at``);
+    the others go rank by rank (``_stepped``). A slot's running sum stays within its
+    start plus or minus the sum of its deltas' magnitudes, whatever their order: when
+    that is inside the bounds, no step clips. (That sum only bounds the running sums,
+    so its own order does not matter; a NaN in it holds the slot.)"""
     weight = start.copy()
-    high, low = start.copy(), start.copy()
-    np.add.at(high, pair, np.maximum(delta, 0.0))
-    np.add.at(low, pair, np.minimum(delta, 0.0))
-    free = ((high < 1.0 - _MARGIN) & (low > _MARGIN - 1.0))[pair]
-    np.add.at(weight, pair[free], delta[free])
-    held = ~free
-    if held.any() and not _stepped(weight, pair[held], delta[held]):
-        _ranked(weight, pair[held], delta[held])
+    reach = np.abs(start) + np.bincount(pair, weights=np.abs(delta), minlength=len(start))
+    free = (reach < 1.0 - _MARGIN)[pair]
+    n_free = int(np.count_nonzero(free))
+    if n_free == len(pair):
+        np.add.at(weight, pair, delta)
+    elif n_free * 8 < len(pair):  # (stepping a free slot gives its plain sum too)
+        _stepped(weight, pair, delta)
+    else:
+        np.add.at(weight, pair[free], delta[free])
+        held = ~free
+        _stepped(weight, pair[held], delta[held])
     return weight
 
 
 def _stepped(
     weight: npt.NDArray[np.float64], pair: npt.NDArray[np.int64], delta: npt.NDArray[np.float64]
-) -> bool:
-    """The clipped sums, one step per rank over every slot at once: a matrix of each
-    slot's k-th delta in row k, a slot with fewer deltas padded with -0.0 (``w + -0.0``
-    is ``w``, bit for bit, and a clip leaves a weight already clipped as it is). False,
-    doing nothing, when the matrix would be mostly padding (a few slots with many more
-    deltas than the others)."""
+) -> None:
+    """The clipped sums, one step per rank over every slot at once: step k adds each
+    slot's k-th delta (a slot has at most one), then clips. The slots are placed by
+    their number of deltas, most first, so the slots that still move at step k are a
+    prefix of them. When fewer than ``_TAIL`` still move, each of those goes through
+    its last deltas one by one."""
     counts = np.bincount(pair)
     slots = np.flatnonzero(counts)
-    top = int(counts.max())
-    if top * len(slots) > _PADDING * len(pair) + 4096:
-        return False
-    order = _stable_order(pair)
-    first = np.cumsum(counts) - counts
-    rank = np.empty(len(pair), dtype=np.int64)
-    rank[order] = np.arange(len(pair)) - first[pair[order]]
-    dense = np.zeros(len(counts), dtype=np.int64)
-    dense[slots] = np.arange(len(slots))
-    steps = np.full((top, len(slots)), -0.0)
-    steps[rank, dense[pair]] = delta
-    w = weight[slots]
-    for row in steps:
-        np.add(w, row, out=w)
-        np.clip(w, -1.0, 1.0, out=w)
-    weight[slots] = w
-    return True
-
-
-def _ranked(
-    weight: npt.NDArray[np.float64], pair: npt.NDArray[np.int64], delta: npt.NDArray[np.float64]
-) -> None:
-    """The clipped sums, one step per rank: step k applies every slot's k-th delta at
-    once (a slot has at most one k-th delta, so a step is one vector operation)."""
-    order = _stable_order(pair)
-    pair, delta = pair[order], delta[order]
-    counts = np.bincount(pair)
-    first = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    rank = np.arange(len(pair)) - first[pair]
-    by_rank = _stable_order(rank)
-    bounds = np.concatenate(([0], np.cumsum(np.bincount(rank))))
-    slots, steps = pair[by_rank], delta[by_rank]
+    placed = slots[np.argsort(-counts[slots], kind="stable")]  # most deltas first
+    many = counts[placed]
+    place = np.zeros(len(counts), dtype=np.int64)
+    place[placed] = np.arange(len(placed))
+    by_slot = delta[_grouped(place[pair])]  # each slot's deltas in a row, in log order
+    # moving[k]: how many slots have a k-th delta; they are the first moving[k] placed
+    moving = (len(placed) - np.cumsum(np.bincount(many))[:-1]).tolist()
+    at = np.cumsum(many) - many  # where each slot's k-th delta is, at step k
+    w = weight[placed]
     k = 0
-    while k + 1 < len(bounds) and bounds[k + 1] - bounds[k] >= _TAIL:
-        idx = slots[bounds[k] : bounds[k + 1]]
-        weight[idx] = np.clip(weight[idx] + steps[bounds[k] : bounds[k + 1]], -1.0, 1.0)
+    while k < len(moving) and moving[k] >= _TAIL:
+        n = moving[k]
+        part = w[:n]
+        np.add(part, by_slot[at[:n]], out=part)
+        np.minimum(part, 1.0, out=part)
+        np.maximum(part, -1.0, out=part)
+        at[:n] += 1
         k += 1
-    if k + 1 < len(bounds):
-        _tail(weight, pair[rank >= k], delta[rank >= k])
+    if k < len(moving):
+        _tail(w, by_slot, at, at + (many - k))
+    weight[placed] = w
+
+
+def _grouped(keys: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """The stable sorting order of ``keys`` (>= 0): sorted with each one's index in its
+    low bits, a sort of distinct numbers (faster than a stable argsort) when they fit
+    in 63 bits."""
+    if not len(keys):
+        return np.zeros(0, dtype=np.int64)
+    bits = (len(keys) - 1).bit_length()
+    if int(keys.max()) >= 1 << (63 - bits):
+        return _stable_order(keys).astype(np.int64)
+    return np.sort((keys << bits) | np.arange(len(keys))) & ((1 << bits) - 1)
+
+
+def _tail(
+    w: npt.NDArray[np.float64],
+    by_slot: npt.NDArray[np.float64],
+    at: npt.NDArray[np.int64],
+    end: npt.NDArray[np.int64],
+) -> None:
+    """The last deltas of the few slots still moving, ``by_slot[at[i] : end[i]]`` for
+    the i-th, one by one."""
+    for i in np.flatnonzero(end > at).tolist():
+        x = float(w[i])
+        for d in by_slot[at[i] : end[i]].tolist():
+            x += d
+            x = -1.0 if x < -1.0 else 1.0 if x > 1.0 else x
+        w[i] = x
 
 
 def _stable_order(keys: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
@@ -192,16 +223,3 @@ def _stable_order(keys: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
         high = (keys[order] >> 16).astype(np.uint16)
         return order[np.argsort(high, kind="stable")]
     return np.argsort(keys, kind="stable")
-
-
-def _tail(
-    weight: npt.NDArray[np.float64], pair: npt.NDArray[np.int64], delta: npt.NDArray[np.float64]
-) -> None:
-    """The last deltas of the few slots still moving, one by one (grouped by slot, in
-    order within each)."""
-    ws = weight.tolist()
-    for i, d in zip(pair.tolist(), delta.tolist(), strict=True):
-        w = ws[i] + d
-        ws[i] = -1.0 if w < -1.0 else 1.0 if w > 1.0 else w
-    for i in np.unique(pair).tolist():
-        weight[i] = ws[i]

@@ -81,8 +81,12 @@ class WeightRuns:
     def gather(self, seq: int, ev: EdgesPackedRaw | EdgesUpdatedRaw | EdgesUpdated) -> bool:
         """Gather one record's updates in whichever form the log gave them; whether the
         run is now full."""
-        if type(ev) is EdgesPackedRaw:
-            return self.add_packed(seq, ev.w)
+        if type(ev) is EdgesPackedRaw:  # (``add_packed``, inline: one call a record)
+            self._seq.append(seq)
+            self._updates.append(ev.w)
+            self._baselines.append(None)
+            self._packed += 1
+            return len(self._seq) >= _RUN
         if type(ev) is EdgesUpdated:
             self.add(seq, ev)
         else:
@@ -236,22 +240,30 @@ def _corrupt(seq: int, exc: Exception) -> LogCorrupt:
 
 class _RecordShapes:
     """The shapes of packed records (every id of a record, as its structure key): per
-    shape its edges (indices into the runs' pairs) and which of the record's deltas
-    each takes, and its baselines' nodes."""
+    shape its edges (indices into the runs' pairs) and where in a body each one's delta
+    is, and its baselines' nodes and where their values are.
+
+    A record's shape is found without hashing its structure: a few of its numbers (a
+    *mark*) name the shapes it may have, and the first of those whose key the body
+    holds, compared in place, is its shape."""
 
     def __init__(self, runs: WeightRuns) -> None:
         self._runs = runs
         self._of: dict[bytes, int] = {}
+        self._keys: list[bytes] = []
+        self._marked: dict[int, list[int]] = {}
+        # shape i's edges are pairs[start[i] : start[i] + len[i]], its nodes likewise
         self._pairs: list[int] = []
-        self._used: list[int] = []
+        self._words: list[int] = []  # of each edge's delta, from the body's start
         self._start: list[int] = []
         self._len: list[int] = []
         self._nodes: list[int] = []
+        self._node_words: list[int] = []  # of each baseline's value
         self._node_start: list[int] = []
         self._node_len: list[int] = []
+        self._arrays: tuple[I64, ...] = ()
         self._node_of: dict[str, int] = {}
         self._node_names: list[str] = []
-        self._arrays: tuple[I64, ...] = ()
 
     def take(self, seqs: list[int], bodies: list[bytes]) -> tuple[I64, F64, I64, dict[str, float]]:
         """The run of ``bodies`` (the records ``seqs``): its edges, deltas and seqs per
@@ -271,24 +283,45 @@ class _RecordShapes:
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise _corrupt(seqs[i], BadUpdates("bad header"))
-        keys = [data[a:b] for a, b in zip((starts + 4).tolist(), floats_at.tolist(), strict=True)]
-        found = list(map(self._of.get, keys))
-        if None in found:
-            found = [
-                self._shape(k, bodies[i], seqs[i]) if s is None else s
-                for i, (k, s) in enumerate(zip(keys, found, strict=True))
-            ]
+        found = self._find(data, starts, floats_at, seqs, bodies)
         shape = np.array(found, dtype=np.int64)
+        body_at = starts // 8
         floats = np.frombuffer(data, dtype="<f8")
-        word = floats_at // 8
-        pairs, used, start, length, nodes, node_start, node_len = self._shapes()
+        pairs, words, start, length, nodes, node_words, node_start, node_len = self._shapes()
         at, per = _spans(start[shape], length[shape])
-        pair = pairs[at]
-        delta = floats[np.repeat(word, per) + used[at]].astype(np.float64)
+        delta = floats[np.repeat(body_at, per) + words[at]].astype(np.float64, copy=False)
         seq = np.repeat(np.array(seqs, dtype=np.int64), per)
+        pair = pairs[at]
         at, per = _spans(node_start[shape], node_len[shape])
-        values = floats[np.repeat(word + n_deltas, per) + at - np.repeat(node_start[shape], per)]
+        values = floats[np.repeat(body_at, per) + node_words[at]]
         return pair, delta, seq, self._last(nodes[at], values)
+
+    def _find(
+        self, data: bytes, starts: I64, floats_at: I64, seqs: list[int], bodies: list[bytes]
+    ) -> list[int]:
+        """The shape of each body (joined in ``data`` at ``starts``), added when new."""
+        u64 = np.frombuffer(data, dtype="<u8")
+        head = u64[starts // 8 + 1]  # the structure's size, the deltas, the baselines
+        first = u64[np.minimum(starts // 8 + 2, floats_at // 8 - 1)]  # strings, updates
+        mark = (head * _K1) ^ (first * _K2) ^ u64[floats_at // 8 - 1]  # and the last ids
+        found: list[int] = []
+        marked, keys, holds = self._marked.get, self._keys, data.startswith
+        key_at = (starts + 4).tolist()
+        for m, a in zip(mark.tolist(), key_at, strict=True):
+            for s in marked(m, ()):
+                if holds(keys[s], a):  # (the key starts with the structure's size)
+                    found.append(s)
+                    break
+            else:
+                found.append(-1)
+        if -1 in found:
+            ends = floats_at.tolist()
+            for i in [i for i, s in enumerate(found) if s == -1]:
+                found[i] = self._shape(data[key_at[i] : ends[i]], bodies[i], seqs[i])
+                shapes = self._marked.setdefault(int(mark[i]), [])
+                if found[i] not in shapes:
+                    shapes.append(found[i])
+        return found
 
     def _last(self, node: I64, value: F64) -> dict[str, float]:
         """The last value per node, the nodes in the order they first come."""
@@ -320,26 +353,35 @@ class _RecordShapes:
             structure = Structure(body)
         except BadUpdates as exc:
             raise _corrupt(seq, exc) from exc
-        self._start.append(len(self._pairs))
+        floats_at = (len(key) + 4) // 8  # in words, from the body's start
+        pairs: list[int] = []
+        used: list[int] = []
         at = 0
         for source, targets, n_deltas in zip(
             structure.sources, structure.targets, structure.deltas, strict=True
         ):
             n = min(len(targets), n_deltas)
-            self._pairs += self._runs._pair_ids(source, targets[:n])
-            self._used += range(at, at + n)
+            pairs += self._runs._pair_ids(source, targets[:n])
+            used += range(at, at + n)
             at += n_deltas
-        self._len.append(len(self._pairs) - self._start[-1])
-        self._node_start.append(len(self._nodes))
+        nodes = []
         for node in structure.baseline_nodes:
             i = self._node_of.get(node)
             if i is None:
                 i = self._node_of[node] = len(self._node_names)
                 self._node_names.append(node)
-            self._nodes.append(i)
-        self._node_len.append(len(structure.baseline_nodes))
+            nodes.append(i)
+        self._start.append(len(self._pairs))
+        self._len.append(len(pairs))
+        self._pairs += pairs
+        self._words += [floats_at + u for u in used]
+        self._node_start.append(len(self._nodes))
+        self._node_len.append(len(nodes))
+        self._nodes += nodes
+        self._node_words += range(floats_at + at, floats_at + at + len(nodes))
         self._arrays = ()
-        i = self._of[key] = len(self._len) - 1
+        self._keys.append(key)
+        i = self._of[key] = len(self._keys) - 1
         return i
 
     def _shapes(self) -> tuple[I64, ...]:
@@ -348,15 +390,21 @@ class _RecordShapes:
                 np.array(x, dtype=np.int64)
                 for x in (
                     self._pairs,
-                    self._used,
+                    self._words,
                     self._start,
                     self._len,
                     self._nodes,
+                    self._node_words,
                     self._node_start,
                     self._node_len,
                 )
             )
         return self._arrays
+
+
+_K1 = np.uint64(0x9E3779B97F4A7C15)
+_K2 = np.uint64(0xC2B2AE3D27D4EB4F)
+"""Odd multipliers that mix a record's numbers into its mark."""
 
 
 def _spans(start: I64, length: I64) -> tuple[I64, I64]:
