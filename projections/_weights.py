@@ -62,7 +62,8 @@ def fold_weights(state: State, run: WeightRun) -> None:
             state.baseline[node] = value
     if not len(run.pair):
         return
-    touched = np.flatnonzero(np.bincount(run.pair, minlength=len(run.pairs)))
+    counts = np.bincount(run.pair, minlength=len(run.pairs))
+    touched = np.flatnonzero(counts)
     size = int(touched[-1]) + 1
     edges, stops = _present(state, run.pairs, touched.tolist())
     start = np.zeros(size)
@@ -73,7 +74,7 @@ def fold_weights(state: State, run: WeightRun) -> None:
     if len(edges.slots) + len(stops.slots) < len(touched):  # edges the graph does not hold
         keep = valid[pair]
         pair, delta, seq = pair[keep], delta[keep], seq[keep]
-    weight = _clipped_sums(start, pair, delta)
+    weight = _clipped_sums(start, pair, delta, counts[:size] * valid)
     last = np.zeros(size, dtype=np.int64)
     np.maximum.at(last, pair, seq)
     ws, ss = weight[edges.slots].tolist(), last[edges.slots].tolist()
@@ -127,44 +128,51 @@ def _present(
 
 
 def _clipped_sums(
-    start: npt.NDArray[np.float64], pair: npt.NDArray[np.int64], delta: npt.NDArray[np.float64]
+    start: npt.NDArray[np.float64],
+    pair: npt.NDArray[np.int64],
+    delta: npt.NDArray[np.float64],
+    counts: npt.NDArray[np.int64],
 ) -> npt.NDArray[np.float64]:
-    """Each slot's ``start`` taken through its deltas in order, clipped to [-1, 1] after
-    each. Slots that cannot reach a bound are plain running sums (``numpy.add.at``);
-    the others go rank by rank (``_stepped``). A slot's running sum stays within its
-    start plus or minus the sum of its deltas' magnitudes, whatever their order: when
-    that is inside the bounds, no step clips. (That sum only bounds the running sums,
-    so its own order does not matter; a NaN in it holds the slot.)"""
+    """Each slot's ``start`` taken through its deltas in order (``counts`` of them),
+    clipped to [-1, 1] after each. Slots that cannot reach a bound are plain running
+    sums (``numpy.add.at``); the others go rank by rank (``_stepped``). A slot's
+    running sum stays within its start plus or minus the sum of its deltas'
+    magnitudes, whatever their order: when that is inside the bounds, no step clips.
+    (That sum only bounds the running sums, so its own order does not matter; a NaN
+    in it holds the slot.)"""
     weight = start.copy()
     reach = np.abs(start) + np.bincount(pair, weights=np.abs(delta), minlength=len(start))
-    free = (reach < 1.0 - _MARGIN)[pair]
-    n_free = int(np.count_nonzero(free))
+    free_slot = reach < 1.0 - _MARGIN
+    n_free = int(counts[free_slot].sum())
     if n_free == len(pair):
         np.add.at(weight, pair, delta)
     elif n_free * 8 < len(pair):  # (stepping a free slot gives its plain sum too)
-        _stepped(weight, pair, delta)
+        _stepped(weight, pair, delta, counts)
     else:
+        free = free_slot[pair]
         np.add.at(weight, pair[free], delta[free])
         held = ~free
-        _stepped(weight, pair[held], delta[held])
+        _stepped(weight, pair[held], delta[held], np.where(free_slot, 0, counts))
     return weight
 
 
 def _stepped(
-    weight: npt.NDArray[np.float64], pair: npt.NDArray[np.int64], delta: npt.NDArray[np.float64]
+    weight: npt.NDArray[np.float64],
+    pair: npt.NDArray[np.int64],
+    delta: npt.NDArray[np.float64],
+    counts: npt.NDArray[np.int64],
 ) -> None:
     """The clipped sums, one step per rank over every slot at once: step k adds each
     slot's k-th delta (a slot has at most one), then clips. The slots are placed by
     their number of deltas, most first, so the slots that still move at step k are a
     prefix of them. When fewer than ``_TAIL`` still move, each of those goes through
-    its last deltas one by one."""
-    counts = np.bincount(pair)
+    its last deltas one by one. (``counts``: each slot's number of deltas.)"""
     slots = np.flatnonzero(counts)
     placed = slots[np.argsort(-counts[slots], kind="stable")]  # most deltas first
     many = counts[placed]
     place = np.zeros(len(counts), dtype=np.int64)
     place[placed] = np.arange(len(placed))
-    by_slot = delta[_grouped(place[pair])]  # each slot's deltas in a row, in log order
+    by_slot = delta[_grouped(place, pair)]  # each slot's deltas in a row, in log order
     # moving[k]: how many slots have a k-th delta; they are the first moving[k] placed
     moving = (len(placed) - np.cumsum(np.bincount(many))[:-1]).tolist()
     at = np.cumsum(many) - many  # where each slot's k-th delta is, at step k
@@ -183,16 +191,16 @@ def _stepped(
     weight[placed] = w
 
 
-def _grouped(keys: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """The stable sorting order of ``keys`` (>= 0): sorted with each one's index in its
-    low bits, a sort of distinct numbers (faster than a stable argsort) when they fit
-    in 63 bits."""
-    if not len(keys):
+def _grouped(key: npt.NDArray[np.int64], items: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """The stable sorting order of ``key[items]`` (keys >= 0): the keys sorted with each
+    one's index in their low bits, a sort of distinct numbers (faster than a stable
+    argsort) when they fit in 63 bits."""
+    if not len(items):
         return np.zeros(0, dtype=np.int64)
-    bits = (len(keys) - 1).bit_length()
-    if int(keys.max()) >= 1 << (63 - bits):
-        return _stable_order(keys).astype(np.int64)
-    return np.sort((keys << bits) | np.arange(len(keys))) & ((1 << bits) - 1)
+    bits = (len(items) - 1).bit_length()
+    if int(key.max()) >= 1 << (63 - bits):
+        return _stable_order(key[items]).astype(np.int64)
+    return np.sort((key << bits)[items] | np.arange(len(items))) & ((1 << bits) - 1)
 
 
 def _tail(
