@@ -35,9 +35,15 @@ _TAIL = 8
 class WeightRun:
     """A run of weight updates, as arrays in log order: ``pair`` (an index into
     ``pairs``, the (source, target) of each edge, STOP for a stop weight), ``delta`` and
-    ``seq`` per change, and the last ``baselines`` recorded per node."""
+    ``seq`` per change, and the last ``baselines`` recorded per node.
 
-    __slots__ = ("baselines", "delta", "pair", "pairs", "seq")
+    ``memo``, when given, is where ``fold_weights`` keeps what it found in the graph
+    for the next run it folds with the same ``memo`` (the runs of one ``WeightRuns``):
+    the edges of the touched slots, reused while no other graph record has been
+    folded in between (the fold of any sets the state's ``seq``, which ``fold_weights``
+    leaves as it is)."""
+
+    __slots__ = ("baselines", "delta", "memo", "pair", "pairs", "seq")
 
     def __init__(
         self,
@@ -46,12 +52,14 @@ class WeightRun:
         delta: npt.NDArray[np.float64],
         seq: npt.NDArray[np.int64],
         baselines: dict[str, float],
+        memo: dict[str, Any] | None = None,
     ) -> None:
         self.pairs = pairs
         self.pair = pair
         self.delta = delta
         self.seq = seq
         self.baselines = baselines
+        self.memo = memo
 
 
 def fold_weights(state: State, run: WeightRun) -> None:
@@ -65,7 +73,7 @@ def fold_weights(state: State, run: WeightRun) -> None:
     counts = np.bincount(run.pair, minlength=len(run.pairs))
     touched = np.flatnonzero(counts)
     size = int(touched[-1]) + 1
-    edges, stops = _present(state, run.pairs, touched.tolist())
+    edges, stops = _found(state, run, touched)
     start = np.zeros(size)
     valid = np.zeros(size, dtype=bool)
     for held in (edges, stops):
@@ -82,6 +90,30 @@ def fold_weights(state: State, run: WeightRun) -> None:
         edge.weight = w
         edge.last_seq = s
     state.stop.update(zip(stops.found, weight[stops.slots].tolist(), strict=True))
+    if run.memo is not None:
+        run.memo["seq"] = state.seq
+
+
+def _found(state: State, run: WeightRun, touched: npt.NDArray[np.intp]) -> tuple[_Held, _Held]:
+    """``_present``, or what it found for the run before when that still holds: the
+    same state, no graph record folded since, the same slots touched (their weights
+    read anew)."""
+    memo = run.memo
+    if memo is None:
+        return _present(state, run.pairs, touched.tolist())
+    if (
+        memo.get("state") is state
+        and memo.get("seq") == state.seq
+        and np.array_equal(memo["touched"], touched)
+    ):
+        edges, stops = memo["edges"], memo["stops"]
+        edges.begin = [edge.weight for edge in edges.found]
+        stop_of = state.stop.get
+        stops.begin = [stop_of(node, 0.0) for node in stops.found]
+        return edges, stops
+    edges, stops = _present(state, run.pairs, touched.tolist())
+    memo.update(state=state, seq=None, touched=touched, edges=edges, stops=stops)
+    return edges, stops
 
 
 class _Held:

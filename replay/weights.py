@@ -70,6 +70,7 @@ class WeightRuns:
         self._names: dict[bytes, str] = {}
         self._packed = 0
         self._records = _RecordShapes(self)
+        self._memo: dict[str, Any] = {}  # fold_weights's, from run to run
 
     def __len__(self) -> int:
         return len(self._seq)
@@ -134,7 +135,7 @@ class WeightRuns:
                 pair, delta, seq = self._in_bulk(scanned)
         self._seq, self._updates, self._baselines, self._decoded = [], [], [], False
         self._packed = 0
-        return WeightRun(self.pairs, pair, delta, seq, baselines)
+        return WeightRun(self.pairs, pair, delta, seq, baselines, self._memo)
 
     def _unpack(self) -> None:
         """Decode the packed bodies of a run that mixes the two forms."""

@@ -5,6 +5,7 @@ its records do one by one, byte for byte."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from hypothesis import given, settings, strategies as st
@@ -13,9 +14,12 @@ from ocb_events.schema import (
     STOP,
     ChunkText,
     EdgeDeltas,
+    EdgeRef,
     EdgesCreated,
     EdgeSpec,
+    EdgesRemoved,
     EdgesUpdated,
+    Event,
     FileIndexed,
     NodeValue,
     Record,
@@ -91,7 +95,7 @@ def _event(changes: list[tuple[int, float]], baseline: float) -> EdgesUpdated:
 @settings(max_examples=150, deadline=None)
 @given(
     records=st.lists(_record, min_size=1, max_size=25),
-    cuts=st.sets(st.integers(1, 24), max_size=4),
+    cuts=st.sets(st.integers(1, 400), max_size=6),
     start=st.sampled_from([0.0, 0.999999, -0.999999, 1.0, -1.0]),
     times=st.integers(1, 30),
 )
@@ -112,6 +116,7 @@ def test_weight_runs_fold_as_their_records_one_by_one(
         graph.evolve(g, Record(seq=3, ts=3, actor="t", event=begin))
         g.stop.update({n: start for n in _NODES[:3]})
     run: list[tuple[int, list[tuple[int, float]]]] = []
+    memo: dict[str, Any] = {}
     for i, changes in enumerate(records):
         seq = 10 + i
         want = graph.evolve(
@@ -119,13 +124,61 @@ def test_weight_runs_fold_as_their_records_one_by_one(
         )
         run.append((seq, changes))
         if i + 1 in cuts or i + 1 == len(records):
-            fold_weights(got, _run(run))
+            fold_weights(got, _run(run, memo))
             run = []
     got.seq = want.seq
     assert graph.snapshot(got) == graph.snapshot(want)
 
 
-def _run(records: list[tuple[int, list[tuple[int, float]]]]) -> WeightRun:
+_between = st.sampled_from(
+    [
+        # the edges set anew (new objects), one removed, the edge it lacked created,
+        # the node it lacked indexed: each seen by the run after it
+        EdgesCreated(
+            edges=tuple(EdgeSpec(source=s, target=t, weight=0.5, kind="x") for s, t in _EDGES)
+        ),
+        EdgesRemoved(edges=(EdgeRef(source=_NODES[0], target=_NODES[1]),), cause_seq=1),
+        EdgesCreated(edges=(EdgeSpec(source=_NODES[0], target=_NODES[-1], weight=0.0, kind="x"),)),
+        FileIndexed(
+            path="gone.md",
+            content_hash="g",
+            chunks=(ChunkText(id="gone.md::0", text="g", text_hash="g", start_line=1, end_line=1),),
+        ),
+    ]
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(records=st.lists(_record, min_size=1, max_size=8), between=_between, times=st.integers(1, 3))
+def test_a_graph_record_between_two_runs_changes_what_the_next_one_finds(
+    records: list[list[tuple[int, float]]], between: Event, times: int
+) -> None:
+    """The same run twice (the same edges touched), a graph record between them: the
+    second run folds into the graph as that record left it."""
+    want, got = _graph(), _graph()
+    memo: dict[str, Any] = {}
+    seq = 10
+    for _ in range(times):
+        for g in (want, got):
+            g.stop.update({n: 0.5 for n in _NODES})
+        for every in range(2):
+            run = []
+            for changes in records:
+                seq += 1
+                want = graph.evolve(
+                    want, Record(seq=seq, ts=seq, actor="t", event=_event(changes, float(seq - 10)))
+                )
+                run.append((seq, changes))
+            fold_weights(got, _run(run, memo))
+            if every == 0:
+                seq += 1
+                for g in (want, got):
+                    graph.evolve(g, Record(seq=seq, ts=seq, actor="t", event=between))
+    got.seq = want.seq
+    assert graph.snapshot(got) == graph.snapshot(want)
+
+
+def _run(records: list[tuple[int, list[tuple[int, float]]]], memo: dict[str, Any]) -> WeightRun:
     changes = [(seq, p, d) for seq, cs in records for p, d in cs]
     return WeightRun(
         _PAIRS,
@@ -133,4 +186,5 @@ def _run(records: list[tuple[int, list[tuple[int, float]]]]) -> WeightRun:
         np.array([d for _, _, d in changes], dtype=np.float64),
         np.array([s for s, _, _ in changes], dtype=np.int64),
         {_NODES[0]: float(len(records) and records[-1][0] - 10)},
+        memo,
     )
