@@ -28,6 +28,8 @@ from projections._graph_state import State
 _MARGIN = 1e-9
 """How far below 1 an edge's bound must stay to skip the clipping: far more than the
 rounding of a million additions."""
+_NEAR = 0.5
+"""A slot whose weight starts this near a bound (or nearer) is likely to reach it."""
 _TAIL = 8
 """Below this many edges still moving, the last deltas go one by one."""
 
@@ -173,6 +175,9 @@ def _clipped_sums(
     (That sum only bounds the running sums, so its own order does not matter; a NaN
     in it holds the slot.)"""
     weight = start.copy()
+    if int(counts[np.abs(start) >= _NEAR].sum()) * 8 >= len(pair) * 7:
+        _stepped(weight, pair, delta, counts)  # mostly slots near a bound: no pass to tell
+        return weight
     reach = np.abs(start) + np.bincount(pair, weights=np.abs(delta), minlength=len(start))
     free_slot = reach < 1.0 - _MARGIN
     n_free = int(counts[free_slot].sum())
