@@ -253,6 +253,7 @@ class _RecordShapes:
         self._of: dict[bytes, int] = {}
         self._keys: list[bytes] = []
         self._marked: dict[int, list[int]] = {}
+        self._only: dict[int, int | None] = {}  # the shape a mark names, if one
         # shape i's edges are pairs[start[i] : start[i] + len[i]], its nodes likewise
         self._pairs: list[int] = []
         self._words: list[int] = []  # of each edge's delta, from the body's start
@@ -302,15 +303,21 @@ class _RecordShapes:
     ) -> list[int]:
         """The shape of each body (joined in ``data`` at ``starts``), added when new."""
         u64 = np.frombuffer(data, dtype="<u8")
-        head = u64[starts // 8 + 1]  # the structure's size, the deltas, the baselines
-        first = u64[np.minimum(starts // 8 + 2, floats_at // 8 - 1)]  # strings, updates
-        mark = (head * _K1) ^ (first * _K2) ^ u64[floats_at // 8 - 1]  # and the last ids
-        found: list[int] = []
-        marked, keys, holds = self._marked.get, self._keys, data.startswith
-        key_at = (starts + 4).tolist()
-        for m, a in zip(mark.tolist(), key_at, strict=True):
-            for s in marked(m, ()):
-                if holds(keys[s], a):  # (the key starts with the structure's size)
+        first, last = starts // 8, floats_at // 8 - 1  # words of the header and structure
+        mark = u64[last].copy()
+        between = ((3 * first + last) // 4, (first + last) // 2, (first + 3 * last) // 4)
+        for at, mix in zip((first, first + 1, *between), _MIX, strict=True):
+            mark ^= u64[at] * mix
+        marks, key_at = mark.tolist(), (starts + 4).tolist()
+        keys, holds = self._keys, data.startswith
+        # (a key starts with its structure's size: a body that holds it has that shape)
+        found: list[Any] = list(map(self._only.get, marks))
+        if None not in found and all(map(holds, map(keys.__getitem__, found), key_at)):
+            return found  # every mark names one shape, and each body holds its key
+        found = []
+        for m, a in zip(marks, key_at, strict=True):
+            for s in self._marked.get(m, ()):
+                if holds(keys[s], a):
                     found.append(s)
                     break
             else:
@@ -319,9 +326,10 @@ class _RecordShapes:
             ends = floats_at.tolist()
             for i in [i for i, s in enumerate(found) if s == -1]:
                 found[i] = self._shape(data[key_at[i] : ends[i]], bodies[i], seqs[i])
-                shapes = self._marked.setdefault(int(mark[i]), [])
+                shapes = self._marked.setdefault(marks[i], [])
                 if found[i] not in shapes:
                     shapes.append(found[i])
+                    self._only[marks[i]] = found[i] if len(shapes) == 1 else None
         return found
 
     def _last(self, node: I64, value: F64) -> dict[str, float]:
@@ -403,9 +411,18 @@ class _RecordShapes:
         return self._arrays
 
 
-_K1 = np.uint64(0x9E3779B97F4A7C15)
-_K2 = np.uint64(0xC2B2AE3D27D4EB4F)
-"""Odd multipliers that mix a record's numbers into its mark."""
+_MIX = [
+    np.uint64(m)
+    for m in (
+        0x9E3779B97F4A7C15,
+        0xC2B2AE3D27D4EB4F,
+        0x165667B19E3779F9,
+        0xD6E8FEB86659FD93,
+        0xFF51AFD7ED558CCD,
+    )
+]
+"""Odd multipliers that mix words of a record's header and structure (its first two,
+three between, its last) into its mark."""
 
 
 def _spans(start: I64, length: I64) -> tuple[I64, I64]:
