@@ -12,10 +12,11 @@ cuts each update's lists to the shorter one as the fold of a record does.
 
 A record of the packed form (``ocb_events.codec.EdgesPackedRaw``) costs less: its body
 (``ocb_events.packed_updates``) holds its ids apart from its floats, so the ids of a
-whole record, its *record shape*, are one dictionary key, unpacked (and its lists cut
-to the shorter) once, and the floats of a run are read with one gather from the joined
-bodies. A run that mixes the two forms (a log written before and after the packed
-form) goes record by record.
+whole record, its *record shape*, are unpacked (and its lists cut to the shorter)
+once; a record's shape is found by a *mark* made of a few words of its structure and
+its structure compared in place (not hashed), and the floats of a run are read with
+one gather from the joined bodies. A run that mixes the two forms (a log written
+before and after the packed form) goes record by record.
 """
 
 from __future__ import annotations
