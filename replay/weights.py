@@ -12,10 +12,11 @@ cuts each update's lists to the shorter one as the fold of a record does.
 
 A record of the packed form (``ocb_events.codec.EdgesPackedRaw``) costs less: its body
 (``ocb_events.packed_updates``) holds its ids apart from its floats, so the ids of a
-whole record, its *record shape*, are one dictionary key, unpacked (and its lists cut
-to the shorter) once, and the floats of a run are read with one gather from the joined
-bodies. A run that mixes the two forms (a log written before and after the packed
-form) goes record by record.
+whole record, its *record shape*, are unpacked (and its lists cut to the shorter)
+once; a record's shape is found by a *mark* made of a few words of its structure and
+its structure compared in place (not hashed), and the floats of a run are read with
+one gather from the joined bodies. A run that mixes the two forms (a log written
+before and after the packed form) goes record by record.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ class WeightRuns:
         self._names: dict[bytes, str] = {}
         self._packed = 0
         self._records = _RecordShapes(self)
+        self._memo: dict[str, Any] = {}  # fold_weights's, from run to run
 
     def __len__(self) -> int:
         return len(self._seq)
@@ -81,8 +83,12 @@ class WeightRuns:
     def gather(self, seq: int, ev: EdgesPackedRaw | EdgesUpdatedRaw | EdgesUpdated) -> bool:
         """Gather one record's updates in whichever form the log gave them; whether the
         run is now full."""
-        if type(ev) is EdgesPackedRaw:
-            return self.add_packed(seq, ev.w)
+        if type(ev) is EdgesPackedRaw:  # (``add_packed``, inline: one call a record)
+            self._seq.append(seq)
+            self._updates.append(ev.w)
+            self._baselines.append(None)
+            self._packed += 1
+            return len(self._seq) >= _RUN
         if type(ev) is EdgesUpdated:
             self.add(seq, ev)
         else:
@@ -130,7 +136,7 @@ class WeightRuns:
                 pair, delta, seq = self._in_bulk(scanned)
         self._seq, self._updates, self._baselines, self._decoded = [], [], [], False
         self._packed = 0
-        return WeightRun(self.pairs, pair, delta, seq, baselines)
+        return WeightRun(self.pairs, pair, delta, seq, baselines, self._memo)
 
     def _unpack(self) -> None:
         """Decode the packed bodies of a run that mixes the two forms."""
@@ -236,22 +242,31 @@ def _corrupt(seq: int, exc: Exception) -> LogCorrupt:
 
 class _RecordShapes:
     """The shapes of packed records (every id of a record, as its structure key): per
-    shape its edges (indices into the runs' pairs) and which of the record's deltas
-    each takes, and its baselines' nodes."""
+    shape its edges (indices into the runs' pairs) and where in a body each one's delta
+    is, and its baselines' nodes and where their values are.
+
+    A record's shape is found without hashing its structure: a few of its numbers (a
+    *mark*) name the shapes it may have, and the first of those whose key the body
+    holds, compared in place, is its shape."""
 
     def __init__(self, runs: WeightRuns) -> None:
         self._runs = runs
         self._of: dict[bytes, int] = {}
+        self._keys: list[bytes] = []
+        self._marked: dict[int, list[int]] = {}
+        self._only: dict[int, int | None] = {}  # the shape a mark names, if one
+        # shape i's edges are pairs[start[i] : start[i] + len[i]], its nodes likewise
         self._pairs: list[int] = []
-        self._used: list[int] = []
+        self._words: list[int] = []  # of each edge's delta, from the body's start
         self._start: list[int] = []
         self._len: list[int] = []
         self._nodes: list[int] = []
+        self._node_words: list[int] = []  # of each baseline's value
         self._node_start: list[int] = []
         self._node_len: list[int] = []
+        self._arrays: tuple[I64, ...] = ()
         self._node_of: dict[str, int] = {}
         self._node_names: list[str] = []
-        self._arrays: tuple[I64, ...] = ()
 
     def take(self, seqs: list[int], bodies: list[bytes]) -> tuple[I64, F64, I64, dict[str, float]]:
         """The run of ``bodies`` (the records ``seqs``): its edges, deltas and seqs per
@@ -271,24 +286,52 @@ class _RecordShapes:
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise _corrupt(seqs[i], BadUpdates("bad header"))
-        keys = [data[a:b] for a, b in zip((starts + 4).tolist(), floats_at.tolist(), strict=True)]
-        found = list(map(self._of.get, keys))
-        if None in found:
-            found = [
-                self._shape(k, bodies[i], seqs[i]) if s is None else s
-                for i, (k, s) in enumerate(zip(keys, found, strict=True))
-            ]
+        found = self._find(data, starts, floats_at, seqs, bodies)
         shape = np.array(found, dtype=np.int64)
+        body_at = starts // 8
         floats = np.frombuffer(data, dtype="<f8")
-        word = floats_at // 8
-        pairs, used, start, length, nodes, node_start, node_len = self._shapes()
+        pairs, words, start, length, nodes, node_words, node_start, node_len = self._shapes()
         at, per = _spans(start[shape], length[shape])
-        pair = pairs[at]
-        delta = floats[np.repeat(word, per) + used[at]].astype(np.float64)
+        delta = floats[np.repeat(body_at, per) + words[at]].astype(np.float64, copy=False)
         seq = np.repeat(np.array(seqs, dtype=np.int64), per)
+        pair = pairs[at]
         at, per = _spans(node_start[shape], node_len[shape])
-        values = floats[np.repeat(word + n_deltas, per) + at - np.repeat(node_start[shape], per)]
+        values = floats[np.repeat(body_at, per) + node_words[at]]
         return pair, delta, seq, self._last(nodes[at], values)
+
+    def _find(
+        self, data: bytes, starts: I64, floats_at: I64, seqs: list[int], bodies: list[bytes]
+    ) -> list[int]:
+        """The shape of each body (joined in ``data`` at ``starts``), added when new."""
+        u64 = np.frombuffer(data, dtype="<u8")
+        first, last = starts // 8, floats_at // 8 - 1  # words of the header and structure
+        mark = u64[last].copy()
+        between = ((3 * first + last) // 4, (first + last) // 2, (first + 3 * last) // 4)
+        for at, mix in zip((first, first + 1, *between), _MIX, strict=True):
+            mark ^= u64[at] * mix
+        marks, key_at = mark.tolist(), (starts + 4).tolist()
+        keys, holds = self._keys, data.startswith
+        # (a key starts with its structure's size: a body that holds it has that shape)
+        found: list[Any] = list(map(self._only.get, marks))
+        if None not in found and all(map(holds, map(keys.__getitem__, found), key_at)):
+            return found  # every mark names one shape, and each body holds its key
+        found = []
+        for m, a in zip(marks, key_at, strict=True):
+            for s in self._marked.get(m, ()):
+                if holds(keys[s], a):
+                    found.append(s)
+                    break
+            else:
+                found.append(-1)
+        if -1 in found:
+            ends = floats_at.tolist()
+            for i in [i for i, s in enumerate(found) if s == -1]:
+                found[i] = self._shape(data[key_at[i] : ends[i]], bodies[i], seqs[i])
+                shapes = self._marked.setdefault(marks[i], [])
+                if found[i] not in shapes:
+                    shapes.append(found[i])
+                    self._only[marks[i]] = found[i] if len(shapes) == 1 else None
+        return found
 
     def _last(self, node: I64, value: F64) -> dict[str, float]:
         """The last value per node, the nodes in the order they first come."""
@@ -320,26 +363,35 @@ class _RecordShapes:
             structure = Structure(body)
         except BadUpdates as exc:
             raise _corrupt(seq, exc) from exc
-        self._start.append(len(self._pairs))
+        floats_at = (len(key) + 4) // 8  # in words, from the body's start
+        pairs: list[int] = []
+        used: list[int] = []
         at = 0
         for source, targets, n_deltas in zip(
             structure.sources, structure.targets, structure.deltas, strict=True
         ):
             n = min(len(targets), n_deltas)
-            self._pairs += self._runs._pair_ids(source, targets[:n])
-            self._used += range(at, at + n)
+            pairs += self._runs._pair_ids(source, targets[:n])
+            used += range(at, at + n)
             at += n_deltas
-        self._len.append(len(self._pairs) - self._start[-1])
-        self._node_start.append(len(self._nodes))
+        nodes = []
         for node in structure.baseline_nodes:
             i = self._node_of.get(node)
             if i is None:
                 i = self._node_of[node] = len(self._node_names)
                 self._node_names.append(node)
-            self._nodes.append(i)
-        self._node_len.append(len(structure.baseline_nodes))
+            nodes.append(i)
+        self._start.append(len(self._pairs))
+        self._len.append(len(pairs))
+        self._pairs += pairs
+        self._words += [floats_at + u for u in used]
+        self._node_start.append(len(self._nodes))
+        self._node_len.append(len(nodes))
+        self._nodes += nodes
+        self._node_words += range(floats_at + at, floats_at + at + len(nodes))
         self._arrays = ()
-        i = self._of[key] = len(self._len) - 1
+        self._keys.append(key)
+        i = self._of[key] = len(self._keys) - 1
         return i
 
     def _shapes(self) -> tuple[I64, ...]:
@@ -348,15 +400,30 @@ class _RecordShapes:
                 np.array(x, dtype=np.int64)
                 for x in (
                     self._pairs,
-                    self._used,
+                    self._words,
                     self._start,
                     self._len,
                     self._nodes,
+                    self._node_words,
                     self._node_start,
                     self._node_len,
                 )
             )
         return self._arrays
+
+
+_MIX = [
+    np.uint64(m)
+    for m in (
+        0x9E3779B97F4A7C15,
+        0xC2B2AE3D27D4EB4F,
+        0x165667B19E3779F9,
+        0xD6E8FEB86659FD93,
+        0xFF51AFD7ED558CCD,
+    )
+]
+"""Odd multipliers that mix words of a record's header and structure (its first two,
+three between, its last) into its mark."""
 
 
 def _spans(start: I64, length: I64) -> tuple[I64, I64]:

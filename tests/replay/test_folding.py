@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import numpy as np
 from hypothesis import given, settings, strategies as st
 
 from ocb_events.codec import encode_record, fold_decoder
@@ -380,3 +381,31 @@ def test_a_damaged_packed_body_in_a_run_is_corruption_naming_its_record() -> Non
         with pytest.raises(LogCorrupt) as info:
             runs.take()
         assert info.value.seq == 8
+
+
+def test_packed_records_whose_marks_collide_are_told_apart(monkeypatch: Any) -> None:
+    """Records of different shapes with the same mark (here every mark is the last word
+    of the ids: their sources differ, their ids' indices do not) each get their own
+    shape, as their decoded records do."""
+    import replay.weights as weights
+
+    monkeypatch.setattr(weights, "_MIX", [np.uint64(0)] * len(weights._MIX))
+    decode = fold_decoder({"edges_updated"})
+    want, got = WeightRuns(), WeightRuns()
+    for seq in range(1, 41):
+        source = NODES[0 if seq <= 13 else seq % 4]  # one shape in the first run
+        ev = EdgesUpdated(
+            updates=(
+                EdgeDeltas(source=source, targets=(NODES[7], STOP), deltas=(0.01 * seq, -0.5)),
+            ),
+            rule="pg",
+            cause_seq=1,
+            baselines=(NodeValue(node=source, value=seq / 7),),
+        )
+        rec = msgspec.structs.replace(_record_of(ev), seq=seq)
+        want.add(seq, ev)
+        got.add_raw(seq, decode(memoryview(encode_record(rec))).event)
+        if seq % 13 == 0:
+            assert _run_of(got) == _run_of(want)
+    assert _run_of(got) == _run_of(want)
+    assert got.pairs == want.pairs
