@@ -3,35 +3,50 @@
 re-exported here for the callers that import them from ``replay``.
 
 A rebuild reads the log once, decoding only what the projections it folds read
-(``replay.folding``). Asked to (``split=True``), a rebuild of a long segment log
-(``SPLIT_FROM`` records or more) starts a second process that reads and decodes the
-later part of the log (``replay.split``) while this one folds the earlier part, then
-folds what it handed back; every record is still folded here, in log order. It is not
-the default: on two shared cores it saved about 4 % of a rebuild at 1,000,000 events
-for about 600 MiB more memory.
+(``replay.folding``). A rebuild of a long segment log (``SPLIT_FROM`` records or
+more, on a machine with a core to spare; a PostgreSQL log when asked to) uses two
+processes: a second
+interpreter (``replay.split``) folds the graph over every record while this one folds
+the other projections, then this one restores the graph from the snapshot bytes it
+handed back. Each process reads the whole log but decodes only what its own
+projections fold, and each folds every record in log order, so the states are byte for
+byte those of one process. A second process that cannot start or fails leaves its
+projections to this one (with a one-line warning when it failed), never a wrong state.
+
+Only the time depends on the machine's load: the states do not, and both paths are
+held to the record fold by the tests (``tests/replay/test_rebuild.py``).
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ocb_events.log import SegmentLog
 from ocb_events.protocol import EventLog
-from projections import PROJECTIONS, ROUTES, fold, fold_weights
+from projections import PROJECTIONS, ROUTES, fold
 from replay import split as split_process
 from replay.folding import Tick, fold_fast, read_for
 
 __all__ = ["PROJECTIONS", "ROUTES", "Progress", "fold", "rebuild", "snapshot_bytes"]
 
 Progress = Callable[[int, int], None]
+Warn = Callable[[str], None]
 
-SPLIT_FROM = 200_000
-"""Records from which a split rebuild starts a second process (below, starting one
-costs more than it could save)."""
-SHARE = 0.45
-"""The share of the records a split rebuild reads itself: it folds the other process's
-part too, after reading its own."""
+SPLIT_FROM = 250_000
+"""Records from which a rebuild folds in two processes by default. Below, the second
+process's start (~0.4 s of imports) and its own read of the log cost about what it
+saves: at 100,000 events of the pg mix the graph alone costs about as much as all the
+projections together."""
+AWAY = frozenset({"graph"})
+"""The projections the second process folds. The graph is the largest part of a
+rebuild (its weight updates above all: at 1,000,000 events of the pg mix, 9.4 cpu-s
+read and folded, the others 6.5 together), and its snapshot restores lazily (~15 ms,
+where the others take ~1.3 s, the trace index most of it), so this process folds the
+others and restores only the graph."""
 
 
 def rebuild(
@@ -40,55 +55,93 @@ def rebuild(
     *,
     to_seq: int | None = None,
     progress: Progress | None = None,
-    split: bool = False,
+    split: bool | None = None,
+    warn: Warn | None = None,
 ) -> dict[str, Any]:
     """Fold the log from its first record (up to ``to_seq``) into fresh projections.
 
     Args:
-        split: read and decode the later part of the log in a second process while
-            this one folds the earlier part (a segment log of at least ``SPLIT_FROM``
-            records; a shorter one, or another log, is read here).
+        progress: called with (seq, end) as this process folds, and once at the end.
+        split: fold the graph in a second process (a segment or PostgreSQL log, with
+            the graph and another projection to fold); by default, for a segment log
+            of at least ``SPLIT_FROM`` records on a machine with a core to spare;
+            ``False`` folds everything here.
+        warn: receives one line when the second process failed and its projections
+            were folded here instead (by default, printed on stderr).
     """
     end = log.last_seq if to_seq is None else min(to_seq, log.last_seq)
     tick = _ticker(progress, end)
     names = sorted(names)
     states = {name: PROJECTIONS[name].initial() for name in names}
-    if split and end >= SPLIT_FROM and isinstance(log, SegmentLog):
-        _split(log, names, end, states, tick)
-    else:
+    away = [n for n in names if n in AWAY]
+    here = [n for n in names if n not in AWAY]
+    wanted = _pays(log, end) if split is None else split
+    job = split_process.job_of(log, away, end) if wanted and away and here and end else None
+    proc = split_process.start(job) if job is not None else None
+    if proc is None:
         fold_fast(read_for(log, names, 1, end), states, tick)
+    else:
+        _fold_split(log, proc, end, (here, away), states, tick, warn or _stderr)
     if progress is not None:
         progress(end, end)
     return states
 
 
-def _split(
-    log: SegmentLog, names: list[str], end: int, states: dict[str, Any], tick: Tick | None
+def _fold_split(
+    log: EventLog,
+    proc: subprocess.Popen[bytes],
+    end: int,
+    parts: tuple[list[str], list[str]],
+    states: dict[str, Any],
+    tick: Tick | None,
+    warn: Warn,
 ) -> None:
-    """Records up to ``SHARE`` of ``end`` read here, the others by a second process at
-    the same time; all folded here, in order."""
-    first = int(end * SHARE) + 1
-    proc = split_process.start(log, names, first, end)
-    if proc is None:  # no interpreter to start: read them all here
-        fold_fast(read_for(log, names, 1, end), states, tick)
-        return
+    """Fold the projections ``here`` while ``proc`` folds those ``away``, then restore
+    these from its snapshots (or fold them here too when it failed)."""
+    here, away = parts
     try:
-        fold_fast(read_for(log, names, 1, first - 1), states, tick)
+        _fold_part(log, here, end, states, tick)
     except BaseException:
         proc.kill()
         proc.wait()
         raise
-    got = split_process.finish(proc)
-    if got is None:  # it could not (the log changed under it ...): read them here
-        fold_fast(read_for(log, names, first, end), states, tick)
-        return
-    for item in got.items:
-        if isinstance(item, split_process.Run):
-            fold_weights(states["graph"], split_process.run_of(got.pairs, item))
-        else:
-            fold_fast(split_process.records_of(item), states)
-    for state in states.values():
-        state.seq = max(state.seq, end)
+    got = split_process.finish(proc, away)
+    if isinstance(got, str):
+        warn(f"the second process of a rebuild failed ({got}); folding here")
+        _fold_part(log, away, end, states, None)
+    else:
+        states.update({n: PROJECTIONS[n].restore(got.snapshots[n]) for n in away})
+
+
+def _fold_part(
+    log: EventLog, names: list[str], end: int, states: dict[str, Any], tick: Tick | None
+) -> None:
+    part = {n: states[n] for n in names}  # fold_fast folds every state it is given
+    states.update(fold_fast(read_for(log, names, 1, end), part, tick))
+
+
+def _pays(log: EventLog, end: int) -> bool:
+    """Whether two processes are the default: a long segment log and a core to spare.
+    Not a PostgreSQL log: its server's part of a read costs more than the fold (at
+    100,000 events of the pg mix, 2.7 s of a rebuild's wall time against 0.84 s of its
+    own), and two processes make the server read the log twice."""
+    return isinstance(log, SegmentLog) and end >= SPLIT_FROM and _spare_core()
+
+
+def _spare_core() -> bool:
+    """Whether a second process would find a core of its own: the second read costs
+    about a third more work in all, which pays only on a core that would idle."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    if (cores or 1) < 2:
+        return False
+    try:
+        return os.getloadavg()[0] < (cores or 1)
+    except OSError:  # no load average here
+        return True
+
+
+def _stderr(line: str) -> None:
+    print(f"warning: {line}", file=sys.stderr)
 
 
 def _ticker(progress: Progress | None, end: int) -> Tick | None:

@@ -1,15 +1,16 @@
-"""The second process of a split rebuild (``replay.rebuild``): it reads and decodes
-the later part of the log while the rebuild folds the earlier part, and hands back
-what the folds need of it, in log order: the records the projections fold (weight
-updates aside) re-encoded light, and the weight updates as runs of arrays
-(``replay.weights``). Folding stays in the first process, one record after another,
-so the states are the ones a one-process rebuild gives.
+"""The second process of a rebuild split by projection (``replay.rebuild``): a fresh
+interpreter folds some of the projections over the same records while the rebuild
+folds the others, and hands back each state's snapshot bytes, which the rebuild
+restores. Both fold every record they read in log order, the fast way
+(``replay.folding``), so the states are the ones a one-process rebuild gives, byte for
+byte.
 
-It runs as ``python -m replay.split DIRECTORY FIRST END CHAIN NAME...`` (CHAIN: the
-log's hash chain at END in hex, "-" for none), a fresh interpreter that imports only
-what decoding needs, and writes one msgpack ``Handoff`` to stdout; it exits with
-status 3, writing nothing, when the log's history up to END is not the one named by
-CHAIN.
+It runs as ``python -m replay.split`` (no fork: a fresh interpreter that imports only
+what folding needs), reads one msgpack ``Job`` from stdin (the log: a segment
+directory, or a PostgreSQL target, whose password thus never shows in a list of
+processes), and writes one msgpack ``Handoff`` to stdout. It exits with status 3,
+writing nothing, when the log's history up to the job's end is not the one its chain
+names (both processes must fold the same records).
 """
 
 from __future__ import annotations
@@ -20,151 +21,127 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-import numpy as np
 
-from ocb_events.codec import EdgesPackedRaw, EdgesUpdatedRaw, Skipped
 from ocb_events.log import SegmentLog
-from ocb_events.schema import EdgesUpdated, FoldRecord
-from projections import ROUTES, WeightRun
-from replay.folding import read_for
-from replay.weights import WeightRuns
+from ocb_events.pg.conn import Target
+from ocb_events.protocol import EventLog
+from projections import PROJECTIONS
+from replay.folding import fold_fast, read_for
 
-_OTHER_HISTORY = 3
-_RECORDS = msgspec.msgpack.Decoder(list[FoldRecord])
-_ENCODER = msgspec.msgpack.Encoder()
+__all__ = [
+    "COMMAND",
+    "OTHER_HISTORY",
+    "Handoff",
+    "Job",
+    "finish",
+    "handoff",
+    "job_of",
+    "main",
+    "start",
+]
+
+OTHER_HISTORY = 3
+"""The exit status of a second process that found another history up to the end."""
+
+COMMAND = ["-m", "replay.split"]
+"""The interpreter's arguments that run the second process."""
 
 
-class Run(msgspec.Struct, array_like=True):
-    """A run of weight updates: edge indices (int32), deltas (float64), the seqs as
-    distinct values with their counts (int64), and the last baseline per node."""
+class Job(msgspec.Struct, array_like=True):
+    """What the second process folds: ``names`` over records ``1..end`` of the segment
+    log in ``directory`` or the PostgreSQL log at ``target``, whose chain at ``end``
+    is ``chain``."""
 
-    pair: bytes
-    delta: bytes
-    seqs: bytes
-    counts: bytes
-    baselines: dict[str, float]
+    directory: str
+    target: Target | None
+    end: int
+    chain: bytes | None
+    names: list[str]
 
 
 class Handoff(msgspec.Struct, array_like=True):
-    """What the second process hands back: the (source, target) of each edge index,
-    and in log order, msgpack lists of light records and runs of weight updates."""
+    """What the second process hands back: each projection's snapshot bytes."""
 
-    pairs: list[tuple[str, str]]
-    items: list[bytes | Run]
+    snapshots: dict[str, bytes]
 
 
-def start(
-    log: SegmentLog, names: list[str], first: int, end: int
-) -> subprocess.Popen[bytes] | None:
-    """Start decoding records ``first..end`` of ``log`` for ``names`` (None when no
-    interpreter can be started: an embedded Python, no processes left)."""
-    chain = log.chain_of(end)
-    args = [str(log.directory), str(first), str(end), chain.hex() if chain else "-", *names]
+def job_of(log: EventLog, names: list[str], end: int) -> Job | None:
+    """The job that folds ``names`` over ``log`` up to ``end`` in a second process
+    (None for a log that another process cannot open: a log in memory ...)."""
+    if isinstance(log, SegmentLog):
+        return Job(str(log.directory), None, end, log.chain_of(end), names)
+    pg = sys.modules.get("ocb_events.pg.log")  # loaded by any PostgresLog
+    if pg is not None and isinstance(log, pg.PostgresLog):
+        return Job("", log.target, end, log.chain_of(end), names)
+    return None
+
+
+def start(job: Job) -> subprocess.Popen[bytes] | None:
+    """Start a second process on ``job`` (None when no interpreter can be started: an
+    embedded Python, no processes left)."""
     if not sys.executable:
         return None
     try:
-        return subprocess.Popen(
-            [sys.executable, "-m", "replay.split", *args],
+        proc = subprocess.Popen(
+            [sys.executable, *COMMAND],
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
         )
     except OSError:
         return None
-
-
-def finish(proc: subprocess.Popen[bytes]) -> Handoff | None:
-    """What the second process decoded, or None when it could not (the caller reads
-    those records itself)."""
-    out, _ = proc.communicate()
-    if proc.returncode != 0:
-        return None
+    stdin, proc.stdin = proc.stdin, None  # written once here, not by ``communicate``
+    assert stdin is not None
     try:
-        return msgspec.msgpack.decode(out, type=Handoff)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return None
+        with stdin:
+            stdin.write(msgspec.msgpack.encode(job))
+    except OSError:  # it died at once: ``finish`` says why
+        pass
+    return proc
 
 
-def records_of(item: bytes) -> list[FoldRecord]:
-    """The light records of one item of a handoff."""
-    return _RECORDS.decode(item)
+def finish(proc: subprocess.Popen[bytes], names: list[str]) -> Handoff | str:
+    """The snapshots of ``names`` the second process handed back, or why it did not
+    (one line)."""
+    out, err = proc.communicate()
+    if proc.returncode == OTHER_HISTORY:
+        return "its log's history up to the end differs"
+    if proc.returncode != 0:
+        lines = err.decode("utf-8", "replace").strip().splitlines()
+        return f"it exited with status {proc.returncode}" + (f": {lines[-1]}" if lines else "")
+    try:
+        got = msgspec.msgpack.decode(out, type=Handoff)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        return f"its answer could not be read ({exc})"
+    return got if set(got.snapshots) == set(names) else "it folded other projections"
 
 
-def run_of(pairs: list[tuple[str, str]], run: Run) -> WeightRun:
-    """The weight run of one item of a handoff."""
-    seq = np.repeat(np.frombuffer(run.seqs, np.int64), np.frombuffer(run.counts, np.int64))
-    pair = np.frombuffer(run.pair, np.int32).astype(np.int64)
-    return WeightRun(pairs, pair, np.frombuffer(run.delta, np.float64), seq, run.baselines)
+def handoff(log: EventLog, names: list[str], end: int) -> Handoff:
+    """``names`` folded over records ``1..end`` of ``log``, as snapshot bytes."""
+    states = fold_fast(read_for(log, names, 1, end), {n: PROJECTIONS[n].initial() for n in names})
+    return Handoff({n: PROJECTIONS[n].snapshot(states[n]) for n in names})
 
 
-def _packed(run: WeightRun) -> Run:
-    seq = run.seq
-    starts = np.flatnonzero(np.concatenate(([True], seq[1:] != seq[:-1]))) if len(seq) else seq
-    counts = np.diff(np.append(starts, len(seq)))
-    return Run(
-        pair=run.pair.astype(np.int32).tobytes(),
-        delta=run.delta.astype(np.float64).tobytes(),
-        seqs=seq[starts].astype(np.int64).tobytes(),
-        counts=counts.astype(np.int64).tobytes(),
-        baselines=run.baselines,
-    )
+def main(data: bytes) -> bytes | None:
+    """The handoff of the job in ``data``, or None when the log's history up to its
+    end is not the one the job names."""
+    job = msgspec.msgpack.decode(data, type=Job)
+    with _open(job) as log:
+        if job.end > log.last_seq or log.chain_of(job.end) != job.chain:
+            return None
+        return msgspec.msgpack.encode(handoff(log, job.names, job.end))
 
 
-def handoff(log: SegmentLog, names: list[str], first: int, end: int) -> Handoff:
-    """Records ``first..end`` decoded for ``names``, in log order."""
-    graph = ROUTES["graph"] if "graph" in names else frozenset()
-    folded = frozenset().union(*(ROUTES[n] for n in names))
-    runs = WeightRuns()
-    items: list[bytes | Run] = []
-    pending: list[Any] = []
+def _open(job: Job) -> Any:
+    if job.target is None:
+        return SegmentLog(Path(job.directory), writer=False)
+    from ocb_events.pg.log import PostgresLog  # the driver only when the log needs it
 
-    def flush_records() -> None:
-        if pending:
-            items.append(_ENCODER.encode(pending))
-            pending.clear()
-
-    def flush_run() -> None:
-        if len(runs):
-            flush_records()
-            items.append(_packed(runs.take()))
-
-    for rec in read_for(log, names, first, end):
-        ev: Any = rec.event
-        if type(ev) in (EdgesPackedRaw, EdgesUpdatedRaw, EdgesUpdated):
-            if "graph" in names:
-                _gather(runs, rec.seq, ev)
-                if runs.full:
-                    flush_run()
-            continue
-        if isinstance(ev, Skipped):
-            continue
-        tag = type(ev).__struct_config__.tag
-        if tag in graph:
-            flush_run()
-        if tag in folded:
-            pending.append(rec)
-    flush_run()
-    flush_records()
-    return Handoff(runs.pairs, items)
-
-
-def _gather(runs: WeightRuns, seq: int, ev: Any) -> None:
-    if type(ev) is EdgesUpdated:
-        runs.add(seq, ev)
-    else:
-        runs.add_raw(seq, ev)
-
-
-def main(argv: list[str]) -> int:
-    directory, first, end, chain, *names = argv
-    with SegmentLog(Path(directory), writer=False) as log:
-        last = int(end)
-        got = log.chain_of(last) if last <= log.last_seq else b"?"
-        if (got.hex() if got else "-") != chain:
-            return _OTHER_HISTORY
-        out = _ENCODER.encode(handoff(log, names, int(first), last))
-    sys.stdout.buffer.write(out)
-    return 0
+    return PostgresLog(job.target, create=False)
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    got = main(sys.stdin.buffer.read())
+    if got is None:
+        sys.exit(OTHER_HISTORY)
+    sys.stdout.buffer.write(got)

@@ -1,0 +1,213 @@
+"""Whole rebuilds, in one process and in two (the graph folded by a second interpreter
+and restored from its snapshot bytes), against the record-by-record fold, byte for
+byte; and what happens when the second process cannot help."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from hypothesis import given, settings, strategies as st
+
+from ocb_events.log import SegmentLog
+from ocb_events.memory import MemoryLog
+from ocb_events.protocol import EventLog
+from ocb_events.schema import (
+    STOP,
+    ChunkText,
+    EdgeDeltas,
+    EdgesCreated,
+    EdgeSpec,
+    EdgesUpdated,
+    Event,
+    FileIndexed,
+    NodeValue,
+)
+from projections import PROJECTIONS, fold
+from replay import rebuild, split as split_process
+from replay.folding import fold_fast, read_for
+from tests.ocb_events.golden_log import GOLDEN
+from tests.pg_server import PgServer
+from tests.projections.streams import streams
+
+NAMES = sorted(PROJECTIONS)
+HERE = [n for n in NAMES if n != "graph"]
+
+
+def _clock() -> Any:
+    ticks = iter(range(1, 10**9))
+    return lambda: 1_000 * next(ticks)
+
+
+def _snapshots(states: dict[str, Any]) -> dict[str, bytes]:
+    return {name: PROJECTIONS[name].snapshot(state) for name, state in states.items()}
+
+
+def _reference(log: EventLog, names: list[str] = NAMES, end: int | None = None) -> dict[str, bytes]:
+    states = {n: PROJECTIONS[n].initial() for n in names}
+    return _snapshots(fold(log.read(1, end or log.last_seq, light=True), states))
+
+
+def _append(log: EventLog, batches: list[list[Event]]) -> None:
+    for batch in batches:
+        if batch:
+            log.append(batch, actor="test")
+
+
+NODES = [f"n.md::{i}" for i in range(6)]
+
+
+def _graph() -> list[Event]:
+    chunks = tuple(
+        ChunkText(id=n, text=f"t{i}", text_hash=f"h{i}", start_line=i + 1, end_line=i + 1)
+        for i, n in enumerate(NODES)
+    )
+    edges = tuple(
+        EdgeSpec(source=s, target=t, weight=0.0, kind="sibling")
+        for s in NODES
+        for t in NODES
+        if s != t
+    )
+    return [FileIndexed(path="n.md", content_hash="c", chunks=chunks), EdgesCreated(edges=edges)]
+
+
+def _updates(n: int) -> list[Event]:
+    return [
+        EdgesUpdated(
+            updates=(
+                EdgeDeltas(
+                    source=NODES[i % 6], targets=(STOP, NODES[(i + 1) % 6]), deltas=(0.3, -0.2)
+                ),
+            ),
+            rule="pg",
+            cause_seq=1,
+            baselines=(NodeValue(node=NODES[i % 6], value=0.01 * i),),
+        )
+        for i in range(n)
+    ]
+
+
+# ------------------------------------------------------------------ two processes
+
+
+def test_rebuilds_of_the_golden_log_in_one_and_two_processes_equal_the_record_fold() -> None:
+    with SegmentLog(GOLDEN, writer=False) as log:
+        want = _reference(log)
+        assert _snapshots(rebuild(log, split=False)) == want
+        seen: list[int] = []
+        failed: list[str] = []
+        got = rebuild(
+            log, split=True, progress=lambda seq, end: seen.append(seq), warn=failed.append
+        )
+        assert not failed  # the second process folded the graph
+        assert _snapshots(got) == want
+        assert seen == sorted(seen) and seen[-1] == log.last_seq
+        assert _snapshots(rebuild(log, ["graph", "traces"], to_seq=10, split=True)) == _reference(
+            log, ["graph", "traces"], 10
+        )
+
+
+@settings(max_examples=40)
+@given(a=streams, b=streams, times=st.integers(0, 30))
+def test_the_graph_handed_back_and_restored_folds_as_this_process_would(
+    a: list[Event], b: list[Event], times: int
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        with SegmentLog(Path(tmp) / "log", clock=_clock(), durability="none") as log:
+            _append(log, [_graph(), a, _updates(times), b, _updates(times)])
+            end = log.last_seq
+            data = split_process.main(
+                msgspec.msgpack.encode(split_process.job_of(log, ["graph"], end))
+            )
+            assert data is not None
+            got = msgspec.msgpack.decode(data, type=split_process.Handoff)
+            states = fold_fast(
+                read_for(log, HERE, 1, end), {n: PROJECTIONS[n].initial() for n in HERE}
+            )
+            states["graph"] = PROJECTIONS["graph"].restore(got.snapshots["graph"])
+            assert _snapshots(states) == _reference(log)
+            # the restored graph goes on folding as a folded one
+            _append(log, [_updates(3), a])
+            fold_fast(read_for(log, NAMES, end + 1, log.last_seq), states)
+            assert _snapshots(states) == _reference(log)
+
+
+def test_every_state_of_the_golden_log_restored_folds_on_as_the_folded_one() -> None:
+    with SegmentLog(GOLDEN, writer=False) as log:
+        middle = log.last_seq // 2
+        folded = fold(log.read(1, middle, light=True), {n: PROJECTIONS[n].initial() for n in NAMES})
+        restored = {n: PROJECTIONS[n].restore(body) for n, body in _snapshots(folded).items()}
+        assert _snapshots(restored) == _snapshots(folded)
+        for states in (folded, restored):
+            fold(log.read(middle + 1, log.last_seq, light=True), states)
+        assert _snapshots(restored) == _snapshots(folded) == _reference(log)
+
+
+def test_the_second_process_refuses_another_history(tmp_path: Path) -> None:
+    with SegmentLog(tmp_path / "log", clock=_clock(), durability="none") as log:
+        _append(log, [_graph()])
+        job = split_process.job_of(log, ["graph"], 2)
+    assert job is not None
+    got = split_process.main(msgspec.msgpack.encode(job))
+    assert got is not None
+    assert set(msgspec.msgpack.decode(got, type=split_process.Handoff).snapshots) == {"graph"}
+    other = msgspec.structs.replace(job, chain=bytes(16))
+    assert split_process.main(msgspec.msgpack.encode(other)) is None
+    longer = msgspec.structs.replace(job, end=3)
+    assert split_process.main(msgspec.msgpack.encode(longer)) is None
+
+
+def _failing(monkeypatch: Any, code: str) -> None:
+    monkeypatch.setattr(split_process, "COMMAND", ["-c", code])
+
+
+def test_a_second_process_that_crashes_leaves_the_graph_to_this_one(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    with SegmentLog(tmp_path / "log", clock=_clock(), durability="none") as log:
+        _append(log, [_graph(), _updates(20)])
+        want = _reference(log)
+        cases = [
+            ("import sys; sys.stderr.write('boom: it broke\\n'); sys.exit(1)", "boom: it broke"),
+            ("import sys; sys.stdout.write('not msgpack')", "could not be read"),
+            ("import sys; sys.exit(3)", "history"),
+            ("import sys, msgspec; sys.stdout.buffer.write(msgspec.msgpack.encode([{}]))", "other"),
+        ]
+        for code, why in cases:
+            _failing(monkeypatch, code)
+            failed: list[str] = []
+            assert _snapshots(rebuild(log, split=True, warn=failed.append)) == want
+            assert len(failed) == 1 and why in failed[0] and "\n" not in failed[0]
+
+
+def test_without_an_interpreter_to_start_everything_is_folded_here(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    with SegmentLog(tmp_path / "log", clock=_clock(), durability="none") as log:
+        _append(log, [_graph(), _updates(5)])
+        monkeypatch.setattr(sys, "executable", "")
+        failed: list[str] = []
+        assert _snapshots(rebuild(log, split=True, warn=failed.append)) == _reference(log)
+        assert not failed
+
+
+def test_a_log_in_memory_is_folded_in_one_process() -> None:
+    log = MemoryLog(clock=_clock())
+    _append(log, [_graph(), _updates(5)])
+    assert split_process.job_of(log, ["graph"], log.last_seq) is None
+    assert _snapshots(rebuild(log, split=True)) == _reference(log)
+
+
+def test_a_postgresql_log_is_rebuilt_in_two_processes(pg_server: PgServer) -> None:
+    from ocb_events.pg.log import PostgresLog
+
+    with PostgresLog(pg_server.fresh_url(), clock=_clock()) as log:
+        _append(log, [_graph(), _updates(20), _graph(), _updates(7)])
+        job = split_process.job_of(log, ["graph"], log.last_seq)
+        assert job is not None and job.target == log.target
+        failed: list[str] = []
+        assert _snapshots(rebuild(log, split=True, warn=failed.append)) == _reference(log)
+        assert not failed
