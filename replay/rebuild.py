@@ -101,11 +101,11 @@ def _fold_split(
     here, away = parts
     try:
         _fold_part(log, here, end, states, tick)
-    except BaseException:
+        got = split_process.finish(proc, away)
+    except BaseException:  # interrupted, or a corrupt log: the second process too
         proc.kill()
-        proc.wait()
+        proc.communicate()  # waits, and closes its pipes
         raise
-    got = split_process.finish(proc, away)
     if isinstance(got, str):
         warn(f"the second process of a rebuild failed ({got}); folding here")
         _fold_part(log, away, end, states, None)

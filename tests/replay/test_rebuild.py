@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from ocb_events.log import SegmentLog
@@ -211,3 +212,25 @@ def test_a_postgresql_log_is_rebuilt_in_two_processes(pg_server: PgServer) -> No
         failed: list[str] = []
         assert _snapshots(rebuild(log, split=True, warn=failed.append)) == _reference(log)
         assert not failed
+
+
+def test_a_rebuild_that_fails_here_stops_the_second_process(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    started: list[Any] = []
+    start = split_process.start
+
+    def keep(job: split_process.Job) -> Any:
+        started.append(start(job))
+        return started[-1]
+
+    def interrupt(seq: int, end: int) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(split_process, "start", keep)
+    _failing(monkeypatch, "import time; time.sleep(60)")
+    with SegmentLog(tmp_path / "log", clock=_clock(), durability="none") as log:
+        _append(log, [_graph(), _updates(5)])
+        with pytest.raises(KeyboardInterrupt):
+            rebuild(log, split=True, progress=interrupt)
+    assert len(started) == 1 and started[0].returncode is not None  # killed and waited for
