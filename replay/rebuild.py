@@ -129,15 +129,18 @@ def _pays(log: EventLog, end: int) -> bool:
 
 
 def _spare_core() -> bool:
-    """Whether a second process would find a core of its own: the second read costs
-    about a third more work in all, which pays only on a core that would idle."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    if (cores or 1) < 2:
+    """Whether a second process would find a core of its own: two processes do ~40 %
+    more work than one (each reads the whole log), which pays only on a core that
+    would otherwise idle (two cores or more, a load average below their number)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    cores = len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
+    if cores < 2:
         return False
     try:
-        return os.getloadavg()[0] < (cores or 1)
-    except OSError:  # no load average here
+        load: float = os.getloadavg()[0]
+    except (AttributeError, OSError):  # no load average here (Windows ...)
         return True
+    return load < cores
 
 
 def _stderr(line: str) -> None:
