@@ -3,15 +3,13 @@
 re-exported here for the callers that import them from ``replay``.
 
 A rebuild reads the log once, decoding only what the projections it folds read
-(``replay.folding``). A rebuild of a long segment log (``SPLIT_FROM`` records or
-more, on a machine with a core to spare; a PostgreSQL log when asked to) uses two
-processes: a second
-interpreter (``replay.split``) folds the graph over every record while this one folds
-the other projections, then this one restores the graph from the snapshot bytes it
-handed back. Each process reads the whole log but decodes only what its own
-projections fold, and each folds every record in log order, so the states are byte for
-byte those of one process. A second process that cannot start or fails leaves its
-projections to this one (with a one-line warning when it failed), never a wrong state.
+(``replay.folding``). A rebuild of a long log (``SPLIT_FROM`` records or more, on a
+machine with a core to spare) folds in two processes: as this one reads the log and
+folds the other projections, it forwards the records the graph folds to a second
+interpreter (``replay.split``), which folds them in log order and hands back the
+graph's snapshot bytes, restored here. The states are byte for byte those of one
+process. A second process that cannot start, fails or answers wrongly leaves the graph
+to this one (with a one-line warning when it failed), never a wrong state.
 
 Only the time depends on the machine's load: the states do not, and both paths are
 held to the record fold by the tests (``tests/replay/test_rebuild.py``).
@@ -25,7 +23,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ocb_events.log import SegmentLog
+import msgspec
+
 from ocb_events.protocol import EventLog
 from projections import PROJECTIONS, ROUTES, fold
 from replay import split as split_process
@@ -36,17 +35,17 @@ __all__ = ["PROJECTIONS", "ROUTES", "Progress", "fold", "rebuild", "snapshot_byt
 Progress = Callable[[int, int], None]
 Warn = Callable[[str], None]
 
-SPLIT_FROM = 250_000
+SPLIT_FROM = 200_000
 """Records from which a rebuild folds in two processes by default. Below, the second
-process's start (~0.4 s of imports) and its own read of the log cost about what it
-saves: at 100,000 events of the pg mix the graph alone costs about as much as all the
-projections together."""
+process's start (~0.4 s of imports) costs about what it saves: at 100,000 events of
+the pg mix, ~0.75 cpu-s here and ~0.8 there (start included) against ~0.9 in one
+process; at 300,000, ~2.2 and ~1.8 against ~3.0."""
 AWAY = frozenset({"graph"})
-"""The projections the second process folds. The graph is the largest part of a
-rebuild (its weight updates above all: at 1,000,000 events of the pg mix, 9.4 cpu-s
-read and folded, the others 6.5 together), and its snapshot restores lazily (~15 ms,
-where the others take ~1.3 s, the trace index most of it), so this process folds the
-others and restores only the graph."""
+"""The projections the second process folds. The graph's fold (its weight updates
+above all) is about half of a rebuild's work besides the read, and its snapshot
+restores lazily (~15 ms at 1,000,000 events, where the others take ~1.3 s, the trace
+index most of it), so this process reads, folds the others and restores only the
+graph."""
 
 
 def rebuild(
@@ -62,10 +61,10 @@ def rebuild(
 
     Args:
         progress: called with (seq, end) as this process folds, and once at the end.
-        split: fold the graph in a second process (a segment or PostgreSQL log, with
-            the graph and another projection to fold); by default, for a segment log
-            of at least ``SPLIT_FROM`` records on a machine with a core to spare;
-            ``False`` folds everything here.
+        split: fold the graph in a second process (with the graph and another
+            projection to fold); by default, for a log of at least ``SPLIT_FROM``
+            records on a machine with a core to spare; ``False`` folds everything
+            here.
         warn: receives one line when the second process failed and its projections
             were folded here instead (by default, printed on stderr).
     """
@@ -75,9 +74,8 @@ def rebuild(
     states = {name: PROJECTIONS[name].initial() for name in names}
     away = [n for n in names if n in AWAY]
     here = [n for n in names if n not in AWAY]
-    wanted = _pays(log, end) if split is None else split
-    job = split_process.job_of(log, away, end) if wanted and away and here and end else None
-    proc = split_process.start(job) if job is not None else None
+    wanted = _pays(end) if split is None else split
+    proc = split_process.start() if wanted and away and here and end else None
     if proc is None:
         fold_fast(read_for(log, names, 1, end), states, tick)
     else:
@@ -99,18 +97,25 @@ def _fold_split(
     """Fold the projections ``here`` while ``proc`` folds those ``away``, then restore
     these from its snapshots (or fold them here too when it failed)."""
     here, away = parts
+    forward = split_process.forward_to(proc, split_process.Job(away, end))
     try:
-        _fold_part(log, here, end, states, tick)
-        got = split_process.finish(proc, away)
+        records = forward.records(read_for(log, [*here, *away], 1, end))
+        states.update(fold_fast(records, {n: states[n] for n in here}, tick))
+        forward.close()
+        got = split_process.finish(proc, forward, away)
     except BaseException:  # interrupted, or a corrupt log: the second process too
         proc.kill()
+        forward.close()
         proc.communicate()  # waits, and closes its pipes
         raise
-    if isinstance(got, str):
-        warn(f"the second process of a rebuild failed ({got}); folding here")
-        _fold_part(log, away, end, states, None)
-    else:
-        states.update({n: PROJECTIONS[n].restore(got.snapshots[n]) for n in away})
+    if not isinstance(got, str):
+        try:
+            states.update({n: PROJECTIONS[n].restore(got.snapshots[n]) for n in away})
+            return
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            got = f"its snapshots could not be read ({exc})"
+    warn(f"the second process of a rebuild failed ({got}); folding here")
+    _fold_part(log, away, end, states, None)
 
 
 def _fold_part(
@@ -120,18 +125,16 @@ def _fold_part(
     states.update(fold_fast(read_for(log, names, 1, end), part, tick))
 
 
-def _pays(log: EventLog, end: int) -> bool:
-    """Whether two processes are the default: a long segment log and a core to spare.
-    Not a PostgreSQL log: its server's part of a read costs more than the fold (at
-    100,000 events of the pg mix, 2.7 s of a rebuild's wall time against 0.84 s of its
-    own), and two processes make the server read the log twice."""
-    return isinstance(log, SegmentLog) and end >= SPLIT_FROM and _spare_core()
+def _pays(end: int) -> bool:
+    """Whether two processes are the default: a long log and a core to spare."""
+    return end >= SPLIT_FROM and _spare_core()
 
 
 def _spare_core() -> bool:
-    """Whether a second process would find a core of its own: two processes do ~40 %
-    more work than one (each reads the whole log), which pays only on a core that
-    would otherwise idle (two cores or more, a load average below their number)."""
+    """Whether a second process would find a core of its own: two processes do ~10 %
+    more work than one (the start, forwarding the graph's records, decoding them
+    again), which pays only on a core that would otherwise idle (two cores or more, a
+    load average below their number)."""
     affinity = getattr(os, "sched_getaffinity", None)
     cores = len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
     if cores < 2:

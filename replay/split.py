@@ -1,84 +1,90 @@
 """The second process of a rebuild split by projection (``replay.rebuild``): a fresh
-interpreter folds some of the projections over the same records while the rebuild
-folds the others, and hands back each state's snapshot bytes, which the rebuild
-restores. Both fold every record they read in log order, the fast way
-(``replay.folding``), so the states are the ones a one-process rebuild gives, byte for
-byte.
+interpreter folds some of the projections (the graph) while the rebuild folds the
+others, and hands back each state's snapshot bytes, which the rebuild restores.
+
+The rebuild reads the log once: as it reads, it forwards the records the second
+process's projections fold (``Forward``), as they were decoded for the fold (a weight
+update still a packed body), to its stdin, a frame at a time, from a thread; the
+second process folds them in log order the fast way (``replay.folding.fold_fast``), so
+its states are the ones a one-process rebuild gives, byte for byte. It never opens the
+log itself, so any log splits alike (a PostgreSQL server reads its log once).
 
 It runs as ``python -m replay.split`` (no fork: a fresh interpreter that imports only
-what folding needs), reads one msgpack ``Job`` from stdin (the log: a segment
-directory, or a PostgreSQL target, whose password thus never shows in a list of
-processes), and writes one msgpack ``Handoff`` to stdout. It exits with status 3,
-writing nothing, when the log's history up to the job's end is not the one its chain
-names (both processes must fold the same records).
+what folding needs). Its stdin is a run of frames, each a 4-byte little-endian length
+and that many bytes: a msgpack ``Job``, then msgpack arrays of forwarded records
+(``Item``), then an empty frame; it writes one msgpack ``Handoff`` to stdout.
 """
 
 from __future__ import annotations
 
+import queue
+import struct
 import subprocess
 import sys
-from pathlib import Path
-from typing import Any
+import threading
+from collections.abc import Iterable, Iterator
+from typing import IO, Any
 
 import msgspec
 
-from ocb_events.log import SegmentLog
-from ocb_events.pg.conn import Target
-from ocb_events.protocol import EventLog
-from projections import PROJECTIONS
-from replay.folding import fold_fast, read_for
+from ocb_events.codec import EdgesPackedRaw, EdgesUpdatedRaw, FoldPeek, Skipped
+from ocb_events.schema import FoldRecord
+from projections import PROJECTIONS, ROUTES
+from replay.folding import Decoded, fold_fast
 
-__all__ = [
-    "COMMAND",
-    "OTHER_HISTORY",
-    "Handoff",
-    "Job",
-    "finish",
-    "handoff",
-    "job_of",
-    "main",
-    "start",
-]
-
-OTHER_HISTORY = 3
-"""The exit status of a second process that found another history up to the end."""
+__all__ = ["COMMAND", "Forward", "Handoff", "Item", "Job", "finish", "forward_to", "main", "start"]
 
 COMMAND = ["-m", "replay.split"]
 """The interpreter's arguments that run the second process."""
+FRAME_BYTES = 1 << 20
+"""The size from which a frame of forwarded records is sent."""
+FRAMES = 64
+"""Frames queued for the writing thread at most (this process waits beyond)."""
+
+_LENGTH = struct.Struct("<I")
 
 
 class Job(msgspec.Struct, array_like=True):
-    """What the second process folds: ``names`` over records ``1..end`` of the segment
-    log in ``directory`` or the PostgreSQL log at ``target``, whose chain at ``end``
-    is ``chain``."""
+    """What the second process folds: ``names`` over the records forwarded to it, the
+    last record of the rebuild being ``end`` (every state's seq at the end)."""
 
-    directory: str
-    target: Target | None
-    end: int
-    chain: bytes | None
     names: list[str]
+    end: int
 
 
 class Handoff(msgspec.Struct, array_like=True):
-    """What the second process hands back: each projection's snapshot bytes."""
+    """What the second process hands back: each projection's snapshot bytes, and how
+    many records it folded (all that were forwarded, or its states are not taken)."""
 
     snapshots: dict[str, bytes]
+    records: int
 
 
-def job_of(log: EventLog, names: list[str], end: int) -> Job | None:
-    """The job that folds ``names`` over ``log`` up to ``end`` in a second process
-    (None for a log that another process cannot open: a log in memory ...)."""
-    if isinstance(log, SegmentLog):
-        return Job(str(log.directory), None, end, log.chain_of(end), names)
-    pg = sys.modules.get("ocb_events.pg.log")  # loaded by any PostgresLog
-    if pg is not None and isinstance(log, pg.PostgresLog):
-        return Job("", log.target, end, log.chain_of(end), names)
-    return None
+class _Record(msgspec.Struct, array_like=True, tag=0):
+    rec: FoldRecord
 
 
-def start(job: Job) -> subprocess.Popen[bytes] | None:
-    """Start a second process on ``job`` (None when no interpreter can be started: an
-    embedded Python, no processes left)."""
+class _Packed(msgspec.Struct, array_like=True, tag=1):
+    seq: int
+    rule: str
+    cause_seq: int
+    w: bytes
+
+
+class _Raw(msgspec.Struct, array_like=True, tag=2):
+    seq: int
+    updates: msgspec.Raw
+    baselines: msgspec.Raw
+
+
+Item = _Record | _Packed | _Raw
+"""A forwarded record: a decoded one, or a weight update as the log gave it."""
+_ITEMS = msgspec.msgpack.Decoder(list[Item])
+
+
+def start() -> subprocess.Popen[bytes] | None:
+    """Start a second process (None when no interpreter can be started: an embedded
+    Python, no processes left); ``Forward`` sends it its job."""
     if not sys.executable:
         return None
     try:
@@ -90,22 +96,117 @@ def start(job: Job) -> subprocess.Popen[bytes] | None:
         )
     except OSError:
         return None
-    stdin, proc.stdin = proc.stdin, None  # written once here, not by ``communicate``
-    assert stdin is not None
-    try:
-        with stdin:
-            stdin.write(msgspec.msgpack.encode(job))
-    except OSError:  # it died at once: ``finish`` says why
-        pass
     return proc
 
 
-def finish(proc: subprocess.Popen[bytes], names: list[str]) -> Handoff | str:
-    """The snapshots of ``names`` the second process handed back, or why it did not
-    (one line)."""
+def forward_to(proc: subprocess.Popen[bytes], job: Job) -> Forward:
+    """Forward ``job`` and its records to the second process ``proc``'s stdin."""
+    stdin, proc.stdin = proc.stdin, None  # written by ``Forward``, not by ``communicate``
+    assert stdin is not None
+    return Forward(stdin, job)
+
+
+class Forward:
+    """Forwards ``job`` and the records it folds to ``sink`` (the second process's
+    stdin), from a thread that writes them (so this process folds on while the pipe
+    is full); ``records`` passes every record through. ``close`` ends the stream and
+    closes ``sink``; ``error`` says why the second process stopped reading, if it
+    did."""
+
+    def __init__(self, sink: IO[bytes], job: Job) -> None:
+        self._stdin = sink
+        self._tags = frozenset().union(*(ROUTES[n] for n in job.names))
+        self._kinds: dict[type, int] = {}
+        self._queue: queue.Queue[bytes | bytearray | None] = queue.Queue(FRAMES)
+        self.error: str | None = None
+        self.count = 0
+        """Records forwarded so far."""
+        self._thread = threading.Thread(target=self._write, name="rebuild-forward", daemon=True)
+        self._thread.start()
+        self._queue.put(_frame(msgspec.msgpack.encode(job)))
+
+    def records(self, records: Iterable[Decoded]) -> Iterator[Decoded]:
+        """``records``, each passed on, those the job folds forwarded too."""
+        encode = msgspec.msgpack.Encoder().encode_into
+        kinds, kind_of = self._kinds, self._kind
+        buf, n = bytearray(_HEAD), 0
+        for rec in records:
+            ev: Any = rec.event
+            k = kinds.get(type(ev))
+            if k is None:
+                k = kind_of(type(ev))
+            if k:
+                if k == 1:
+                    encode((1, rec.seq, ev.rule, ev.cause_seq, ev.w), buf, -1)
+                elif k == 2:
+                    encode((2, rec.seq, ev.updates, ev.baselines), buf, -1)
+                else:
+                    encode((0, rec), buf, -1)
+                n += 1
+                if len(buf) >= FRAME_BYTES:
+                    self._queue.put(_sealed(buf, n))
+                    self.count += n
+                    buf, n = bytearray(_HEAD), 0
+            yield rec
+        if n:
+            self._queue.put(_sealed(buf, n))
+            self.count += n
+
+    def _kind(self, kind: type) -> int:
+        """How records of ``kind`` are forwarded: 0 not at all, 1 a packed weight
+        update, 2 one in msgpack left raw, 3 decoded."""
+        if kind is EdgesPackedRaw:
+            k = 1 if "edges_updated" in self._tags else 0
+        elif kind is EdgesUpdatedRaw:
+            k = 2 if "edges_updated" in self._tags else 0
+        elif issubclass(kind, Skipped):
+            k = 0
+        else:
+            k = 3 if getattr(kind, "__struct_config__").tag in self._tags else 0  # noqa: B009
+        self._kinds[kind] = k
+        return k
+
+    def close(self) -> None:
+        """End the stream and wait for the thread to have written it."""
+        self._queue.put(_frame(b""))
+        self._queue.put(None)
+        self._thread.join()
+
+    def _write(self) -> None:
+        while (frame := self._queue.get()) is not None:
+            if self.error is None:
+                try:
+                    self._stdin.write(frame)
+                except (OSError, ValueError) as exc:  # it stopped reading: drop the rest
+                    self.error = f"it stopped reading ({type(exc).__name__})"
+        try:
+            self._stdin.close()
+        except OSError:
+            pass
+
+
+def _frame(data: bytes) -> bytes:
+    return _LENGTH.pack(len(data)) + data
+
+
+_HEAD = _LENGTH.size + 5
+"""The room left at the start of a frame of records: its length, then the header of a
+msgpack array (array 32) of its records."""
+
+
+def _sealed(buf: bytearray, n: int) -> bytearray:
+    """``buf`` (records encoded after ``_HEAD`` bytes) as a frame of its ``n`` records,
+    in place."""
+    _LENGTH.pack_into(buf, 0, len(buf) - _LENGTH.size)
+    buf[_LENGTH.size] = 0xDD
+    buf[_LENGTH.size + 1 : _HEAD] = n.to_bytes(4, "big")
+    return buf
+
+
+def finish(proc: subprocess.Popen[bytes], forward: Forward, names: list[str]) -> Handoff | str:
+    """The snapshots of ``names`` the second process handed back, having folded every
+    record ``forward`` forwarded, or why it did not (one line)."""
     out, err = proc.communicate()
-    if proc.returncode == OTHER_HISTORY:
-        return "its log's history up to the end differs"
     if proc.returncode != 0:
         lines = err.decode("utf-8", "replace").strip().splitlines()
         return f"it exited with status {proc.returncode}" + (f": {lines[-1]}" if lines else "")
@@ -113,35 +214,50 @@ def finish(proc: subprocess.Popen[bytes], names: list[str]) -> Handoff | str:
         got = msgspec.msgpack.decode(out, type=Handoff)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         return f"its answer could not be read ({exc})"
+    if forward.error is not None:
+        return forward.error
+    if got.records != forward.count:
+        return f"it folded {got.records} records of {forward.count}"
     return got if set(got.snapshots) == set(names) else "it folded other projections"
 
 
-def handoff(log: EventLog, names: list[str], end: int) -> Handoff:
-    """``names`` folded over records ``1..end`` of ``log``, as snapshot bytes."""
-    states = fold_fast(read_for(log, names, 1, end), {n: PROJECTIONS[n].initial() for n in names})
-    return Handoff({n: PROJECTIONS[n].snapshot(states[n]) for n in names})
+def main(stream: IO[bytes]) -> bytes:
+    """The handoff of the job and the records framed in ``stream``."""
+    job = msgspec.msgpack.decode(_read_frame(stream), type=Job)
+    states = {n: PROJECTIONS[n].initial() for n in job.names}
+    count = [0]
+    fold_fast(_received(stream, count), states)
+    for state in states.values():
+        state.seq = max(state.seq, job.end)
+    snapshots = {n: PROJECTIONS[n].snapshot(states[n]) for n in job.names}
+    return msgspec.msgpack.encode(Handoff(snapshots, count[0]))
 
 
-def main(data: bytes) -> bytes | None:
-    """The handoff of the job in ``data``, or None when the log's history up to its
-    end is not the one the job names."""
-    job = msgspec.msgpack.decode(data, type=Job)
-    with _open(job) as log:
-        if job.end > log.last_seq or log.chain_of(job.end) != job.chain:
-            return None
-        return msgspec.msgpack.encode(handoff(log, job.names, job.end))
+def _read_frame(stream: IO[bytes]) -> bytes:
+    head = stream.read(_LENGTH.size)
+    if len(head) != _LENGTH.size:
+        raise EOFError("the stream of records ended without its last frame")
+    (size,) = _LENGTH.unpack(head)
+    data = stream.read(size)
+    if len(data) != size:
+        raise EOFError("the stream of records ended inside a frame")
+    return data
 
 
-def _open(job: Job) -> Any:
-    if job.target is None:
-        return SegmentLog(Path(job.directory), writer=False)
-    from ocb_events.pg.log import PostgresLog  # the driver only when the log needs it
-
-    return PostgresLog(job.target, create=False)
+def _received(stream: IO[bytes], count: list[int]) -> Iterator[Any]:
+    while data := _read_frame(stream):
+        items = _ITEMS.decode(data)
+        count[0] += len(items)
+        for item in items:
+            if isinstance(item, _Packed):
+                ev: Any = EdgesPackedRaw(rule=item.rule, cause_seq=item.cause_seq, w=item.w)
+                yield FoldPeek(seq=item.seq, ts=0, actor="", event=ev)
+            elif isinstance(item, _Raw):
+                ev = EdgesUpdatedRaw(updates=item.updates, baselines=item.baselines)
+                yield FoldPeek(seq=item.seq, ts=0, actor="", event=ev)
+            else:
+                yield item.rec
 
 
 if __name__ == "__main__":
-    got = main(sys.stdin.buffer.read())
-    if got is None:
-        sys.exit(OTHER_HISTORY)
-    sys.stdout.buffer.write(got)
+    sys.stdout.buffer.write(main(sys.stdin.buffer))
