@@ -8,7 +8,7 @@ time travel and the edge audit read) and ``route``, the default rule (each outco
 updates a route: the daily-use mix). It
 writes snapshots every ``--every`` records (as a brain that lived that long would
 have), then measures, medians over repeats: a full rebuild (as shipped, and in one process:
-``rebuild`` folds the graph in a second process on a long log when a core is spare);
+``rebuild`` folds the graph in a second process on a long log and two cores);
 ``as-of`` to random points
 (loading every projection from the nearest checkpoint plus the tail); the analytics
 store's catch-up from scratch and after 10,000 new records; a GROUP BY over all
@@ -57,8 +57,8 @@ def median_ms(fn: Callable[[], Any], runs: int) -> tuple[float, Any]:
 
 
 def rebuild_ms(log: SegmentLog, runs: int) -> tuple[float, float]:
-    """Median ms of a rebuild as shipped (two processes on a long log when a core is
-    spare) and of one in one process, alternated so both see the same machine."""
+    """Median ms of a rebuild as shipped (two processes on a long log and two cores)
+    and of one in one process, alternated so both see the same machine."""
     default, one = [], []
     for _ in range(runs):
         default.append(median_ms(lambda: rebuild(log), 1)[0])
