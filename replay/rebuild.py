@@ -17,7 +17,6 @@ Both paths are held to the record fold by the tests (``tests/replay/test_rebuild
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -86,7 +85,7 @@ def rebuild(
 
 def _fold_split(
     log: EventLog,
-    proc: subprocess.Popen[bytes],
+    proc: split_process.Child,
     end: int,
     parts: tuple[list[str], list[str]],
     states: dict[str, Any],
@@ -103,9 +102,8 @@ def _fold_split(
         forward.close()
         got = split_process.finish(proc, forward, away)
     except BaseException:  # interrupted, or a corrupt log: the second process too
-        proc.kill()
+        split_process.stop(proc)
         forward.close()
-        proc.communicate()  # waits, and closes its pipes
         raise
     if not isinstance(got, str):
         try:

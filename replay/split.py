@@ -21,6 +21,7 @@ import queue
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
@@ -32,7 +33,19 @@ from ocb_events.schema import FoldRecord
 from projections import PROJECTIONS, ROUTES
 from replay.folding import Decoded, fold_fast
 
-__all__ = ["COMMAND", "Forward", "Handoff", "Item", "Job", "finish", "forward_to", "main", "start"]
+__all__ = [
+    "COMMAND",
+    "Child",
+    "Forward",
+    "Handoff",
+    "Item",
+    "Job",
+    "finish",
+    "forward_to",
+    "main",
+    "start",
+    "stop",
+]
 
 COMMAND = ["-m", "replay.split"]
 """The interpreter's arguments that run the second process."""
@@ -82,24 +95,41 @@ Item = _Record | _Packed | _Raw
 _ITEMS = msgspec.msgpack.Decoder(list[Item])
 
 
-def start() -> subprocess.Popen[bytes] | None:
+class Child(subprocess.Popen[bytes]):
+    """The second process. Its stderr goes to a temporary file (``errors``), never to a
+    pipe that could fill while this process reads the log and stop it."""
+
+    errors: IO[bytes]
+
+
+def start() -> Child | None:
     """Start a second process (None when no interpreter can be started: an embedded
     Python, no processes left); ``Forward`` sends it its job."""
     if not sys.executable:
         return None
+    errors = tempfile.TemporaryFile()
     try:
-        proc = subprocess.Popen(
+        proc = Child(
             [sys.executable, *COMMAND],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=errors,
         )
     except OSError:
+        errors.close()
         return None
+    proc.errors = errors
     return proc
 
 
-def forward_to(proc: subprocess.Popen[bytes], job: Job) -> Forward:
+def stop(proc: Child) -> None:
+    """Kill the second process and wait for it."""
+    proc.kill()
+    proc.communicate()  # waits, and closes its pipes
+    proc.errors.close()
+
+
+def forward_to(proc: Child, job: Job) -> Forward:
     """Forward ``job`` and its records to the second process ``proc``'s stdin."""
     stdin, proc.stdin = proc.stdin, None  # written by ``Forward``, not by ``communicate``
     assert stdin is not None
@@ -203,10 +233,13 @@ def _sealed(buf: bytearray, n: int) -> bytearray:
     return buf
 
 
-def finish(proc: subprocess.Popen[bytes], forward: Forward, names: list[str]) -> Handoff | str:
+def finish(proc: Child, forward: Forward, names: list[str]) -> Handoff | str:
     """The snapshots of ``names`` the second process handed back, having folded every
     record ``forward`` forwarded, or why it did not (one line)."""
-    out, err = proc.communicate()
+    out, _ = proc.communicate()
+    with proc.errors as errors:
+        errors.seek(0)
+        err = errors.read()
     if proc.returncode != 0:
         lines = err.decode("utf-8", "replace").strip().splitlines()
         return f"it exited with status {proc.returncode}" + (f": {lines[-1]}" if lines else "")
