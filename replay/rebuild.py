@@ -128,11 +128,11 @@ def _pays(end: int) -> bool:
 
 
 def _two_cores() -> bool:
-    """Whether a second process may find a core of its own (two cores or more). It is
-    not asked whether they are idle: two processes do little more work than one (the
-    start, forwarding the graph's records, decoding them again: at 1,000,000 events of
-    the pg mix, 13.2-14.6 cpu-s against 12.9-14.1 on a loaded machine), and on a busy
-    machine they get more of its time, not less (17.7-18.7 s against 18.9-25.9)."""
+    """Whether a second process may find a core of its own (two cores or more). The
+    load is not asked, so the path does not depend on the machine's state: on a
+    machine shared with other busy processes two processes went either way at
+    1,000,000 events (17.7-18.7 s against 18.9-25.9 in one series, 12.2-16.4 against
+    11.2-13.9 in another), at ~12 cpu-s in all against ~10 for one process."""
     affinity = getattr(os, "sched_getaffinity", None)
     cores = len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
     return cores >= 2
