@@ -9,14 +9,15 @@ second process folds them in log order the fast way (``replay.folding.fold_fast`
 its states are the ones a one-process rebuild gives, byte for byte. It never opens the
 log itself, so any log splits alike (a PostgreSQL server reads its log once).
 
-It runs as ``python -m replay.split`` (no fork: a fresh interpreter that imports only
-what folding needs). Its stdin is a run of frames, each a 4-byte little-endian length
+It runs as ``python -P -m replay.split`` (no fork: a fresh interpreter that imports
+only what folding needs, from this process's tree). Its stdin is a run of frames, each a 4-byte little-endian length
 and that many bytes: a msgpack ``Job``, then msgpack arrays of forwarded records
 (``Item``), then an empty frame; it writes one msgpack ``Handoff`` to stdout.
 """
 
 from __future__ import annotations
 
+import os
 import queue
 import struct
 import subprocess
@@ -24,6 +25,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import IO, Any
 
 import msgspec
@@ -35,6 +37,7 @@ from replay.folding import Decoded, fold_fast
 
 __all__ = [
     "COMMAND",
+    "ROOT",
     "Child",
     "Forward",
     "Handoff",
@@ -48,7 +51,12 @@ __all__ = [
 ]
 
 COMMAND = ["-m", "replay.split"]
-"""The interpreter's arguments that run the second process."""
+"""The interpreter's arguments that run the second process (after ``-P``: it imports
+this process's code, from ``ROOT`` first on its path, never a package in its working
+directory)."""
+ROOT = str(Path(__file__).resolve().parents[1])
+"""The directory that holds this process's ``replay`` (and ``projections``,
+``ocb_events``)."""
 FRAME_BYTES = 1 << 20
 """The size from which a frame of forwarded records is sent."""
 FRAMES = 64
@@ -108,12 +116,14 @@ def start() -> Child | None:
     if not sys.executable:
         return None
     errors = tempfile.TemporaryFile()
+    path = [ROOT, *filter(None, [os.environ.get("PYTHONPATH")])]
     try:
         proc = Child(
-            [sys.executable, *COMMAND],
+            [sys.executable, "-P", *COMMAND],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=errors,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(path)},
         )
     except OSError:
         errors.close()

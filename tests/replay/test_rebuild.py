@@ -225,6 +225,19 @@ def test_a_second_process_that_crashes_leaves_the_graph_to_this_one(
             assert len(failed) == 1 and why in failed[0] and "\n" not in failed[0]
 
 
+def test_the_second_process_runs_the_code_of_this_one(tmp_path: Path, monkeypatch: Any) -> None:
+    other = tmp_path / "elsewhere" / "replay"  # a package of the same name where it starts
+    other.mkdir(parents=True)
+    (other / "__init__.py").write_text("")
+    monkeypatch.chdir(other.parent)
+    _failing(monkeypatch, "import sys, replay; sys.exit(replay.__file__)")
+    with SegmentLog(tmp_path / "log", clock=_clock(), durability="none") as log:
+        _append(log, [_graph()])
+        failed: list[str] = []
+        rebuild(log, split=True, warn=failed.append)
+    assert len(failed) == 1 and failed[0].count(str(Path(split_process.__file__).parent)) == 1
+
+
 def test_without_an_interpreter_to_start_everything_is_folded_here(
     tmp_path: Path, monkeypatch: Any
 ) -> None:
