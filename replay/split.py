@@ -10,9 +10,10 @@ its states are the ones a one-process rebuild gives, byte for byte. It never ope
 log itself, so any log splits alike (a PostgreSQL server reads its log once).
 
 It runs as ``python -P -m replay.split`` (no fork: a fresh interpreter that imports
-only what folding needs, from this process's tree). Its stdin is a run of frames, each a 4-byte little-endian length
-and that many bytes: a msgpack ``Job``, then msgpack arrays of forwarded records
-(``Item``), then an empty frame; it writes one msgpack ``Handoff`` to stdout.
+only what folding needs, from this process's tree). Its stdin is a run of frames,
+each a 4-byte little-endian length and that many bytes: a msgpack ``Job``, then
+msgpack arrays of forwarded records (``Item``), then an empty frame; it writes one
+msgpack ``Handoff`` to stdout.
 """
 
 from __future__ import annotations
