@@ -1,170 +1,307 @@
-"""The second process of a split rebuild (``replay.rebuild``): it reads and decodes
-the later part of the log while the rebuild folds the earlier part, and hands back
-what the folds need of it, in log order: the records the projections fold (weight
-updates aside) re-encoded light, and the weight updates as runs of arrays
-(``replay.weights``). Folding stays in the first process, one record after another,
-so the states are the ones a one-process rebuild gives.
+"""The second process of a rebuild split by projection (``replay.rebuild``): a fresh
+interpreter folds some of the projections (the graph) while the rebuild folds the
+others, and hands back each state's snapshot bytes, which the rebuild restores.
 
-It runs as ``python -m replay.split DIRECTORY FIRST END CHAIN NAME...`` (CHAIN: the
-log's hash chain at END in hex, "-" for none), a fresh interpreter that imports only
-what decoding needs, and writes one msgpack ``Handoff`` to stdout; it exits with
-status 3, writing nothing, when the log's history up to END is not the one named by
-CHAIN.
+The rebuild reads the log once: as it reads, it forwards the records the second
+process's projections fold (``Forward``), as they were decoded for the fold (a weight
+update still a packed body), to its stdin, a frame at a time, from a thread; the
+second process folds them in log order the fast way (``replay.folding.fold_fast``), so
+its states are the ones a one-process rebuild gives, byte for byte. It never opens the
+log itself, so any log splits alike (a PostgreSQL server reads its log once).
+
+It runs as ``python -P -m replay.split`` (no fork: a fresh interpreter that imports
+only what folding needs, from this process's tree). Its stdin is a run of frames,
+each a 4-byte little-endian length and that many bytes: a msgpack ``Job``, then
+msgpack arrays of forwarded records (``Item``), then an empty frame; it writes one
+msgpack ``Handoff`` to stdout.
 """
 
 from __future__ import annotations
 
+import os
+import queue
+import struct
 import subprocess
 import sys
+import tempfile
+import threading
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import msgspec
-import numpy as np
 
-from ocb_events.codec import EdgesPackedRaw, EdgesUpdatedRaw, Skipped
-from ocb_events.log import SegmentLog
-from ocb_events.schema import EdgesUpdated, FoldRecord
-from projections import ROUTES, WeightRun
-from replay.folding import read_for
-from replay.weights import WeightRuns
+from ocb_events.codec import EdgesPackedRaw, EdgesUpdatedRaw, FoldPeek, Skipped
+from ocb_events.schema import FoldRecord
+from projections import PROJECTIONS, ROUTES
+from replay.folding import Decoded, fold_fast
 
-_OTHER_HISTORY = 3
-_RECORDS = msgspec.msgpack.Decoder(list[FoldRecord])
-_ENCODER = msgspec.msgpack.Encoder()
+__all__ = [
+    "COMMAND",
+    "ROOT",
+    "Child",
+    "Forward",
+    "Handoff",
+    "Item",
+    "Job",
+    "finish",
+    "forward_to",
+    "main",
+    "start",
+    "stop",
+]
+
+COMMAND = ["-m", "replay.split"]
+"""The interpreter's arguments that run the second process (after ``-P``: it imports
+this process's code, from ``ROOT`` first on its path, never a package in its working
+directory)."""
+ROOT = str(Path(__file__).resolve().parents[1])
+"""The directory that holds this process's ``replay`` (and ``projections``,
+``ocb_events``)."""
+FRAME_BYTES = 1 << 20
+"""The size from which a frame of forwarded records is sent."""
+FRAMES = 64
+"""Frames queued for the writing thread at most (this process waits beyond)."""
+
+_LENGTH = struct.Struct("<I")
 
 
-class Run(msgspec.Struct, array_like=True):
-    """A run of weight updates: edge indices (int32), deltas (float64), the seqs as
-    distinct values with their counts (int64), and the last baseline per node."""
+class Job(msgspec.Struct, array_like=True):
+    """What the second process folds: ``names`` over the records forwarded to it, the
+    last record of the rebuild being ``end`` (every state's seq at the end)."""
 
-    pair: bytes
-    delta: bytes
-    seqs: bytes
-    counts: bytes
-    baselines: dict[str, float]
+    names: list[str]
+    end: int
 
 
 class Handoff(msgspec.Struct, array_like=True):
-    """What the second process hands back: the (source, target) of each edge index,
-    and in log order, msgpack lists of light records and runs of weight updates."""
+    """What the second process hands back: each projection's snapshot bytes, and how
+    many records it folded (all that were forwarded, or its states are not taken)."""
 
-    pairs: list[tuple[str, str]]
-    items: list[bytes | Run]
+    snapshots: dict[str, bytes]
+    records: int
 
 
-def start(
-    log: SegmentLog, names: list[str], first: int, end: int
-) -> subprocess.Popen[bytes] | None:
-    """Start decoding records ``first..end`` of ``log`` for ``names`` (None when no
-    interpreter can be started: an embedded Python, no processes left)."""
-    chain = log.chain_of(end)
-    args = [str(log.directory), str(first), str(end), chain.hex() if chain else "-", *names]
+class _Record(msgspec.Struct, array_like=True, tag=0):
+    rec: FoldRecord
+
+
+class _Packed(msgspec.Struct, array_like=True, tag=1):
+    seq: int
+    rule: str
+    cause_seq: int
+    w: bytes
+
+
+class _Raw(msgspec.Struct, array_like=True, tag=2):
+    seq: int
+    updates: msgspec.Raw
+    baselines: msgspec.Raw
+
+
+Item = _Record | _Packed | _Raw
+"""A forwarded record: a decoded one, or a weight update as the log gave it."""
+_ITEMS = msgspec.msgpack.Decoder(list[Item])
+
+
+class Child(subprocess.Popen[bytes]):
+    """The second process. Its stderr goes to a temporary file (``errors``), never to a
+    pipe that could fill while this process reads the log and stop it."""
+
+    errors: IO[bytes]
+
+
+def start() -> Child | None:
+    """Start a second process (None when no interpreter can be started: an embedded
+    Python, no processes left); ``Forward`` sends it its job."""
     if not sys.executable:
         return None
+    errors = tempfile.TemporaryFile()
+    path = [ROOT, *filter(None, [os.environ.get("PYTHONPATH")])]
     try:
-        return subprocess.Popen(
-            [sys.executable, "-m", "replay.split", *args],
+        proc = Child(
+            [sys.executable, "-P", *COMMAND],
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=errors,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(path)},
         )
     except OSError:
+        errors.close()
         return None
+    proc.errors = errors
+    return proc
 
 
-def finish(proc: subprocess.Popen[bytes]) -> Handoff | None:
-    """What the second process decoded, or None when it could not (the caller reads
-    those records itself)."""
+def stop(proc: Child) -> None:
+    """Kill the second process and wait for it."""
+    proc.kill()
+    proc.communicate()  # waits, and closes its pipes
+    proc.errors.close()
+
+
+def forward_to(proc: Child, job: Job) -> Forward:
+    """Forward ``job`` and its records to the second process ``proc``'s stdin."""
+    stdin, proc.stdin = proc.stdin, None  # written by ``Forward``, not by ``communicate``
+    assert stdin is not None
+    return Forward(stdin, job)
+
+
+class Forward:
+    """Forwards ``job`` and the records it folds to ``sink`` (the second process's
+    stdin), from a thread that writes them (so this process folds on while the pipe
+    is full); ``records`` passes every record through. ``close`` ends the stream and
+    closes ``sink``; ``error`` says why the second process stopped reading, if it
+    did."""
+
+    def __init__(self, sink: IO[bytes], job: Job) -> None:
+        self._stdin = sink
+        self._tags = frozenset().union(*(ROUTES[n] for n in job.names))
+        self._kinds: dict[type, int] = {}
+        self._queue: queue.Queue[bytes | bytearray | None] = queue.Queue(FRAMES)
+        self.error: str | None = None
+        self.count = 0
+        """Records forwarded so far."""
+        self._thread = threading.Thread(target=self._write, name="rebuild-forward", daemon=True)
+        self._thread.start()
+        self._queue.put(_frame(msgspec.msgpack.encode(job)))
+
+    def records(self, records: Iterable[Decoded]) -> Iterator[Decoded]:
+        """``records``, each passed on, those the job folds forwarded too."""
+        encode = msgspec.msgpack.Encoder().encode_into
+        kinds, kind_of = self._kinds, self._kind
+        buf, n = bytearray(_HEAD), 0
+        for rec in records:
+            ev: Any = rec.event
+            k = kinds.get(type(ev))
+            if k is None:
+                k = kind_of(type(ev))
+            if k:
+                if k == 1:
+                    encode((1, rec.seq, ev.rule, ev.cause_seq, ev.w), buf, -1)
+                elif k == 2:
+                    encode((2, rec.seq, ev.updates, ev.baselines), buf, -1)
+                else:
+                    encode((0, rec), buf, -1)
+                n += 1
+                if len(buf) >= FRAME_BYTES:
+                    self._queue.put(_sealed(buf, n))
+                    self.count += n
+                    buf, n = bytearray(_HEAD), 0
+            yield rec
+        if n:
+            self._queue.put(_sealed(buf, n))
+            self.count += n
+
+    def _kind(self, kind: type) -> int:
+        """How records of ``kind`` are forwarded: 0 not at all, 1 a packed weight
+        update, 2 one in msgpack left raw, 3 decoded."""
+        if kind is EdgesPackedRaw:
+            k = 1 if "edges_updated" in self._tags else 0
+        elif kind is EdgesUpdatedRaw:
+            k = 2 if "edges_updated" in self._tags else 0
+        elif issubclass(kind, Skipped):
+            k = 0
+        else:
+            k = 3 if getattr(kind, "__struct_config__").tag in self._tags else 0  # noqa: B009
+        self._kinds[kind] = k
+        return k
+
+    def close(self) -> None:
+        """End the stream and wait for the thread to have written it."""
+        self._queue.put(_frame(b""))
+        self._queue.put(None)
+        self._thread.join()
+
+    def _write(self) -> None:
+        while (frame := self._queue.get()) is not None:
+            if self.error is None:
+                try:
+                    self._stdin.write(frame)
+                except (OSError, ValueError) as exc:  # it stopped reading: drop the rest
+                    self.error = f"it stopped reading ({type(exc).__name__})"
+        try:
+            self._stdin.close()
+        except OSError:
+            pass
+
+
+def _frame(data: bytes) -> bytes:
+    return _LENGTH.pack(len(data)) + data
+
+
+_HEAD = _LENGTH.size + 5
+"""The room left at the start of a frame of records: its length, then the header of a
+msgpack array (array 32) of its records."""
+
+
+def _sealed(buf: bytearray, n: int) -> bytearray:
+    """``buf`` (records encoded after ``_HEAD`` bytes) as a frame of its ``n`` records,
+    in place."""
+    _LENGTH.pack_into(buf, 0, len(buf) - _LENGTH.size)
+    buf[_LENGTH.size] = 0xDD
+    buf[_LENGTH.size + 1 : _HEAD] = n.to_bytes(4, "big")
+    return buf
+
+
+def finish(proc: Child, forward: Forward, names: list[str]) -> Handoff | str:
+    """The snapshots of ``names`` the second process handed back, having folded every
+    record ``forward`` forwarded, or why it did not (one line)."""
     out, _ = proc.communicate()
+    with proc.errors as errors:
+        errors.seek(0)
+        err = errors.read()
     if proc.returncode != 0:
-        return None
+        lines = err.decode("utf-8", "replace").strip().splitlines()
+        return f"it exited with status {proc.returncode}" + (f": {lines[-1]}" if lines else "")
     try:
-        return msgspec.msgpack.decode(out, type=Handoff)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return None
+        got = msgspec.msgpack.decode(out, type=Handoff)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        return f"its answer could not be read ({exc})"
+    if forward.error is not None:
+        return forward.error
+    if got.records != forward.count:
+        return f"it folded {got.records} records of {forward.count}"
+    return got if set(got.snapshots) == set(names) else "it folded other projections"
 
 
-def records_of(item: bytes) -> list[FoldRecord]:
-    """The light records of one item of a handoff."""
-    return _RECORDS.decode(item)
+def main(stream: IO[bytes]) -> bytes:
+    """The handoff of the job and the records framed in ``stream``."""
+    job = msgspec.msgpack.decode(_read_frame(stream), type=Job)
+    states = {n: PROJECTIONS[n].initial() for n in job.names}
+    count = [0]
+    fold_fast(_received(stream, count), states)
+    for state in states.values():
+        state.seq = max(state.seq, job.end)
+    snapshots = {n: PROJECTIONS[n].snapshot(states[n]) for n in job.names}
+    return msgspec.msgpack.encode(Handoff(snapshots, count[0]))
 
 
-def run_of(pairs: list[tuple[str, str]], run: Run) -> WeightRun:
-    """The weight run of one item of a handoff."""
-    seq = np.repeat(np.frombuffer(run.seqs, np.int64), np.frombuffer(run.counts, np.int64))
-    pair = np.frombuffer(run.pair, np.int32).astype(np.int64)
-    return WeightRun(pairs, pair, np.frombuffer(run.delta, np.float64), seq, run.baselines)
+def _read_frame(stream: IO[bytes]) -> bytes:
+    head = stream.read(_LENGTH.size)
+    if len(head) != _LENGTH.size:
+        raise EOFError("the stream of records ended without its last frame")
+    (size,) = _LENGTH.unpack(head)
+    data = stream.read(size)
+    if len(data) != size:
+        raise EOFError("the stream of records ended inside a frame")
+    return data
 
 
-def _packed(run: WeightRun) -> Run:
-    seq = run.seq
-    starts = np.flatnonzero(np.concatenate(([True], seq[1:] != seq[:-1]))) if len(seq) else seq
-    counts = np.diff(np.append(starts, len(seq)))
-    return Run(
-        pair=run.pair.astype(np.int32).tobytes(),
-        delta=run.delta.astype(np.float64).tobytes(),
-        seqs=seq[starts].astype(np.int64).tobytes(),
-        counts=counts.astype(np.int64).tobytes(),
-        baselines=run.baselines,
-    )
-
-
-def handoff(log: SegmentLog, names: list[str], first: int, end: int) -> Handoff:
-    """Records ``first..end`` decoded for ``names``, in log order."""
-    graph = ROUTES["graph"] if "graph" in names else frozenset()
-    folded = frozenset().union(*(ROUTES[n] for n in names))
-    runs = WeightRuns()
-    items: list[bytes | Run] = []
-    pending: list[Any] = []
-
-    def flush_records() -> None:
-        if pending:
-            items.append(_ENCODER.encode(pending))
-            pending.clear()
-
-    def flush_run() -> None:
-        if len(runs):
-            flush_records()
-            items.append(_packed(runs.take()))
-
-    for rec in read_for(log, names, first, end):
-        ev: Any = rec.event
-        if type(ev) in (EdgesPackedRaw, EdgesUpdatedRaw, EdgesUpdated):
-            if "graph" in names:
-                _gather(runs, rec.seq, ev)
-                if runs.full:
-                    flush_run()
-            continue
-        if isinstance(ev, Skipped):
-            continue
-        tag = type(ev).__struct_config__.tag
-        if tag in graph:
-            flush_run()
-        if tag in folded:
-            pending.append(rec)
-    flush_run()
-    flush_records()
-    return Handoff(runs.pairs, items)
-
-
-def _gather(runs: WeightRuns, seq: int, ev: Any) -> None:
-    if type(ev) is EdgesUpdated:
-        runs.add(seq, ev)
-    else:
-        runs.add_raw(seq, ev)
-
-
-def main(argv: list[str]) -> int:
-    directory, first, end, chain, *names = argv
-    with SegmentLog(Path(directory), writer=False) as log:
-        last = int(end)
-        got = log.chain_of(last) if last <= log.last_seq else b"?"
-        if (got.hex() if got else "-") != chain:
-            return _OTHER_HISTORY
-        out = _ENCODER.encode(handoff(log, names, int(first), last))
-    sys.stdout.buffer.write(out)
-    return 0
+def _received(stream: IO[bytes], count: list[int]) -> Iterator[Any]:
+    while data := _read_frame(stream):
+        items = _ITEMS.decode(data)
+        count[0] += len(items)
+        for item in items:
+            if isinstance(item, _Packed):
+                ev: Any = EdgesPackedRaw(rule=item.rule, cause_seq=item.cause_seq, w=item.w)
+                yield FoldPeek(seq=item.seq, ts=0, actor="", event=ev)
+            elif isinstance(item, _Raw):
+                ev = EdgesUpdatedRaw(updates=item.updates, baselines=item.baselines)
+                yield FoldPeek(seq=item.seq, ts=0, actor="", event=ev)
+            else:
+                yield item.rec
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.stdout.buffer.write(main(sys.stdin.buffer))

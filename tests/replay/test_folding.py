@@ -1,9 +1,8 @@
 """The fast fold of a rebuild (one decode pass that skips what no fold reads, weight
-updates as arrays, two processes) against the record-by-record fold, byte for byte."""
+updates as arrays) against the record-by-record fold, byte for byte."""
 
 from __future__ import annotations
 
-import importlib
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -28,16 +27,12 @@ from ocb_events.schema import (
     FileIndexed,
     NodeValue,
 )
-from projections import PROJECTIONS, fold, fold_weights
-from replay import rebuild, split as split_process
+from projections import PROJECTIONS, fold
 from replay.folding import fold_fast, read_for
 from replay.weights import WeightRuns
-from tests.ocb_events.golden_log import GOLDEN
 from tests.projections.streams import streams
 
 NAMES = sorted(PROJECTIONS)
-# the module (the package exports its function under the same name)
-rebuild_module = importlib.import_module("replay.rebuild")
 
 
 def _clock() -> Any:
@@ -277,76 +272,6 @@ def _record_of(ev: EdgesUpdated) -> Any:
     from ocb_events.schema import Record
 
     return Record(seq=1, ts=1, actor="t", event=ev)
-
-
-# ------------------------------------------------------------------ whole rebuilds
-
-
-def test_rebuild_of_the_golden_log_equals_the_record_fold(monkeypatch: Any) -> None:
-    monkeypatch.setattr(rebuild_module, "SPLIT_FROM", 1)  # split a log this short too
-    with SegmentLog(GOLDEN, writer=False) as log:
-        want = _reference(log)
-        assert _snapshots(rebuild(log, split=False)) == want
-        assert _snapshots(rebuild(log, split=True)) == want
-
-
-def test_a_split_rebuild_equals_the_record_fold(tmp_path: Path, monkeypatch: Any) -> None:
-    monkeypatch.setattr(rebuild_module, "SPLIT_FROM", 1)
-    with SegmentLog(tmp_path / "log", clock=_clock(), durability="none") as log:
-        _append(log, [_graph_of_four(), *[[u] * 3 for u in _fixed_updates()]])
-        seen: list[int] = []
-        got = rebuild(log, split=True, progress=lambda seq, end: seen.append(seq))
-        assert _snapshots(got) == _reference(log)
-        assert seen[-1] == log.last_seq
-
-
-def test_the_second_process_refuses_another_history(tmp_path: Path, capsysbinary: Any) -> None:
-    with SegmentLog(tmp_path / "log", clock=_clock(), durability="none") as log:
-        _append(log, [_graph_of_four()])
-        chain = log.chain_of(log.last_seq)
-    assert chain is not None
-    where = str(tmp_path / "log")
-    assert split_process.main([where, "1", "2", chain.hex(), "graph"]) == 0
-    assert capsysbinary.readouterr().out  # its handoff
-    assert split_process.main([where, "1", "2", "00" * 16, "graph"]) == 3
-    assert split_process.main([where, "1", "3", chain.hex(), "graph"]) == 3
-    assert capsysbinary.readouterr().out == b""
-
-
-@given(a=streams, b=streams, c=streams)
-def test_folding_a_handoff_after_the_head_equals_the_record_fold(
-    a: list[Event], b: list[Event], c: list[Event]
-) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        with SegmentLog(Path(tmp) / "log", clock=_clock(), durability="none") as log:
-            _append(log, [a, [*_fixed_updates(), *b], _fixed_updates(), c])
-            middle = len(a)
-            states = fold_fast(read_for(log, NAMES, 1, middle), _initial())
-            got = split_process.handoff(log, NAMES, middle + 1, log.last_seq)
-            packed = msgspec.msgpack.decode(msgspec.msgpack.encode(got), type=split_process.Handoff)
-            for item in packed.items:
-                if isinstance(item, split_process.Run):
-                    fold_weights(states["graph"], split_process.run_of(packed.pairs, item))
-                else:
-                    fold_fast(split_process.records_of(item), states)
-            for state in states.values():
-                state.seq = max(state.seq, log.last_seq)
-            assert _snapshots(states) == _reference(log)
-
-
-def _fixed_updates() -> list[EdgesUpdated]:
-    return [
-        EdgesUpdated(
-            updates=(
-                EdgeDeltas(source=NODES[0], targets=(STOP, NODES[1]), deltas=(0.3, -0.45)),
-                EdgeDeltas(source=NODES[2], targets=(NODES[0], NODES[3]), deltas=(0.6, 0.2)),
-            ),
-            rule="pg",
-            cause_seq=1,
-            baselines=(NodeValue(node=NODES[0], value=0.1 * i),),
-        )
-        for i in range(5)
-    ]
 
 
 def test_only_the_graph_folds_weight_updates() -> None:
