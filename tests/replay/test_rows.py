@@ -204,7 +204,8 @@ def test_a_trace_comes_packed_and_anything_else_decoded(params: QueryParams) -> 
         params=params,
     )
     got = decode_for_rows(encode_record(Record(seq=5, ts=5, actor="t", event=ev)))
-    assert isinstance(got, PackedTrace) and got.cols[17] == b"\x00" and got.cols[0] == ["a"]
+    assert isinstance(got, PackedTrace) and bytes(got.cols[17]) == b"\x91\x00"
+    assert got.cols[0] == ["a"] and got.sizes == (1, 0, 0)
     assert got.event.params == params and got.event.trace_id == "t"
     assert decode_for_rows(encode_record(_start()[0])) == _start()[0]
 
