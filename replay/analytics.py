@@ -74,7 +74,7 @@ from replay.tables import GROUPED, HISTORY, TABLES, store_columns, view_sql
 from replay.trace_rows import Names, read_rows
 from replay.worker import first_line
 
-VERSION = 9
+VERSION = 10
 """The schema version; a store of another version is rebuilt."""
 
 CHUNK = 100_000
