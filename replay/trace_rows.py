@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 import numpy as np
@@ -168,14 +168,36 @@ class Names:
         return self._array
 
 
-def _floats(parts: Sequence[bytes], count: int) -> Any:
-    """The values of many float columns (``packing``'s raw form, checked) as one float64
-    array: the values of each width read at once."""
+class _Floats(NamedTuple):
+    """Many float columns (``packing``'s raw form: a width byte, then the values) end to
+    end: their bytes, where each starts, its size and its width byte."""
+
+    buf: Any
+    starts: I64
+    sizes: I64
+    width: I64
+
+
+def _float_columns(parts: Sequence[bytes]) -> _Floats:
     sizes = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
-    ends = np.cumsum(sizes)
-    starts = ends - sizes
-    buf = np.frombuffer(b"".join(parts), dtype=np.uint8)
-    width = buf[starts].astype(np.int64)
+    starts = np.cumsum(sizes) - sizes
+    buf = np.frombuffer(b"".join(parts) + b"\x00", dtype=np.uint8)  # (an empty one's width)
+    return _Floats(buf, starts, sizes, buf[starts].astype(np.int64))
+
+
+def _widths_ok(cols: _Floats, counts: I64) -> Mask:
+    """Which float columns hold ``counts`` values each: a width byte, 4 or 8, then that
+    many values of that width."""
+    width = cols.width
+    ok: Mask = ((width == 4) | (width == 8)) & (cols.sizes - 1 == counts * width)
+    return ok
+
+
+def _floats(cols: _Floats, count: int) -> Any:
+    """The values of many float columns (checked) as one float64 array: the values of
+    each width read at once."""
+    buf, starts, sizes, width = cols
+    buf = buf[:-1]
     of_value = np.repeat(width, (sizes - 1) // np.maximum(width, 1))
     out = np.empty(count)
     for w, kind in ((4, np.float32), (8, np.float64)):
@@ -189,15 +211,6 @@ def _floats(parts: Sequence[bytes], count: int) -> Any:
             keep[starts] = False
             out[of_value == w] = buf[keep].view(kind)
     return out
-
-
-def _widths_ok(parts: Sequence[bytes], counts: I64) -> Mask:
-    """Which float columns (``packing``'s raw form) hold ``counts`` values each: a width
-    byte, 4 or 8, then that many values of that width."""
-    sizes = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
-    width = np.frombuffer(bytes(p[0] if p else 0 for p in parts), dtype=np.uint8)
-    ok: Mask = ((width == 4) | (width == 8)) & (sizes - 1 == counts * width)
-    return ok
 
 
 def _owners(counts: I64) -> I64:
@@ -279,7 +292,7 @@ class TraceRows:
             ok &= read
         cnt = {k: v[0] for k, v in ints.items()}
         n, k, m = cnt[1], cnt[5], cnt[11]
-        floats = {i: by_col[i] for i in (2, 3, 4, 7, 12, 14)}
+        floats = {i: _float_columns(by_col[i]) for i in (2, 3, 4, 7, 12, 14)}
         for i, per in ((2, n), (3, n), (4, n), (7, k), (12, m), (14, cnt[13])):
             ok &= _widths_ok(floats[i], per)
         ok &= (cnt[6] == k) & (cnt[8] == k) & (n_lists == k) & (cnt[10] == k)
