@@ -224,10 +224,12 @@ class RowFold:
     ) -> None:
         self.traces[ev.trace_id] = rec.seq
         self.rows["traces"].append(
-            (rec.seq, rec.ts, ev.trace_id, ev.query, ev.chat_id, ev.stop_reason)
-            + (ev.context_chars, fired, seeds, steps, len(ev.vetoed), ev.params.mode)
-            + (ev.route, ev.route_mode)
-        )
+            (
+                rec.seq, rec.ts, ev.trace_id, ev.query, ev.chat_id, ev.stop_reason,
+                ev.context_chars, fired, seeds, steps, len(ev.vetoed), ev.params.mode,
+                ev.route, ev.route_mode,
+            )
+        )  # fmt: skip
 
     def _packed(self, rec: PackedTrace, ev: TraceHead) -> None:
         """A trace left packed: its rows gathered from its body's columns."""

@@ -134,12 +134,11 @@ class Names:
         self._lock = threading.Lock()
 
     def map(self, strs: Sequence[str]) -> list[int]:
-        out = list(map(self.codes.get, strs))
-        if None in out:
-            for i, s in enumerate(strs):
-                if out[i] is None:
-                    out[i] = self._add(s)
-        return out  # type: ignore[return-value]
+        try:  # (names known already: no test of each code against None)
+            return list(map(self.codes.__getitem__, strs))
+        except KeyError:
+            get = self.codes.get
+            return [code if (code := get(s)) is not None else self._add(s) for s in strs]
 
     def _add(self, s: str) -> int:
         with self._lock:
