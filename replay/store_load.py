@@ -25,8 +25,8 @@ KEY_PROBE = "ocb edge"
 def by_edge(data: dict[str, Any]) -> dict[str, Any]:
     """A flush's rows of ``deltas`` (in log order: by seq, then ord) ordered by the
     codes of their edge, then seq and ord: an edge's changes lie in a few row groups of
-    ``store.deltas``, and DuckDB's zone maps skip the others when it is audited. One
-    stable sort of numbers (the edge's two codes as one key)."""
+    ``store.deltas``, and DuckDB's zone maps skip the others when it is audited. Stable
+    sorts of numbers (``_edge_order``)."""
     order = _edge_order(np.ma.getdata(data["source"]), np.ma.getdata(data["target"]))
     return {name: col[order] for name, col in data.items()}
 
