@@ -12,8 +12,7 @@ Layout: the rows live in tables of schema ``store``, loaded in bulk by
 ``replay.store_load`` (each flush hands DuckDB one dict of numpy columns per table and
 runs one ``INSERT ... SELECT``); names of the big tables (``replay.tables.CODED``) are
 INTEGER codes of one dictionary, ``store.ids``, appended with each flush's new names,
-so DuckDB reads numbers, not Python strings (the steps' followed ids as places in it,
-``replay.tables.PLACES``); ``store.deltas`` is ordered by the edge's
+so DuckDB reads numbers, not Python strings; ``store.deltas`` is ordered by the edge's
 codes within each flush. The documented interface is the views of the same names in
 ``main`` (README, "History: SQL and audit"), which join the names back. Weights
 before and after each change are read from the graph projection, folded alongside the
@@ -75,7 +74,7 @@ from replay.tables import GROUPED, HISTORY, TABLES, store_columns, view_sql
 from replay.trace_rows import Names, read_rows
 from replay.worker import first_line
 
-VERSION = 10
+VERSION = 9
 """The schema version; a store of another version is rebuilt."""
 
 CHUNK = 100_000

@@ -15,7 +15,7 @@ import numpy as np
 
 from replay.columns import column, grouped
 from replay.rows import RowFold
-from replay.tables import PLACES, TABLES, VARCHAR, VARCHARS, store_columns
+from replay.tables import TABLES, VARCHAR, VARCHARS, store_columns
 from replay.trace_rows import Names
 
 KEY_PROBE = "ocb edge"
@@ -91,36 +91,36 @@ Followed = tuple[Any, Any]
 of them as codes of ``store.ids``, step after step (``replay.trace_rows``)."""
 
 _FOLLOWED = (
-    "LEFT JOIN (SELECT x.row, list(x.node ORDER BY x.k) AS followed FROM _fol x "
-    "GROUP BY x.row) f ON f.row = _batch._row"
+    "LEFT JOIN (SELECT x.row, list(i.name ORDER BY x.k) AS followed FROM _fol x "
+    "JOIN store.ids i ON i.id = x.node GROUP BY x.row) f ON f.row = _batch._row"
 )
 WIDE = 8
-"""Up to this many followed ids a step, they go as one column per place; a batch with
-longer lists goes as one row per id, aggregated."""
+"""Up to this many followed ids a step, they go as one column of codes per place (each
+joined to its name); a batch with longer lists goes as one row per id, aggregated."""
 
 
 def _followed(data: dict[str, Any], followed: Followed) -> tuple[str, str, dict[str, Any]]:
-    """How ``insert`` reads the steps' followed ids, as the store holds them (places in
-    ``store.ids``: ``replay.tables.PLACES``): the expression of the list, the join it
-    needs, and the tables to register besides ``_batch``."""
+    """How ``insert`` reads the steps' followed ids: the expression of the list, the
+    joins it needs, and the tables to register besides ``_batch``."""
     lens, codes = followed
-    places = np.asarray(codes, dtype=np.int32) + 1
+    data["_row"] = np.arange(len(lens), dtype=np.int64)
     width = int(lens.max()) if len(lens) else 0
     if width > WIDE:
-        data["_row"] = np.arange(len(lens), dtype=np.int64)
         fol = {"row": np.repeat(data["_row"], lens), "k": np.arange(len(codes), dtype=np.int64)}
-        return "coalesce(f.followed, []::INTEGER[])", _FOLLOWED, {"_fol": fol | {"node": places}}
+        return "coalesce(f.followed, []::VARCHAR[])", _FOLLOWED, {"_fol": fol | {"node": codes}}
     if not width:
-        return "[]::INTEGER[]", "", {}
+        return "[]::VARCHAR[]", "", {}
     data["_n"] = lens
     starts = np.cumsum(lens) - lens
+    joins = []
     for j in range(width):
         has = lens > j
         col = np.zeros(len(lens), dtype=np.int32)
-        col[has] = places[starts[has] + j]
+        col[has] = codes[starts[has] + j]
         data[f"_f{j}"] = np.ma.masked_array(col, mask=~has)
-    items = ", ".join(f"_batch._f{j}" for j in range(width))
-    return f"list_slice([{items}], 1, _batch._n)", "", {}
+        joins.append(f"LEFT JOIN store.ids _i{j} ON _i{j}.id = _batch._f{j}")
+    names = ", ".join(f"_i{j}.name" for j in range(width))
+    return f"list_slice([{names}], 1, _batch._n)", " ".join(joins), {}
 
 
 def insert(
@@ -131,7 +131,7 @@ def insert(
     followed: Followed | None = None,
 ) -> None:
     """Load columns (numpy arrays by column name) into ``store.<table>`` in one statement
-    (``followed``: the steps' followed ids as codes, made lists of places by DuckDB)."""
+    (``followed``: the steps' followed ids as codes, made lists of names by DuckDB)."""
     cols = store_columns(table)
     names = ", ".join(c for c, _ in cols)
     picks, source, listed = [], "_batch", ""
@@ -152,7 +152,7 @@ def insert(
     sql = f"INSERT INTO store.{table} ({names}) SELECT {', '.join(picks)} FROM {source}"
     if table == "deltas":
         data = by_edge(data)
-    elif "_row" in data:  # (rows joined to their lists: back in the batch's order)
+    elif followed is not None:
         sql += " ORDER BY _batch._row"
     more["_batch"] = data
     try:
@@ -183,19 +183,12 @@ Batch = tuple[dict[str, Any], Followed | None]
 
 def tail_columns_of(fold: RowFold) -> dict[str, dict[str, Any]]:
     """The rows of grouped tables gathered row by row, as columns with their names
-    coded (in the folding thread: codes are given in the order of the log); lists of
-    names (``replay.tables.PLACES``) as ``Followed`` (under ``_followed``)."""
-    out = {}
-    for table, tails in fold.tails.items():
-        if not len(tails):
-            continue
-        data = grouped(table, tails, fold.groups[table], fold.names)
-        for c in PLACES.get(table, ()):
-            lists = data.pop(c)
-            lens = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
-            data["_followed"] = (lens, fold.names.coded([x for v in lists for x in v]))
-        out[table] = data
-    return out
+    coded (in the folding thread: codes are given in the order of the log)."""
+    return {
+        table: grouped(table, tails, fold.groups[table], fold.names)
+        for table, tails in fold.tails.items()
+        if len(tails)
+    }
 
 
 def grouped_batches(fold: RowFold, table: str, tails: dict[str, dict[str, Any]]) -> list[Batch]:
@@ -207,8 +200,7 @@ def grouped_batches(fold: RowFold, table: str, tails: dict[str, dict[str, Any]])
     if batch is not None and len(batch["seq"]):
         out.append((batch, fold.trace_rows.followed if table == "steps" else None))
     if table in tails:
-        data = dict(tails[table])
-        out.append((data, data.pop("_followed", None)))
+        out.append((tails[table], None))
     return out
 
 

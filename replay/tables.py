@@ -110,41 +110,29 @@ CODED: dict[str, tuple[str, ...]] = {
 same code in every table), and its views turn back into names: the rows DuckDB loads
 hold numbers, not millions of Python strings."""
 
-PLACES = {"steps": ("followed",)}
-"""List columns of names the store holds as INTEGER[] of places in ``store.ids`` (a
-name's code plus one), which its views turn back into names with one ``list_select``
-from the list of every name, in the order of their codes (no join per item)."""
-
 BY_TRACE = ("fired", "seeds", "steps")
 """Tables whose ``trace_id`` the store does not hold: their view reads it from
 ``store.traces`` by ``seq`` (one trace a seq)."""
 
 
 def store_columns(table: str) -> tuple[tuple[str, str], ...]:
-    """The columns of ``store.<table>``: those of the view, coded ones as INTEGER (lists
-    of places as INTEGER[]), a trace's rows without the ``trace_id`` of their trace."""
-    coded, places = CODED.get(table, ()), PLACES.get(table, ())
+    """The columns of ``store.<table>``: those of the view, coded ones as INTEGER, a
+    trace's rows without the ``trace_id`` of their trace."""
+    coded = CODED.get(table, ())
     return tuple(
-        (c, INTEGER if c in coded else f"{INTEGER}[]" if c in places else k)
+        (c, INTEGER if c in coded else k)
         for c, k in TABLES[table]
         if not (c == "trace_id" and table in BY_TRACE)
     )
 
 
-_ALL_NAMES = " CROSS JOIN (SELECT list(name ORDER BY id) AS names FROM store.ids) _ids"
-
-
 def view_sql(table: str) -> str:
     """The ``SELECT`` of the view ``main.<table>`` over ``store.<table>`` (names for
     codes, a trace's id from its trace), columns as ``TABLES`` lists them."""
-    coded, places = CODED.get(table, ()), PLACES.get(table, ())
+    coded = CODED.get(table, ())
     picks, joins = [], []
     for c, _ in TABLES[table]:
-        if c in places:
-            picks.append(f"list_select(_ids.names, s.{c}) AS {c}")
-            if _ALL_NAMES not in joins:
-                joins.append(_ALL_NAMES)
-        elif c in coded:
+        if c in coded:
             picks.append(f"_{c}.name AS {c}")
             joins.append(f" LEFT JOIN store.ids _{c} ON _{c}.id = s.{c}")
         elif c == "trace_id" and table in BY_TRACE:

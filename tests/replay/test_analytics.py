@@ -315,8 +315,7 @@ def test_lists_of_strings_go_to_duckdb_joined_and_come_back(lists: list[list[str
 @given(st.lists(st.lists(st.sampled_from(["a", "b", "c\x1fd", ""]), max_size=12), max_size=12))
 def test_followed_ids_go_to_duckdb_as_codes_and_come_back_as_lists(lists: list[list[str]]) -> None:
     """A batch of steps hands DuckDB its followed ids as codes (a column per place when
-    no step has more than ``WIDE``, else a row per id), stored as places of
-    ``store.ids``: the view gives the lists back as given."""
+    no step has more than ``WIDE``, else a row per id): the lists come back as given."""
     con = duckdb.connect()
     for stmt in _schema_sql():
         con.execute(stmt)
@@ -331,6 +330,5 @@ def test_followed_ids_go_to_duckdb_as_codes_and_come_back_as_lists(lists: list[l
     store_names(con, names)
     lens = np.asarray([len(v) for v in lists], dtype=np.int64)
     insert(con, "steps", data, followed=(lens, codes))
-    con.execute("INSERT INTO store.traces (seq) SELECT range FROM range(?)", [n])
-    got = con.execute("SELECT followed FROM main.steps ORDER BY seq").fetchall()
+    got = con.execute("SELECT followed FROM store.steps ORDER BY seq").fetchall()
     assert [r[0] for r in got] == lists
