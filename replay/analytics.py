@@ -471,12 +471,14 @@ class AnalyticsStore:
         self, con: duckdb.DuckDBPyConnection, fold: RowFold, seq: int, chain: str, bg: Behind
     ) -> int:
         """Hand the fold's rows, the present of what they touched and the new seq to
-        ``bg`` to commit (after the flush before them) while the fold goes on."""
+        ``bg`` to commit (after the flush before them) while the fold goes on; the
+        traces' rows are built here, while the flush before them is committed."""
         n = fold.count
         fold.settle()
         current = fold.current()
         body = graph.snapshot(fold.g) if fold.graph_changed and fold.g is not None else None
         tails = tail_columns_of(fold)
+        fold.trace_rows.tables()  # (here: the commit thread has DuckDB's share to do)
         batch = copy.copy(fold)  # its rows: ``reset`` gives the fold new ones
         fold.reset()
         bg.wait()

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ocb_events.codec import EdgesPackedRaw, TraceHead
-from ocb_events.packing import narrow_columns, pack_trace
+from ocb_events.packing import pack_trace, raw_columns
 from ocb_events.schema import (
     STOP,
     AuthoritySet,
@@ -224,23 +224,24 @@ class RowFold:
     ) -> None:
         self.traces[ev.trace_id] = rec.seq
         self.rows["traces"].append(
-            (rec.seq, rec.ts, ev.trace_id, ev.query, ev.chat_id, ev.stop_reason)
-            + (ev.context_chars, fired, seeds, steps, len(ev.vetoed), ev.params.mode)
-            + (ev.route, ev.route_mode)
-        )
+            (
+                rec.seq, rec.ts, ev.trace_id, ev.query, ev.chat_id, ev.stop_reason,
+                ev.context_chars, fired, seeds, steps, len(ev.vetoed), ev.params.mode,
+                ev.route, ev.route_mode,
+            )
+        )  # fmt: skip
 
     def _packed(self, rec: PackedTrace, ev: TraceHead) -> None:
         """A trace left packed: its rows gathered from its body's columns."""
-        cols = rec.cols
-        self._head(rec, ev, len(cols[17]), len(cols[1]), len(cols[5]))
-        self.trace_rows.add(rec.seq, ev.trace_id, cols)
+        self._head(rec, ev, *rec.sizes)
+        self.trace_rows.add(rec.seq, rec.cols, rec.z, rec.where)
 
     def _trace(self, rec: Record, ev: QueryTraced) -> None:
         """A decoded trace, packed to join the others (``pack_trace`` keeps every
         value: the same rows as ``_trace_rows``)."""
-        cols = narrow_columns(pack_trace(ev.seeds, ev.steps, ev.fired))
+        body = pack_trace(ev.seeds, ev.steps, ev.fired)
         self._head(rec, ev, len(ev.fired), len(ev.seeds), len(ev.steps))
-        self.trace_rows.add(rec.seq, ev.trace_id, cols)
+        self.trace_rows.add(rec.seq, raw_columns(body), body, ("", 0))
 
     def _trace_rows(self, rec: Record, ev: QueryTraced) -> None:
         """A trace row by row (the reference of the bulk path)."""

@@ -25,12 +25,24 @@ KEY_PROBE = "ocb edge"
 def by_edge(data: dict[str, Any]) -> dict[str, Any]:
     """A flush's rows of ``deltas`` (in log order: by seq, then ord) ordered by the
     codes of their edge, then seq and ord: an edge's changes lie in a few row groups of
-    ``store.deltas``, and DuckDB's zone maps skip the others when it is audited. One
-    stable sort of numbers (the edge's two codes as one key)."""
-    key = np.ma.getdata(data["source"]).astype(np.int64) << 32
-    key |= np.ma.getdata(data["target"]).astype(np.int64)
-    order = np.argsort(key, kind="stable")
+    ``store.deltas``, and DuckDB's zone maps skip the others when it is audited. Stable
+    sorts of numbers (``_edge_order``)."""
+    order = _edge_order(np.ma.getdata(data["source"]), np.ma.getdata(data["target"]))
     return {name: col[order] for name, col in data.items()}
+
+
+def _edge_order(source: Any, target: Any) -> Any:
+    """The stable order of rows by their edge's codes (never negative): sorted by the
+    16-bit digits of the target, then of the source, least first, each one a stable
+    radix sort (digits zero in every row skipped)."""
+    order = None
+    for col in (target, source):
+        top = int(col.max()) if len(col) else 0
+        for shift in range(0, max(top.bit_length(), 1), 16):
+            now = col if order is None else col[order]
+            step = np.argsort(((now >> shift) & 0xFFFF).astype(np.uint16), kind="stable")
+            order = step if order is None else order[step]
+    return np.arange(len(source)) if order is None else order
 
 
 PATHS = (

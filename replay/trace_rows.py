@@ -1,15 +1,17 @@
 """The rows of query traces (tables ``steps``, ``seeds``, ``fired``) gathered as columns
-straight from the traces' packed bodies (``ocb_events.packing.narrow_columns``), for a
-whole flush at once.
+straight from the traces' packed bodies, for a whole flush at once.
 
 A trace's body holds its own string table and each use of a string as an index into it.
 ``TraceRows`` codes each trace's table once into the store's names (``Names``: each
 name one code, the same in every table and flush; ``store.ids``), and keeps every
-other column as the body stores it: at flush, each column of the batch is one numpy
-operation (local indices offset into the batch's codes, floats read from their raw
-bytes, the chosen candidate of every step found by comparing codes), with no object
-per row: the store is handed numbers only (``followed``, a list per step, as all its
-codes in a row and a length per step, made lists by DuckDB).
+other column as the body stores it (``ocb_events.packing.raw_columns``): at flush,
+each column of the batch is read and checked for every body at once
+(``replay.body_scan``: the checks ``packing.narrow_columns`` makes of one body), then
+turned into rows by a few numpy operations (local indices offset into the batch's
+codes, floats read from their raw bytes, the chosen candidate of every step found by
+comparing codes), with no object per row: the store is handed numbers only
+(``followed``, a list per step, as all its codes in a row and a length per step, made
+lists by DuckDB).
 
 ``read_rows`` reads a segment log with traces decoded this way (``PackedTrace``); any
 other log, or a trace of the old encoding, gives full records, which ``RowFold`` packs
@@ -20,20 +22,24 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 import numpy as np
 
 from ocb_events.codec import PACKED_TRACE, PACKED_UPDATES, EdgesPackedRaw, TraceHead, decode_record
+from ocb_events.errors import LogCorrupt
 from ocb_events.log import SegmentLog
-from ocb_events.packing import BadBody, NarrowColumns, list_parts, narrow_columns
+from ocb_events.packing import BadBody, RawColumns, pack_trace, raw_columns, unpack_trace
 from ocb_events.schema import FoldRecord, Record
+from replay.body_scan import I64, Mask, read_ints, read_lists
 from replay.store_meta import History
 
 
 class PackedTrace(msgspec.Struct, kw_only=True):
-    """A compact trace record with its body's columns (``cols``, set once checked)."""
+    """A compact trace record with its body's columns (``cols``: ``raw_columns``, read
+    and checked with the rest of a flush's, ``TraceRows``), how many fired ids, seeds
+    and steps it holds (``sizes``), and where it was read (``where``: segment, offset)."""
 
     seq: int
     ts: int
@@ -41,6 +47,8 @@ class PackedTrace(msgspec.Struct, kw_only=True):
     event: TraceHead
     z: bytes
     cols: Any = None
+    sizes: tuple[int, int, int] = (0, 0, 0)
+    where: tuple[str, int] = ("", 0)
 
 
 class UpdatesRaw(msgspec.Struct, frozen=True, tag_field="type", tag="edges_updated"):
@@ -78,8 +86,11 @@ def decode_for_rows(buf: bytes | memoryview, *, segment: str = "", offset: int =
     if buf and buf[0] == PACKED_TRACE:
         try:
             rec = _DECODER.decode(buf)
-            rec.cols = narrow_columns(rec.z)
-            return rec
+            cols = raw_columns(rec.z)
+            sizes = (_length(cols[17]), _length(cols[1]), _length(cols[5]))
+            if min(sizes) >= 0:
+                rec.cols, rec.sizes, rec.where = cols, sizes, (segment, offset)
+                return rec
         except (msgspec.DecodeError, msgspec.ValidationError, BadBody):
             pass  # the full path names the damage
     elif buf[:7] == PACKED_UPDATES or _UPDATE_TAG in bytes(buf[:96]):
@@ -88,6 +99,17 @@ def decode_for_rows(buf: bytes | memoryview, *, segment: str = "", offset: int =
         except (msgspec.DecodeError, msgspec.ValidationError):
             pass
     return decode_record(buf, segment=segment, offset=offset)
+
+
+def _length(raw: Any) -> int:
+    """How many items a msgpack array holds (-1: not an array of up to 65,535)."""
+    data = memoryview(raw)
+    head = data[0] if len(data) else 0
+    if 0x90 <= head <= 0x9F:
+        return head & 0x0F
+    if head == 0xDC and len(data) >= 3:
+        return (data[1] << 8) | data[2]
+    return -1
 
 
 def read_rows(log: History, from_seq: int, to_seq: int, *, packed: bool) -> Iterator[Decoded]:
@@ -112,12 +134,11 @@ class Names:
         self._lock = threading.Lock()
 
     def map(self, strs: Sequence[str]) -> list[int]:
-        out = list(map(self.codes.get, strs))
-        if None in out:
-            for i, s in enumerate(strs):
-                if out[i] is None:
-                    out[i] = self._add(s)
-        return out  # type: ignore[return-value]
+        try:  # (names known already: no test of each code against None)
+            return list(map(self.codes.__getitem__, strs))
+        except KeyError:
+            get = self.codes.get
+            return [code if (code := get(s)) is not None else self._add(s) for s in strs]
 
     def _add(self, s: str) -> int:
         with self._lock:
@@ -146,32 +167,54 @@ class Names:
         return self._array
 
 
-def _floats(parts: list[bytes], count: int) -> Any:
-    """The values of many float columns (``packing``'s raw form) as one float64 array."""
-    widths = {p[0] for p in parts}
-    if len(widths) == 1:
-        kind = np.float32 if widths.pop() == 4 else np.float64
-        out = np.frombuffer(b"".join([p[1:] for p in parts]), dtype=kind)
-    else:
-        out = np.concatenate(
-            [np.frombuffer(p, np.float32 if p[0] == 4 else np.float64, offset=1) for p in parts]
-            or [np.empty(0)]
-        )
-    assert len(out) == count
-    return out.astype(np.float64)
+class _Floats(NamedTuple):
+    """Many float columns (``packing``'s raw form: a width byte, then the values) end to
+    end: their bytes, where each starts, its size and its width byte."""
+
+    buf: Any
+    starts: I64
+    sizes: I64
+    width: I64
 
 
-def _flat(parts: list[Any]) -> Any:
-    """Many int columns (``packing.Ints``: bytes of one-byte values, or ints) end to
-    end as one int64 array: the bytes read as they are, all at once when every column
-    is bytes."""
-    if all(type(p) is bytes for p in parts):
-        return np.frombuffer(b"".join(parts), dtype=np.uint8).astype(np.int64)
-    arrays = [
-        np.frombuffer(p, dtype=np.uint8) if type(p) is bytes else np.asarray(p, dtype=np.int64)
-        for p in parts
-    ]
-    return np.concatenate(arrays).astype(np.int64) if arrays else np.empty(0, dtype=np.int64)
+def _float_columns(parts: Sequence[bytes]) -> _Floats:
+    sizes = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
+    starts = np.cumsum(sizes) - sizes
+    buf = np.frombuffer(b"".join(parts) + b"\x00", dtype=np.uint8)  # (an empty one's width)
+    return _Floats(buf, starts, sizes, buf[starts].astype(np.int64))
+
+
+def _widths_ok(cols: _Floats, counts: I64) -> Mask:
+    """Which float columns hold ``counts`` values each: a width byte, 4 or 8, then that
+    many values of that width."""
+    width = cols.width
+    ok: Mask = ((width == 4) | (width == 8)) & (cols.sizes - 1 == counts * width)
+    return ok
+
+
+def _floats(cols: _Floats, count: int) -> Any:
+    """The values of many float columns (checked) as one float64 array: the values of
+    each width read at once."""
+    buf, starts, sizes, width = cols
+    buf = buf[:-1]
+    of_value = np.repeat(width, (sizes - 1) // np.maximum(width, 1))
+    out = np.empty(count)
+    for w, kind in ((4, np.float32), (8, np.float64)):
+        sel = width == w
+        if sel.all():
+            keep = np.ones(len(buf), dtype=bool)
+            keep[starts] = False
+            return buf[keep].view(kind).astype(np.float64)
+        if sel.any():
+            keep = np.repeat(sel, sizes)
+            keep[starts] = False
+            out[of_value == w] = buf[keep].view(kind)
+    return out
+
+
+def _owners(counts: I64) -> I64:
+    """The index of the trace each of its values belongs to, value after value."""
+    return np.repeat(np.arange(len(counts), dtype=np.int64), counts)
 
 
 def _ordinals(counts: Any, first: int) -> Any:
@@ -179,16 +222,26 @@ def _ordinals(counts: Any, first: int) -> Any:
     return np.arange(len(starts), dtype=np.int64) - starts + first
 
 
+_INT_COLUMNS = (1, 5, 6, 8, 10, 11, 13, 15, 16, 17)
+_IDS = (1, 6, 8, 11, 15, 17)  # (and the followed ids): indices into the string table
+
+
 class TraceRows:
-    """The columns of a batch of traces, gathered a trace at a time (``add``) and
-    turned into the rows of ``steps``, ``seeds`` and ``fired`` at flush (``tables``)."""
+    """The columns of a batch of traces, gathered a trace at a time (``add``), then
+    read and checked column by column for the whole batch (``replay.body_scan``) and
+    turned into the rows of ``steps``, ``seeds`` and ``fired`` at flush (``tables``).
+
+    A body whose columns do not agree (the checks of ``packing.narrow_columns``) is
+    read as the full decoder reads it (``unpack_trace``) and packed again, or raises
+    ``LogCorrupt`` as the full decoder would."""
 
     def __init__(self, names: Names) -> None:
         self.names = names
         self.seqs: list[int] = []
         self.map: list[int] = []  # every trace's string table, as codes
         self.base: list[int] = []
-        self.bodies: list[NarrowColumns] = []
+        self.bodies: list[RawColumns] = []
+        self.sources: list[tuple[bytes, tuple[str, int]]] = []  # each body, where it was
         self.counts: list[Any] = []  # seeds, steps, cands, fired, fol (by trace)
         self.cols: list[Any] = []  # (``_gather``)
         self._tables: dict[str, dict[str, Any]] | None = None
@@ -199,41 +252,71 @@ class TraceRows:
     def __len__(self) -> int:
         return len(self.seqs)
 
-    def add(self, seq: int, trace_id: str, cols: NarrowColumns) -> None:
-        """Add one trace (its body's columns, as ``narrow_columns`` gives them; its id
-        is its trace's, read by seq)."""
+    def add(self, seq: int, cols: RawColumns, body: bytes, where: tuple[str, int]) -> None:
+        """Add one trace: its body's columns (``raw_columns``) and the body (its id is
+        its trace's, read by seq)."""
         self.seqs.append(seq)
         self.base.append(len(self.map))
         self.map.extend(self.names.map(cols[0]))
         self.bodies.append(cols)
+        self.sources.append((body, where))
 
     def _gather(self) -> None:
-        """Every trace's columns end to end, column by column (``_build``'s input)."""
+        """Every trace's columns end to end, column by column (``_build``'s input); the
+        bodies that do not read, read again as the full decoder reads them."""
+        bad = self._read()
+        if len(bad):
+            for i in bad.tolist():
+                body, (segment, offset) = self.sources[i]
+                try:
+                    self.bodies[i] = raw_columns(pack_trace(*unpack_trace(body)))
+                except BadBody as exc:
+                    seq = self.seqs[i]
+                    raise LogCorrupt(segment, offset, seq, f"bad trace body: {exc}") from exc
+            self.map, self.base = [], []
+            for cols in self.bodies:
+                self.base.append(len(self.map))
+                self.map.extend(self.names.map(cols[0]))
+            bad = self._read()
+            assert not len(bad)  # (a body packed by this version reads)
+
+    def _read(self) -> Any:
+        """Read and check the batch's columns; return the traces whose bodies do not
+        read or whose columns do not agree."""
         bodies = self.bodies
-
-        def flat(k: int) -> Any:
-            return _flat([t[k] for t in bodies])
-
-        def each(k: int) -> list[Any]:
-            return [t[k] for t in bodies]
-
-        n_cands = [len(t[11]) for t in bodies]
-        followed = [list_parts(t[9]) for t in bodies]
-        differ = flat(13)
-        cand_start = np.cumsum(n_cands) - np.asarray(n_cands, dtype=np.int64)
-        differ += np.repeat(cand_start, [len(t[13]) for t in bodies])
-        self.counts = [
-            [len(t[1]) for t in bodies],
-            [len(t[5]) for t in bodies],
-            n_cands,
-            [len(t[17]) for t in bodies],
-            [len(ids) for _, ids in followed],
-        ]
+        by_col = list(zip(*bodies, strict=True))
+        ints = {k: read_ints(by_col[k]) for k in _INT_COLUMNS}
+        n_lists, fol_lens, fol_ids, ok = read_lists(by_col[9])
+        for _, _, read in ints.values():
+            ok &= read
+        cnt = {k: v[0] for k, v in ints.items()}
+        n, k, m = cnt[1], cnt[5], cnt[11]
+        floats = {i: _float_columns(by_col[i]) for i in (2, 3, 4, 7, 12, 14)}
+        for i, per in ((2, n), (3, n), (4, n), (7, k), (12, m), (14, cnt[13])):
+            ok &= _widths_ok(floats[i], per)
+        ok &= (cnt[6] == k) & (cnt[8] == k) & (n_lists == k) & (cnt[10] == k)
+        ok &= (cnt[15] == m) & (cnt[16] == m)
+        sizes = ints[10][1]
+        at = _owners(cnt[10])
+        ok &= np.bincount(at, weights=sizes, minlength=len(bodies)) == m
+        ok[at[sizes < 0]] = False
+        differ = ints[13][1]
+        at = _owners(cnt[13])
+        ok[at[(differ < 0) | (differ >= m[at])]] = False
+        n_fol = np.bincount(_owners(n_lists), weights=fol_lens, minlength=len(bodies))
+        n_fol = n_fol.astype(np.int64)
+        table = np.fromiter(map(len, by_col[0]), dtype=np.int64, count=len(bodies))
+        for counts, ids in [*((cnt[i], ints[i][1]) for i in _IDS), (n_fol, fol_ids)]:
+            at = _owners(counts)
+            ok[at[(ids < 0) | (ids >= table[at])]] = False
+        cand_start = np.cumsum(m) - m
+        self.counts = [n, k, m, cnt[17], n_fol]
         self.cols = [
-            flat(1), each(2), each(3), each(4), flat(5), flat(6), each(7), flat(8),
-            _flat([lens for lens, _ in followed]), _flat([ids for _, ids in followed]), flat(10),
-            flat(11), each(12), differ, each(14), flat(15), flat(17),
+            ints[1][1], floats[2], floats[3], floats[4], ints[5][1], ints[6][1], floats[7],
+            ints[8][1], fol_lens, fol_ids, sizes, ints[11][1], floats[12],
+            differ + np.repeat(cand_start, cnt[13]), floats[14], ints[15][1], ints[17][1],
         ]  # fmt: skip
+        return np.flatnonzero(~ok)
 
     def tables(self) -> dict[str, dict[str, Any]]:
         """The rows of the batch by table, as columns (``replay.store_load.insert``)."""

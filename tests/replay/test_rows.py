@@ -204,7 +204,8 @@ def test_a_trace_comes_packed_and_anything_else_decoded(params: QueryParams) -> 
         params=params,
     )
     got = decode_for_rows(encode_record(Record(seq=5, ts=5, actor="t", event=ev)))
-    assert isinstance(got, PackedTrace) and got.cols[17] == b"\x00" and got.cols[0] == ["a"]
+    assert isinstance(got, PackedTrace) and bytes(got.cols[17]) == b"\x91\x00"
+    assert got.cols[0] == ["a"] and got.sizes == (1, 0, 0)
     assert got.event.params == params and got.event.trace_id == "t"
     assert decode_for_rows(encode_record(_start()[0])) == _start()[0]
 
@@ -287,7 +288,10 @@ def test_names_code_each_name_once_and_keep_none_as_null(batches: list[list[str 
     assert again.codes == names.codes and again.stored == len(names.table)
 
 
-@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), max_size=30))
+codes = st.integers(0, 3) | st.sampled_from([65_535, 65_536, 65_538, 2**31 - 1])
+
+
+@given(st.lists(st.tuples(codes, codes), max_size=30))
 def test_a_flush_s_changes_are_stored_by_edge_then_in_log_order(edges: list[Any]) -> None:
     """``by_edge`` orders rows by their edge's codes, then seq and ord, every column
     along (the order of ``ORDER BY source, target, seq, ord``)."""
