@@ -31,7 +31,6 @@ connection before it queries.
 from __future__ import annotations
 
 import copy
-import gc
 import os
 import threading
 from collections.abc import Callable
@@ -48,6 +47,7 @@ from replay import confinement
 from replay.audit_sql import CAUSES, causes_select
 from replay.behind import Behind
 from replay.diff import Tiers
+from replay.folding import no_cycle_collection
 from replay.isolation import Limits, Running, Worker
 from replay.rows import RowFold
 from replay.statements import check_query
@@ -430,23 +430,20 @@ class AnalyticsStore:
         total, done = end - meta.last_seq, 0
         # the rows are millions of acyclic tuples: the cycle collector would rescan
         # them again and again (a third of the run) and can find nothing to free
-        collecting = gc.isenabled()
-        gc.disable()
         bg = Behind()
-        try:
-            for rec in read_rows(log, meta.last_seq + 1, end, packed=self.bulk):
-                fold.add(rec)
-                if fold.count >= chunk:
-                    done += self._flush(con, fold, rec.seq, chain_at(log, rec.seq), bg)
-                    if progress is not None:
-                        progress(done, total)
-            if fold.count:
-                done += self._flush(con, fold, end, chain_at(log, end), bg)
-            bg.wait()
-        finally:
-            bg.drain()
-            if collecting:
-                gc.enable()
+        with no_cycle_collection():
+            try:
+                for rec in read_rows(log, meta.last_seq + 1, end, packed=self.bulk):
+                    fold.add(rec)
+                    if fold.count >= chunk:
+                        done += self._flush(con, fold, rec.seq, chain_at(log, rec.seq), bg)
+                        if progress is not None:
+                            progress(done, total)
+                if fold.count:
+                    done += self._flush(con, fold, end, chain_at(log, end), bg)
+                bg.wait()
+            finally:
+                bg.drain()
         if progress is not None:
             progress(done, total)
         return done

@@ -26,7 +26,7 @@ import msgspec
 from ocb_events.protocol import EventLog
 from projections import PROJECTIONS, ROUTES, fold
 from replay import split as split_process
-from replay.folding import Tick, fold_fast, read_for
+from replay.folding import Tick, fold_fast, no_cycle_collection, read_for
 
 __all__ = ["PROJECTIONS", "ROUTES", "Progress", "fold", "rebuild", "snapshot_bytes"]
 
@@ -74,10 +74,11 @@ def rebuild(
     here = [n for n in names if n not in AWAY]
     wanted = _pays(end) if split is None else split
     proc = split_process.start() if wanted and away and here and end else None
-    if proc is None:
-        fold_fast(read_for(log, names, 1, end), states, tick)
-    else:
-        _fold_split(log, proc, end, (here, away), states, tick, warn or _stderr)
+    with no_cycle_collection():
+        if proc is None:
+            fold_fast(read_for(log, names, 1, end), states, tick)
+        else:
+            _fold_split(log, proc, end, (here, away), states, tick, warn or _stderr)
     if progress is not None:
         progress(end, end)
     return states
@@ -97,8 +98,8 @@ def _fold_split(
     here, away = parts
     forward = split_process.forward_to(proc, split_process.Job(away, end))
     try:
-        records = forward.records(read_for(log, [*here, *away], 1, end))
-        states.update(fold_fast(records, {n: states[n] for n in here}, tick))
+        records = read_for(log, [*here, *away], 1, end)
+        states.update(fold_fast(records, {n: states[n] for n in here}, tick, forward))
         forward.close()
         got = split_process.finish(proc, forward, away)
     except BaseException:  # interrupted, or a corrupt log: the second process too

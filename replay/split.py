@@ -34,7 +34,7 @@ import msgspec
 from ocb_events.codec import EdgesPackedRaw, EdgesUpdatedRaw, FoldPeek, Skipped
 from ocb_events.schema import FoldRecord
 from projections import PROJECTIONS, ROUTES
-from replay.folding import Decoded, fold_fast
+from replay.folding import Decoded, fold_fast, no_cycle_collection
 
 __all__ = [
     "COMMAND",
@@ -150,7 +150,8 @@ def forward_to(proc: Child, job: Job) -> Forward:
 class Forward:
     """Forwards ``job`` and the records it folds to ``sink`` (the second process's
     stdin), from a thread that writes them (so this process folds on while the pipe
-    is full); ``records`` passes every record through. ``close`` ends the stream and
+    is full); ``send`` forwards a record, ``records`` passes every record through
+    forwarding those the job folds. ``close`` ends the stream and
     closes ``sink``; ``error`` says why the second process stopped reading, if it
     did."""
 
@@ -162,36 +163,45 @@ class Forward:
         self.error: str | None = None
         self.count = 0
         """Records forwarded so far."""
+        self._encode = msgspec.msgpack.Encoder().encode_into
+        self._buf, self._n = bytearray(_HEAD), 0
         self._thread = threading.Thread(target=self._write, name="rebuild-forward", daemon=True)
         self._thread.start()
         self._queue.put(_frame(msgspec.msgpack.encode(job)))
 
     def records(self, records: Iterable[Decoded]) -> Iterator[Decoded]:
-        """``records``, each passed on, those the job folds forwarded too."""
-        encode = msgspec.msgpack.Encoder().encode_into
-        kinds, kind_of = self._kinds, self._kind
-        buf, n = bytearray(_HEAD), 0
+        """``records``, each passed on, those the job folds forwarded too (as
+        ``fold_fast(..., away=self)`` forwards them)."""
+        wants, send = self.wants, self.send
         for rec in records:
-            ev: Any = rec.event
-            k = kinds.get(type(ev))
-            if k is None:
-                k = kind_of(type(ev))
-            if k:
-                if k == 1:
-                    encode((1, rec.seq, ev.rule, ev.cause_seq, ev.w), buf, -1)
-                elif k == 2:
-                    encode((2, rec.seq, ev.updates, ev.baselines), buf, -1)
-                else:
-                    encode((0, rec), buf, -1)
-                n += 1
-                if len(buf) >= FRAME_BYTES:
-                    self._queue.put(_sealed(buf, n))
-                    self.count += n
-                    buf, n = bytearray(_HEAD), 0
+            if wants(type(rec.event)):
+                send(rec)
             yield rec
-        if n:
-            self._queue.put(_sealed(buf, n))
-            self.count += n
+
+    def wants(self, kind: type) -> bool:
+        """Whether records of ``kind`` are forwarded."""
+        k = self._kinds.get(kind)
+        return bool(self._kind(kind) if k is None else k)
+
+    def send(self, rec: Decoded) -> None:
+        """Forward one record (one the job folds: ``wants``)."""
+        ev: Any = rec.event
+        k = self._kinds[type(ev)]
+        if k == 1:
+            self._encode((1, rec.seq, ev.rule, ev.cause_seq, ev.w), self._buf, -1)
+        elif k == 2:
+            self._encode((2, rec.seq, ev.updates, ev.baselines), self._buf, -1)
+        else:
+            self._encode((0, rec), self._buf, -1)
+        self._n += 1
+        if len(self._buf) >= FRAME_BYTES:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._n:
+            self._queue.put(_sealed(self._buf, self._n))
+            self.count += self._n
+            self._buf, self._n = bytearray(_HEAD), 0
 
     def _kind(self, kind: type) -> int:
         """How records of ``kind`` are forwarded: 0 not at all, 1 a packed weight
@@ -209,6 +219,7 @@ class Forward:
 
     def close(self) -> None:
         """End the stream and wait for the thread to have written it."""
+        self._flush()
         self._queue.put(_frame(b""))
         self._queue.put(None)
         self._thread.join()
@@ -270,7 +281,8 @@ def main(stream: IO[bytes]) -> bytes:
     job = msgspec.msgpack.decode(_read_frame(stream), type=Job)
     states = {n: PROJECTIONS[n].initial() for n in job.names}
     count = [0]
-    fold_fast(_received(stream, count), states)
+    with no_cycle_collection():
+        fold_fast(_received(stream, count), states)
     for state in states.values():
         state.seq = max(state.seq, job.end)
     snapshots = {n: PROJECTIONS[n].snapshot(states[n]) for n in job.names}

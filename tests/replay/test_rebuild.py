@@ -4,6 +4,7 @@ byte; and what happens when the second process cannot help."""
 
 from __future__ import annotations
 
+import gc
 import io
 import sys
 import tempfile
@@ -287,3 +288,23 @@ def test_a_rebuild_that_fails_here_stops_the_second_process(
         with pytest.raises(KeyboardInterrupt):
             rebuild(log, split=True, progress=interrupt)
     assert len(started) == 1 and started[0].returncode is not None  # killed and waited for
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_rebuild_leaves_the_cycle_collector_as_it_found_it(enabled: bool) -> None:
+    def stop(seq: int, end: int) -> None:
+        assert not gc.isenabled()  # off while the records are folded
+        if seq > 5:
+            raise KeyboardInterrupt
+
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        with SegmentLog(GOLDEN, writer=False) as log:
+            assert _snapshots(rebuild(log, split=False)) == _reference(log)
+            assert gc.isenabled() is enabled
+            with pytest.raises(KeyboardInterrupt):
+                rebuild(log, split=False, progress=stop)
+            assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
