@@ -34,11 +34,10 @@ from ocb_events.frames import (
     pack_frame,
     read_header,
     scan,
-    scan_offsets,
     segment_header,
 )
 from ocb_events.marks import Seal, Tail, read_seals, replace_tail, write_seals
-from ocb_events.segments import Recovery, Segment, packed, payload_skips
+from ocb_events.segments import Recovery, Segment, payload_skips
 
 TEMP_SUFFIXES = (".rewrite", ".migrating")
 
@@ -74,34 +73,6 @@ def compress_segment(seg: Segment, offsets: Sequence[int]) -> bool:
     data = seg.path.read_bytes()
     if is_packed(data) or not offsets:
         return False
-    skips = payload_skips(data, seg, offsets)
-    if skips is None:
-        return False
-    try:
-        stored = pack(data, seg.first_seq, offsets, skips)
-    except ValueError:
-        return False
-    replace_segment(seg.path, stored)
-    return True
-
-
-def repack_segment(seg: Segment) -> bool:
-    """Store a segment kept in the older container (``OCBSEGZ1``) in the current one,
-    atomically: the same bytes inside, so its chain and seal content stay. Returns
-    whether it was rewritten.
-
-    Raises:
-        LogCorrupt: a block is damaged (the segment stays as it was).
-        OSError: the disk refused the write (the segment stays as it was).
-    """
-    box = packed(seg.path)
-    if box is None or box.v2 or not box.blocks:
-        return False
-    data = box.read()
-    head = read_header(data, len(data), seg.name, seg.first_seq)
-    if head is None:
-        return False
-    offsets = scan_offsets(seg.path, seg.first_seq, head[0])
     skips = payload_skips(data, seg, offsets)
     if skips is None:
         return False

@@ -37,7 +37,7 @@ from ocb_events.log import SegmentLog, verify_log
 from ocb_events.marks import read_seals, write_seals
 from ocb_events.parts import Candidate, QueryParams, SeedHit, Step
 from ocb_events.recode import rewrite_log
-from ocb_events.rewrite import compress_segment, repack_segment, seal_of
+from ocb_events.rewrite import compress_segment, seal_of
 from ocb_events.schema import Event, OutcomeRecorded, QueryTraced, Record
 from ocb_events.segments import Segment, list_segments, packed, payload_skips, read_runs
 from projections import PROJECTIONS, ROUTES
@@ -353,19 +353,6 @@ def test_a_log_of_the_older_container_reads_and_the_rewrite_moves_it_to_the_new(
         assert [log.ts_of(r.seq) for r in recs] == [r.ts for r in recs]
         assert [log.chain_of(r.seq) for r in recs] == chains
         assert _snapshots(rebuild(log)) == before
-
-
-def test_a_segment_of_the_older_container_repacks_in_place(tmp_path: Path) -> None:
-    directory = tmp_path / "log"
-    recs = _log(directory)
-    _to_z1(directory)
-    seg = list_segments(directory)[0]
-    inside = Packed(seg.path).read()
-    assert repack_segment(seg) and Packed(seg.path).v2
-    assert Packed(seg.path).read() == inside
-    assert not repack_segment(seg), "a segment in the new container stays"
-    with SegmentLog(directory, writer=False) as log:
-        assert list(log.read()) == recs
 
 
 def test_a_segment_whose_parts_would_not_give_it_back_stays_plain(
