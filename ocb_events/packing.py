@@ -183,13 +183,7 @@ def trace_columns(data: bytes) -> Columns:
     Raises:
         BadBody: the body is damaged or of an unknown version.
     """
-    try:
-        b = _COLUMNS.decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise BadBody(str(exc)) from exc
-    if b[0] != BODY_VERSION:
-        raise BadBody(f"unknown trace body (version {b[0]})")
-    cols: Columns = b[1:]
+    cols: Columns = _columns(_COLUMNS, data)
     ok = _agree(cols)
     if not ok:
         raise BadBody("the columns of the trace body do not agree")
@@ -329,13 +323,11 @@ def narrow_columns(data: bytes) -> NarrowColumns:
     Raises:
         BadBody: the body is damaged or of an unknown version.
     """
+    b = _columns(_NARROW, data)
     try:
-        b = _NARROW.decode(data)
-        if b[0] != BODY_VERSION:
-            raise BadBody(f"unknown trace body (version {b[0]})")
-        parts: list[Any] = [_ints(v) if type(v) is msgspec.Raw else v for v in (*b[2:10], *b[11:])]
-        parts.insert(8, _lists(b[10]))
-        cols: NarrowColumns = (b[1], *parts)
+        parts: list[Any] = [_ints(v) if type(v) is msgspec.Raw else v for v in (*b[1:9], *b[10:])]
+        parts.insert(8, _lists(b[9]))
+        cols: NarrowColumns = (b[0], *parts)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise BadBody(str(exc)) from exc
     ok = _agree(cols)
@@ -359,13 +351,22 @@ def raw_columns(data: bytes) -> RawColumns:
     Raises:
         BadBody: the body is not a packed body of this version.
     """
+    return _columns(_NARROW, data)
+
+
+def _columns(decoder: msgspec.msgpack.Decoder[Any], data: bytes) -> tuple[Any, ...]:
+    """A packed body's columns as ``decoder`` reads them, past its version.
+
+    Raises:
+        BadBody: the body does not decode, or is of an unknown version.
+    """
     try:
-        b = _NARROW.decode(data)
+        b = decoder.decode(data)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise BadBody(str(exc)) from exc
     if b[0] != BODY_VERSION:
         raise BadBody(f"unknown trace body (version {b[0]})")
-    return b[1:]
+    return tuple(b[1:])
 
 
 def _unpack(b: tuple[Any, ...]) -> tuple[tuple[SeedHit, ...], tuple[Step, ...], tuple[str, ...]]:
