@@ -31,41 +31,21 @@ from projections import PROJECTIONS, fold
 from replay.folding import fold_fast, read_for
 from replay.weights import WeightRuns
 from tests.projections.streams import streams
-
-NAMES = sorted(PROJECTIONS)
-
-
-def _clock() -> Any:
-    ticks = iter(range(1, 10**9))
-    return lambda: 1_000 * next(ticks)
-
-
-def _snapshots(states: dict[str, Any]) -> dict[str, bytes]:
-    return {name: PROJECTIONS[name].snapshot(state) for name, state in states.items()}
-
-
-def _reference(log: EventLog, names: list[str] = NAMES) -> dict[str, bytes]:
-    return _snapshots(fold(log.read(light=True), {n: PROJECTIONS[n].initial() for n in names}))
+from tests.replay.folds import NAMES, append, clock, reference, snapshots
 
 
 def _fast(log: EventLog, names: list[str] = NAMES) -> dict[str, bytes]:
     states = {n: PROJECTIONS[n].initial() for n in names}
-    return _snapshots(fold_fast(read_for(log, names, 1, log.last_seq), states))
-
-
-def _append(log: EventLog, batches: list[list[Event]]) -> None:
-    for batch in batches:
-        if batch:
-            log.append(batch, actor="test")
+    return snapshots(fold_fast(read_for(log, names, 1, log.last_seq), states))
 
 
 @given(a=streams, b=streams)
 def test_fast_fold_of_a_segment_log_equals_the_record_fold(a: list[Event], b: list[Event]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        with SegmentLog(Path(tmp) / "log", clock=_clock(), durability="none") as log:
-            _append(log, [a, b])
-            assert _fast(log) == _reference(log)
-            assert _fast(log, ["graph"]) == _reference(log, ["graph"])
+        with SegmentLog(Path(tmp) / "log", clock=clock(), durability="none") as log:
+            append(log, [a, b])
+            assert _fast(log) == reference(log)
+            assert _fast(log, ["graph"]) == reference(log, ["graph"])
 
 
 @given(a=streams, b=streams, c=streams)
@@ -73,14 +53,14 @@ def test_fast_fold_of_a_tail_onto_restored_snapshots_equals_the_record_fold(
     a: list[Event], b: list[Event], c: list[Event]
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        with SegmentLog(Path(tmp) / "log", clock=_clock(), durability="none") as log:
-            _append(log, [a])
+        with SegmentLog(Path(tmp) / "log", clock=clock(), durability="none") as log:
+            append(log, [a])
             middle = log.last_seq
-            _append(log, [b, c])
-            head = _snapshots(fold(log.read(1, middle, light=True), _initial()))
+            append(log, [b, c])
+            head = snapshots(fold(log.read(1, middle, light=True), _initial()))
             states = {n: PROJECTIONS[n].restore(body) for n, body in head.items()}
             got = fold_fast(read_for(log, NAMES, middle + 1, log.last_seq), states)
-            assert _snapshots(got) == _reference(log)
+            assert snapshots(got) == reference(log)
 
 
 def _initial() -> dict[str, Any]:
@@ -89,9 +69,9 @@ def _initial() -> dict[str, Any]:
 
 @given(a=streams)
 def test_fast_fold_of_decoded_records_equals_the_record_fold(a: list[Event]) -> None:
-    log = MemoryLog(clock=_clock())
-    _append(log, [a])
-    assert _fast(log) == _reference(log)
+    log = MemoryLog(clock=clock())
+    append(log, [a])
+    assert _fast(log) == reference(log)
 
 
 # ------------------------------------------------------------------ long weight runs
@@ -118,11 +98,11 @@ def _copies(log: SegmentLog, directory: Path) -> list[Path]:
 
 
 def _every_encoding_folds_alike(log: SegmentLog, directory: Path) -> None:
-    want = _reference(log, ["graph"])
+    want = reference(log, ["graph"])
     assert _fast(log, ["graph"]) == want
     for path in _copies(log, directory):
         with SegmentLog(path, writer=False) as copy:
-            assert _reference(copy, ["graph"]) == want
+            assert reference(copy, ["graph"]) == want
             assert _fast(copy, ["graph"]) == want, path.name
 
 
@@ -182,12 +162,12 @@ def test_long_runs_of_weight_updates_fold_as_one_by_one(
     runs: list[list[EdgesUpdated]], times: int
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        with SegmentLog(Path(tmp) / "log", clock=_clock(), durability="none") as log:
+        with SegmentLog(Path(tmp) / "log", clock=clock(), durability="none") as log:
             # runs apart: a record that sets an edge anew ends a run; each run repeats
             # its updates so that weights hit their bounds and stay there a while
             spec = EdgeSpec(source=NODES[0], target=NODES[1], weight=0.5, kind="sibling")
             reset = EdgesCreated(edges=(spec,))
-            _append(log, [_graph_of_four(), *(b for run in runs for b in ([reset], run * times))])
+            append(log, [_graph_of_four(), *(b for run in runs for b in ([reset], run * times))])
             _every_encoding_folds_alike(log, Path(tmp))
 
 
@@ -203,10 +183,10 @@ def test_baselines_recorded_for_the_sources_fold_as_one_by_one(
     # the baselines of a run whose baselines are its sources are read through the
     # sources' shapes; one record otherwise sends the run the general way
     with tempfile.TemporaryDirectory() as tmp:
-        with SegmentLog(Path(tmp) / "log", clock=_clock(), durability="none") as log:
+        with SegmentLog(Path(tmp) / "log", clock=clock(), durability="none") as log:
             spec = EdgeSpec(source=NODES[0], target=NODES[1], weight=0.5, kind="sibling")
             reset = EdgesCreated(edges=(spec,))
-            _append(log, [_graph_of_four(), first, [reset], then, [other], first])
+            append(log, [_graph_of_four(), first, [reset], then, [other], first])
             _every_encoding_folds_alike(log, Path(tmp))
 
 
@@ -220,8 +200,8 @@ def test_updates_whose_lists_differ_in_length_fold_as_one_by_one() -> None:
         cause_seq=1,
     )
     tmp = Path(tempfile.mkdtemp())
-    with SegmentLog(tmp / "log", clock=_clock(), durability="none") as log:
-        _append(log, [_graph_of_four(), [odd, odd, odd]])
+    with SegmentLog(tmp / "log", clock=clock(), durability="none") as log:
+        append(log, [_graph_of_four(), [odd, odd, odd]])
         _every_encoding_folds_alike(log, tmp)
 
 

@@ -35,29 +35,9 @@ from replay.folding import fold_fast, read_for
 from tests.ocb_events.golden_log import GOLDEN
 from tests.pg_server import PgServer
 from tests.projections.streams import streams
+from tests.replay.folds import NAMES, append, clock, reference, snapshots
 
-NAMES = sorted(PROJECTIONS)
 HERE = [n for n in NAMES if n != "graph"]
-
-
-def _clock() -> Any:
-    ticks = iter(range(1, 10**9))
-    return lambda: 1_000 * next(ticks)
-
-
-def _snapshots(states: dict[str, Any]) -> dict[str, bytes]:
-    return {name: PROJECTIONS[name].snapshot(state) for name, state in states.items()}
-
-
-def _reference(log: EventLog, names: list[str] = NAMES, end: int | None = None) -> dict[str, bytes]:
-    states = {n: PROJECTIONS[n].initial() for n in names}
-    return _snapshots(fold(log.read(1, end or log.last_seq, light=True), states))
-
-
-def _append(log: EventLog, batches: list[list[Event]]) -> None:
-    for batch in batches:
-        if batch:
-            log.append(batch, actor="test")
 
 
 NODES = [f"n.md::{i}" for i in range(6)]
@@ -98,17 +78,17 @@ def _updates(n: int) -> list[Event]:
 
 def test_rebuilds_of_the_golden_log_in_one_and_two_processes_equal_the_record_fold() -> None:
     with SegmentLog(GOLDEN, writer=False) as log:
-        want = _reference(log)
-        assert _snapshots(rebuild(log, split=False)) == want
+        want = reference(log)
+        assert snapshots(rebuild(log, split=False)) == want
         seen: list[int] = []
         failed: list[str] = []
         got = rebuild(
             log, split=True, progress=lambda seq, end: seen.append(seq), warn=failed.append
         )
         assert not failed  # the second process folded the graph
-        assert _snapshots(got) == want
+        assert snapshots(got) == want
         assert seen == sorted(seen) and seen[-1] == log.last_seq
-        assert _snapshots(rebuild(log, ["graph", "traces"], to_seq=10, split=True)) == _reference(
+        assert snapshots(rebuild(log, ["graph", "traces"], to_seq=10, split=True)) == reference(
             log, ["graph", "traces"], 10
         )
 
@@ -143,24 +123,24 @@ def test_the_graph_handed_back_and_restored_folds_as_this_process_would(
     a: list[Event], b: list[Event], times: int
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        with SegmentLog(Path(tmp) / "log", clock=_clock(), durability="none") as log:
-            _append(log, [_graph(), a, _updates(times), b, _updates(times)])
+        with SegmentLog(Path(tmp) / "log", clock=clock(), durability="none") as log:
+            append(log, [_graph(), a, _updates(times), b, _updates(times)])
             end = log.last_seq
             states = _handed_back(log, end)
-            assert _snapshots(states) == _reference(log)
+            assert snapshots(states) == reference(log)
             # the restored graph goes on folding as a folded one
-            _append(log, [_updates(3), a])
+            append(log, [_updates(3), a])
             fold_fast(read_for(log, NAMES, end + 1, log.last_seq), states)
-            assert _snapshots(states) == _reference(log)
+            assert snapshots(states) == reference(log)
 
 
 @given(a=streams, b=streams)
 def test_records_of_every_form_forwarded_fold_alike(a: list[Event], b: list[Event]) -> None:
-    memory = MemoryLog(clock=_clock())  # decoded weight updates
-    _append(memory, [_graph(), a, _updates(4), b])
-    assert _snapshots(_handed_back(memory, memory.last_seq)) == _reference(memory)
+    memory = MemoryLog(clock=clock())  # decoded weight updates
+    append(memory, [_graph(), a, _updates(4), b])
+    assert snapshots(_handed_back(memory, memory.last_seq)) == reference(memory)
     with SegmentLog(GOLDEN, writer=False) as log:  # weight updates in msgpack, left raw
-        assert _snapshots(_handed_back(log, log.last_seq)) == _reference(log)
+        assert snapshots(_handed_back(log, log.last_seq)) == reference(log)
 
 
 def test_a_stream_of_records_cut_short_is_an_error_not_a_state() -> None:
@@ -180,11 +160,11 @@ def test_every_state_of_the_golden_log_restored_folds_on_as_the_folded_one() -> 
     with SegmentLog(GOLDEN, writer=False) as log:
         middle = log.last_seq // 2
         folded = fold(log.read(1, middle, light=True), {n: PROJECTIONS[n].initial() for n in NAMES})
-        restored = {n: PROJECTIONS[n].restore(body) for n, body in _snapshots(folded).items()}
-        assert _snapshots(restored) == _snapshots(folded)
+        restored = {n: PROJECTIONS[n].restore(body) for n, body in snapshots(folded).items()}
+        assert snapshots(restored) == snapshots(folded)
         for states in (folded, restored):
             fold(log.read(middle + 1, log.last_seq, light=True), states)
-        assert _snapshots(restored) == _snapshots(folded) == _reference(log)
+        assert snapshots(restored) == snapshots(folded) == reference(log)
 
 
 def _answering(change: str) -> str:
@@ -204,9 +184,9 @@ def _failing(monkeypatch: Any, code: str) -> None:
 def test_a_second_process_that_crashes_leaves_the_graph_to_this_one(
     tmp_path: Path, monkeypatch: Any
 ) -> None:
-    with SegmentLog(tmp_path / "log", clock=_clock(), durability="none") as log:
-        _append(log, [_graph(), _updates(20)])
-        want = _reference(log)
+    with SegmentLog(tmp_path / "log", clock=clock(), durability="none") as log:
+        append(log, [_graph(), _updates(20)])
+        want = reference(log)
         cases = [
             ("import sys; sys.stderr.write('boom: it broke\\n'); sys.exit(1)", "boom: it broke"),
             ("import sys; sys.stdout.write('not msgpack')", "could not be read"),
@@ -222,7 +202,7 @@ def test_a_second_process_that_crashes_leaves_the_graph_to_this_one(
         for code, why in cases:
             _failing(monkeypatch, code)
             failed: list[str] = []
-            assert _snapshots(rebuild(log, split=True, warn=failed.append)) == want
+            assert snapshots(rebuild(log, split=True, warn=failed.append)) == want
             assert len(failed) == 1 and why in failed[0] and "\n" not in failed[0]
 
 
@@ -232,8 +212,8 @@ def test_the_second_process_runs_the_code_of_this_one(tmp_path: Path, monkeypatc
     (other / "__init__.py").write_text("")
     monkeypatch.chdir(other.parent)
     _failing(monkeypatch, "import sys, replay; sys.exit(replay.__file__)")
-    with SegmentLog(tmp_path / "log", clock=_clock(), durability="none") as log:
-        _append(log, [_graph()])
+    with SegmentLog(tmp_path / "log", clock=clock(), durability="none") as log:
+        append(log, [_graph()])
         failed: list[str] = []
         rebuild(log, split=True, warn=failed.append)
     assert len(failed) == 1 and failed[0].count(str(Path(split_process.__file__).parent)) == 1
@@ -242,29 +222,29 @@ def test_the_second_process_runs_the_code_of_this_one(tmp_path: Path, monkeypatc
 def test_without_an_interpreter_to_start_everything_is_folded_here(
     tmp_path: Path, monkeypatch: Any
 ) -> None:
-    with SegmentLog(tmp_path / "log", clock=_clock(), durability="none") as log:
-        _append(log, [_graph(), _updates(5)])
+    with SegmentLog(tmp_path / "log", clock=clock(), durability="none") as log:
+        append(log, [_graph(), _updates(5)])
         monkeypatch.setattr(sys, "executable", "")
         failed: list[str] = []
-        assert _snapshots(rebuild(log, split=True, warn=failed.append)) == _reference(log)
+        assert snapshots(rebuild(log, split=True, warn=failed.append)) == reference(log)
         assert not failed
 
 
 def test_a_log_in_memory_is_rebuilt_in_two_processes_alike() -> None:
-    log = MemoryLog(clock=_clock())
-    _append(log, [_graph(), _updates(5)])
+    log = MemoryLog(clock=clock())
+    append(log, [_graph(), _updates(5)])
     failed: list[str] = []
-    assert _snapshots(rebuild(log, split=True, warn=failed.append)) == _reference(log)
+    assert snapshots(rebuild(log, split=True, warn=failed.append)) == reference(log)
     assert not failed
 
 
 def test_a_postgresql_log_is_rebuilt_in_two_processes(pg_server: PgServer) -> None:
     from ocb_events.pg.log import PostgresLog
 
-    with PostgresLog(pg_server.fresh_url(), clock=_clock()) as log:
-        _append(log, [_graph(), _updates(20), _graph(), _updates(7)])
+    with PostgresLog(pg_server.fresh_url(), clock=clock()) as log:
+        append(log, [_graph(), _updates(20), _graph(), _updates(7)])
         failed: list[str] = []
-        assert _snapshots(rebuild(log, split=True, warn=failed.append)) == _reference(log)
+        assert snapshots(rebuild(log, split=True, warn=failed.append)) == reference(log)
         assert not failed
 
 
@@ -283,8 +263,8 @@ def test_a_rebuild_that_fails_here_stops_the_second_process(
 
     monkeypatch.setattr(split_process, "start", keep)
     _failing(monkeypatch, "import time; time.sleep(60)")
-    with SegmentLog(tmp_path / "log", clock=_clock(), durability="none") as log:
-        _append(log, [_graph(), _updates(5)])
+    with SegmentLog(tmp_path / "log", clock=clock(), durability="none") as log:
+        append(log, [_graph(), _updates(5)])
         with pytest.raises(KeyboardInterrupt):
             rebuild(log, split=True, progress=interrupt)
     assert len(started) == 1 and started[0].returncode is not None  # killed and waited for
@@ -301,7 +281,7 @@ def test_a_rebuild_leaves_the_cycle_collector_as_it_found_it(enabled: bool) -> N
     try:
         (gc.enable if enabled else gc.disable)()
         with SegmentLog(GOLDEN, writer=False) as log:
-            assert _snapshots(rebuild(log, split=False)) == _reference(log)
+            assert snapshots(rebuild(log, split=False)) == reference(log)
             assert gc.isenabled() is enabled
             with pytest.raises(KeyboardInterrupt):
                 rebuild(log, split=False, progress=stop)
