@@ -31,10 +31,11 @@ traces) and takes every payload from its table, with no walk over the frames
 (``ocb_events.segments.read_runs``); everything else reads a block whole, its heavy
 bytes put back.
 
-A dictionary (none in a small segment) is trained on the segment's own frames when it
-is stored: node ids, paths and tags recur in every block, and a block compressed with
-it shrinks about as much as one ten times its size, while a read still decompresses
-one block (with the dictionary, read once per open).
+A dictionary (none in a small segment) is trained on a segment's frames (the writer
+trains a segment's on the segment before it, ahead of its seal: ``ocb_events.sealing``)
+and stored in the container it compresses: node ids, paths and tags recur in every
+block, and a block compressed with it shrinks about as much as one ten times its size,
+while a read still decompresses one block (with the dictionary, read once per open).
 
 Everything above the container (frames, checksums, the hash chain, offsets named in
 errors, the index of a segment) sees the segment's own bytes, so the hash chain covers
@@ -93,6 +94,11 @@ _HEAD = struct.Struct("<8sQIB3xII")
 _ENTRY = struct.Struct("<QQIII")
 _HEAD2 = struct.Struct("<8sQIB3xIIIII")
 _ENTRY2 = struct.Struct("<QQIIIIIII")
+
+
+Dicts = tuple["zstd.ZstdDict | None", "zstd.ZstdDict | None"]
+"""The dictionaries of an ``OCBSEGZ2`` container: its light part's and its heavy
+part's (None: compressed without one)."""
 
 
 class Block(msgspec.Struct, frozen=True):
@@ -161,16 +167,52 @@ def pack(
     skips: Sequence[int],
     *,
     block_bytes: int | None = None,
+    dicts: Dicts | None = None,
 ) -> bytes:
     """The ``OCBSEGZ2`` container of a segment's bytes ``data`` whose frames start at
     ``frames`` (offsets, the first frame's seq ``first_seq``) and their payloads
     ``skips`` bytes into them, in blocks of about ``block_bytes`` (default
-    ``BLOCK_BYTES2``).
+    ``BLOCK_BYTES2``), compressed with ``dicts`` (by default, two dictionaries trained
+    on this segment's light frames and bodies: ``train``).
 
     Raises:
         ValueError: a block's light and heavy parts do not give back its bytes (never
             expected: the segment is then left plain).
     """
+    parts = split_blocks(data, first_seq, frames, skips, block_bytes=block_bytes)
+    return assemble(parts, dicts if dicts is not None else train(samples(parts)))
+
+
+class Split(msgspec.Struct):
+    """A segment cut into blocks, each split into its light and heavy parts
+    (``split_blocks``), ready to compress (``assemble``)."""
+
+    data: bytes
+    first_seq: int
+    frames: int
+    cuts: list[tuple[int, int, int]]
+    blocks: list[tuple[int, int, int, Parts]]
+
+
+class Samples(msgspec.Struct, frozen=True):
+    """What two dictionaries are trained on: some light frames and bodies of a segment,
+    and the total bytes of each kind."""
+
+    light: list[bytes]
+    heavy: list[bytes]
+    light_bytes: int
+    heavy_bytes: int
+
+
+def split_blocks(
+    data: bytes,
+    first_seq: int,
+    frames: Sequence[int],
+    skips: Sequence[int],
+    *,
+    block_bytes: int | None = None,
+) -> Split:
+    """``data`` cut into blocks and each block split (``pack``)."""
     cuts = _cuts(first_seq, frames, block_bytes or BLOCK_BYTES2)
     blocks: list[tuple[int, int, int, Parts]] = []
     for i, (seq, k, off) in enumerate(cuts):
@@ -178,22 +220,46 @@ def pack(
         end = frames[stop] if stop < len(frames) else len(data)
         rel = [f - off for f in frames[k:stop]]
         blocks.append((seq, off, end, split(data[off:end], rel[0], rel, skips[k:stop])))
-    light = [p.light[a:b] for *_, p in blocks for a, b in p.frames]
-    heavy = [p.heavy[a:b] for *_, p in blocks for a, b in p.pieces]
-    ldict = _train([light[k] for k in _sampled(len(light), SAMPLES2)], len(data), DICT_BYTES2)
-    hdict = _train(
-        [heavy[k] for k in _sampled(len(heavy), SAMPLES2)], sum(map(len, heavy)), DICT_BYTES2
+    return Split(data, first_seq, len(frames), cuts, blocks)
+
+
+def samples(parts: Split) -> Samples:
+    """About ``SAMPLES2`` light frames and ``SAMPLES2`` bodies of a split segment."""
+    light = [p.light[a:b] for *_, p in parts.blocks for a, b in p.frames]
+    heavy = [p.heavy[a:b] for *_, p in parts.blocks for a, b in p.pieces]
+    return Samples(
+        [light[k] for k in _sampled(len(light), SAMPLES2)],
+        [heavy[k] for k in _sampled(len(heavy), SAMPLES2)],
+        len(parts.data),
+        sum(map(len, heavy)),
     )
+
+
+def train(got: Samples) -> Dicts:
+    """The two dictionaries trained on ``got`` (None for a kind with too little)."""
+    return (
+        _train(got.light, got.light_bytes, DICT_BYTES2),
+        _train(got.heavy, got.heavy_bytes, DICT_BYTES2),
+    )
+
+
+def assemble(parts: Split, dicts: Dicts) -> bytes:
+    """The ``OCBSEGZ2`` container of a split segment, compressed with ``dicts``.
+
+    Raises:
+        ValueError: a block's parts do not give back its bytes."""
+    ldict, hdict = dicts
+    data, first_seq, cuts = parts.data, parts.first_seq, parts.cuts
     stored: list[bytes] = []
     table: list[bytes] = []
-    for i, (seq, off, end, parts) in enumerate(blocks):
-        zl = zstd.compress(parts.light, LEVEL, zstd_dict=ldict)
-        zh = zstd.compress(parts.heavy, LEVEL, zstd_dict=hdict) if parts.heavy else b""
-        stop = cuts[i + 1][1] if i + 1 < len(cuts) else len(frames)
-        back = Table(parts.light)
-        if back.splice(parts.light, parts.heavy) != data[off:end]:
+    for i, (seq, off, end, block) in enumerate(parts.blocks):
+        zl = zstd.compress(block.light, LEVEL, zstd_dict=ldict)
+        zh = zstd.compress(block.heavy, LEVEL, zstd_dict=hdict) if block.heavy else b""
+        stop = cuts[i + 1][1] if i + 1 < len(cuts) else parts.frames
+        back = Table(block.light)
+        if back.splice(block.light, block.heavy) != data[off:end]:
             raise ValueError(f"block {i} of segment {first_seq} does not split back whole")
-        tcrc = zlib.crc32(parts.light[: back.size])
+        tcrc = zlib.crc32(block.light[: back.size])
         entry = (seq, off, end - off, stop - cuts[i][1], len(zl), len(zl) + len(zh))
         table.append(_ENTRY2.pack(*entry, zlib.crc32(zl), zlib.crc32(zh), tcrc))
         stored += (zl, zh)
@@ -201,7 +267,7 @@ def pack(
     hc = hdict.dict_content if hdict is not None else b""
     entries = b"".join(table)
     head = _HEAD2.pack(
-        MAGIC2, first_seq, len(blocks), ZSTD, len(lc), zlib.crc32(lc), len(hc),
+        MAGIC2, first_seq, len(parts.blocks), ZSTD, len(lc), zlib.crc32(lc), len(hc),
         zlib.crc32(hc), zlib.crc32(entries),
     )  # fmt: skip
     return b"".join([head, entries, lc, hc, *stored])

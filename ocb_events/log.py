@@ -67,13 +67,13 @@ from ocb_events.integrity import (
 )
 from ocb_events.marks import Seal, Tail, TailWriter, read_seals, read_tail, write_seals
 from ocb_events.rewrite import (
-    compress_sealed,
     migrate_legacy,
     needs_migration,
     redact_records,
     sweep_temp,
 )
 from ocb_events.schema import Event, FoldRecord, Record
+from ocb_events.sealing import Sealer
 from ocb_events.segments import (
     Recovery,
     Segment,
@@ -139,7 +139,7 @@ class SegmentLog:
         self.durability: Durability = durability
         self.segment_bytes = segment_bytes
         self.writer = writer
-        self.compress = compress
+        self.compress = Sealer() if compress else None
         self.recovery: Recovery | None = None
         self._mutex = threading.RLock()
         self._group_depth = 0
@@ -464,8 +464,8 @@ class SegmentLog:
         self._prefix_crc = zlib.crc32(header)
         self._write_tail()
         self._mark_durable()
-        if self.compress and len(self._segments) > 1:
-            compress_sealed(self.directory, self._segments[-2], self._seals, self._offsets)
+        if self.compress is not None and len(self._segments) > 1:
+            self.compress.compress(self.directory, self._segments[:-1], self._seals, self._offsets)
 
     def _seal_last(self) -> None:
         """Record the last segment as full (it is never written again), so the next

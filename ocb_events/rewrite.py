@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import mmap
 import zlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import msgspec
@@ -82,27 +82,6 @@ def compress_segment(seg: Segment, offsets: Sequence[int]) -> bool:
         return False
     replace_segment(seg.path, stored)
     return True
-
-
-def compress_sealed(
-    directory: Path,
-    seg: Segment,
-    seals: dict[int, Seal],
-    offsets: Callable[[Segment], Sequence[int]],
-) -> None:
-    """Store a sealed segment compressed and seal it again (in ``seals`` and on disk);
-    a failure leaves it plain, which reads the same (a seal that no longer matches only
-    makes the next open verify the segment)."""
-    try:
-        if not compress_segment(seg, offsets(seg)):
-            return
-        old = seals[seg.first_seq]
-        seals[seg.first_seq] = seal_of(
-            seg.path, old.first_seq, old.last_seq, old.last_ts, old.chain
-        )
-        write_seals(directory, seals)
-    except OSError:
-        pass
 
 
 def needs_migration(segs: Iterable[Segment], seals: Mapping[int, Seal]) -> bool:

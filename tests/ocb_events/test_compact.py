@@ -8,6 +8,7 @@ import math
 import os
 import shutil
 import struct
+import zlib
 from pathlib import Path
 
 import msgspec
@@ -16,6 +17,7 @@ from hypothesis import given, settings, strategies as st
 
 from ocb_events import blocks
 from ocb_events.blocks import Packed
+from ocb_events.clock import TickClock
 from ocb_events.codec import decode_for_fold, decode_record, encode_record
 from ocb_events.errors import LogCorrupt
 from ocb_events.frames import CURRENT, encode_frame, frame_records, scan_offsets, segment_header
@@ -25,7 +27,7 @@ from ocb_events.parts import Candidate, QueryParams, SeedHit, Step
 from ocb_events.recode import REWRITE_SUFFIX, rewrite_log
 from ocb_events.rewrite import compress_segment
 from ocb_events.schema import QueryTraced, Record
-from ocb_events.segments import list_segments, packed
+from ocb_events.segments import Segment, list_segments, packed, payload_skips
 from replay import PROJECTIONS, fold, rebuild
 from tests.ocb_events.golden_log import GOLDEN
 from tests.ocb_events.tamper import store_plain
@@ -136,7 +138,7 @@ def test_a_damaged_body_is_corruption_naming_the_record() -> None:
 
 def _log(directory: Path, n: int = 60, segment_bytes: int = 6000) -> list[Record]:
     recs: list[Record] = []
-    with SegmentLog(directory, segment_bytes=segment_bytes) as log:
+    with SegmentLog(directory, segment_bytes=segment_bytes, clock=TickClock()) as log:
         for i in range(0, n, 3):
             recs += log.append([_trace(i), _trace(i + 1), _trace(i + 2)], actor="t")
     return recs
@@ -231,6 +233,65 @@ def test_a_segment_with_a_damaged_frame_stays_plain_and_a_rebuild_names_the_reco
     data[offsets[2] + CURRENT.frame_size + 3] ^= 0x01
     seg.path.write_bytes(bytes(data))
     assert compress_segment(seg, offsets) and packed(seg.path) is not None
+
+
+@pytest.fixture
+def small_dictionaries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Dictionaries for segments of a few dozen KB, as full-size ones get them."""
+    monkeypatch.setattr(blocks, "DICT_MIN", 1)
+    monkeypatch.setattr(blocks, "DICT_BYTES2", 2048)
+
+
+def dicts_key(path: Path) -> tuple[int, int, int, int]:
+    """The lengths and checksums of the two dictionaries a segment is stored with."""
+    box = Packed(path)
+    assert box.zdict is not None and box.hdict is not None
+    lc, hc = box.zdict.dict_content, box.hdict.dict_content
+    return len(lc), zlib.crc32(lc), len(hc), zlib.crc32(hc)
+
+
+def _dicts_trained_on(seg: Segment) -> tuple[int, int, int, int]:
+    """``dicts_key`` of the dictionaries trained on a sealed segment's own bytes."""
+    data = Packed(seg.path).read()
+    frames = scan_offsets(seg.path, seg.first_seq, CURRENT)
+    skips = payload_skips(data, seg, frames)
+    assert skips is not None
+    light, heavy = blocks.train(
+        blocks.samples(blocks.split_blocks(data, seg.first_seq, frames, skips))
+    )
+    assert light is not None and heavy is not None
+    lc, hc = light.dict_content, heavy.dict_content
+    return len(lc), zlib.crc32(lc), len(hc), zlib.crc32(hc)
+
+
+@pytest.mark.usefixtures("small_dictionaries")
+def test_a_sealed_segment_is_compressed_with_dictionaries_of_the_one_before(
+    tmp_path: Path,
+) -> None:
+    recs = _log(tmp_path / "a", 900, segment_bytes=60_000)
+    segs = list_segments(tmp_path / "a")[:-1]
+    assert len(segs) >= 4
+    assert dicts_key(segs[0].path) == _dicts_trained_on(segs[0]), "the first: its own"
+    for prev, seg in zip(segs, segs[1:], strict=False):
+        assert dicts_key(seg.path) == _dicts_trained_on(prev)
+    verify_log(tmp_path / "a")
+    with SegmentLog(tmp_path / "a", writer=False) as log:
+        assert list(log.read()) == recs
+
+
+@pytest.mark.usefixtures("small_dictionaries")
+def test_a_log_is_stored_the_same_however_often_its_writer_reopens(tmp_path: Path) -> None:
+    # a writer trains the next segment's dictionaries ahead; a new writer trains them
+    # at its first seal, from the segment before: the same bytes either way
+    _log(tmp_path / "one", 900, segment_bytes=60_000)
+    clock = TickClock()
+    for i in range(0, 900, 3):
+        with SegmentLog(tmp_path / "many", segment_bytes=60_000, clock=clock) as log:
+            log.append([_trace(i), _trace(i + 1), _trace(i + 2)], actor="t")
+    one, many = list_segments(tmp_path / "one"), list_segments(tmp_path / "many")
+    assert len(one) >= 4 and packed(one[-2].path) is not None
+    for a, b in zip(one, many, strict=True):
+        assert a.path.read_bytes() == b.path.read_bytes()
 
 
 def test_a_rebuild_reads_compressed_and_plain_segments_alike(tmp_path: Path) -> None:
