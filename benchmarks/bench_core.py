@@ -306,14 +306,20 @@ def real_triples(
     return result
 
 
-def grow_log(brain_dir: Path, dest: Path, extra: int, traces_per_outcome: int) -> None:
+def grow_log(
+    brain_dir: Path, dest: Path, extra: int, traces_per_outcome: int
+) -> dict[str, list[float]]:
     """Copy the brain to ``dest`` and append ``extra`` events made of copies of real
     (trace, outcome, update) triples: each outcome comes after ``traces_per_outcome``
-    traces, so 1 means every query is learned from."""
+    traces, so 1 means every query is learned from. Returns the seconds of each append
+    of a batch that started a segment (``sealed``: the append that seals the full one
+    and stores it compressed) and of every other (``plain``)."""
     triples = real_triples(brain_dir)
     shutil.copytree(brain_dir, dest)
+    times: dict[str, list[float]] = {"sealed": [], "plain": []}
     with SegmentLog(dest / "log", durability="none") as log:
         k, goal = 0, log.last_seq + extra
+        segments = len(list((dest / "log").glob("*.seg")))
         while log.last_seq < goal:
             batch: list[object] = []
             while len(batch) < 1000:
@@ -326,7 +332,13 @@ def grow_log(brain_dir: Path, dest: Path, extra: int, traces_per_outcome: int) -
                     msgspec.structs.replace(up, cause_seq=oseq),
                 ]
                 k += 1
+            t0 = time.perf_counter()
             log.append(batch, actor="bench")  # type: ignore[arg-type]
+            took = time.perf_counter() - t0
+            now = len(list((dest / "log").glob("*.seg")))
+            times["sealed" if now > segments else "plain"].append(took)
+            segments = now
+    return times
 
 
 def bench_rebuild(brain_dir: Path, work: Path, extra: int, repeats: int) -> dict[str, object]:

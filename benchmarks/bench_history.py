@@ -2,7 +2,8 @@
 
 Builds the 10,000-chunk synthetic workspace of ``bench_core.py``, indexes it, records
 200 real queries with outcomes through the API, then grows the log to ``--events``
-with copies of those (trace, outcome, update) triples, two traces per outcome. It
+with copies of those (trace, outcome, update) triples, two traces per outcome, in
+appends of 1,000 (timed: those that seal a full segment store it compressed). It
 does so for each mix of ``--rules``: ``pg`` (each outcome changes edge weights: what
 time travel and the edge audit read) and ``route``, the default rule (each outcome
 updates a route: the daily-use mix). It
@@ -66,7 +67,9 @@ def rebuild_ms(log: SegmentLog, runs: int) -> tuple[float, float]:
     return statistics.median(default), statistics.median(one)
 
 
-def build(work: Path, events: int, quick: bool, rule: str) -> tuple[Path, list[str]]:
+def build(
+    work: Path, events: int, quick: bool, rule: str
+) -> tuple[Path, list[str], dict[str, list[float]]]:
     """A brain directory whose log holds ``events`` records, and its query texts: its
     outcomes learn with ``rule``: ``pg`` changes edge weights (what time travel and
     audit read), the default ``route`` learns routes (the daily-use mix)."""
@@ -79,11 +82,11 @@ def build(work: Path, events: int, quick: bool, rule: str) -> tuple[Path, list[s
             b.learn(1.0 if i % 4 else -1.0, trace_id=b.query(q["text"]).trace_id, rule=rule)
         done = b.log.last_seq
     dest = work / f"brain-{rule}"
-    bench_core.grow_log(seed_brain, dest, events - done, traces_per_outcome=2)
+    appends = bench_core.grow_log(seed_brain, dest, events - done, traces_per_outcome=2)
     shutil.rmtree(seed_brain)
     shutil.rmtree(dest / "snapshots", ignore_errors=True)
     shutil.rmtree(dest / "cache", ignore_errors=True)
-    return dest, [q["text"] for q in queries]
+    return dest, [q["text"] for q in queries], appends
 
 
 def write_checkpoints(brain: Path, every: int) -> int:
@@ -165,8 +168,13 @@ def run_mix(work: Path, events: int, quick: bool, rule: str, every: int) -> dict
     res: dict[str, Any] = {"rule": rule}
     try:
         t0 = time.perf_counter()
-        brain, texts = build(work, events, quick, rule)
+        brain, texts, appends = build(work, events, quick, rule)
         res["build_s"] = time.perf_counter() - t0
+        sealed, plain = appends["sealed"], appends["plain"]
+        res["seals"] = len(sealed)
+        res["append_sealing_s"] = statistics.median(sealed) if sealed else None
+        res["append_sealing_max_s"] = max(sealed) if sealed else None
+        res["append_plain_s"] = statistics.median(plain) if plain else None
         log_bytes = sum(p.stat().st_size for p in (brain / "log").glob("*.seg"))
         res["log_mib"] = log_bytes / 2**20
         res["bytes_per_event"] = log_bytes / events
@@ -228,6 +236,10 @@ def table(mixes: list[dict[str, Any]]) -> list[tuple[str, list[float | None], st
         ("analytics catch-up from scratch, s", col(an("catch_up_scratch_s")), "<= 15"),
         ("analytics catch-up, 10,000 new events, ms", col(an("catch_up_10k_ms")), ""),
         ("log bytes per event", col(lambda m: m["bytes_per_event"]), "<= 500"),
+        ("segments sealed while growing the log", col(lambda m: m["seals"]), ""),
+        ("append of 1,000 events sealing a segment, s", col(lambda m: m["append_sealing_s"]), ""),
+        ("the slowest such append, s", col(lambda m: m["append_sealing_max_s"]), ""),
+        ("any other append of 1,000 events, s", col(lambda m: m["append_plain_s"]), ""),
         ("log size, MiB", col(lambda m: m["log_mib"]), ""),
         ("analytics store, MiB", col(an("store_mib")), ""),
         ("Parquet export of every view, s", col(an("export_s")), ""),
