@@ -26,7 +26,7 @@ from ocb_events.codec import (
 from ocb_events.log import SegmentLog
 from ocb_events.protocol import EncodedLog, EventLog
 from ocb_events.schema import EdgesUpdated, FoldRecord, Record
-from ocb_events.segments import read_runs
+from ocb_events.segments import RunDecode, read_runs
 from projections import PROJECTIONS, ROUTES, fold_weights
 from replay.weights import WeightRuns
 
@@ -38,26 +38,41 @@ _WEIGHTS = frozenset({EdgesPackedRaw, EdgesUpdatedRaw, EdgesUpdated})
 """The kinds of a weight update, as each log gives it (``WeightRuns.gather``)."""
 
 
-def read_for(log: EventLog, names: Iterable[str], from_seq: int, to_seq: int) -> Iterator[Decoded]:
+Through = Callable[[RunDecode], RunDecode]
+"""What a segment log's records pass through as they are decoded (``read_for``)."""
+
+
+def read_for(
+    log: EventLog,
+    names: Iterable[str],
+    from_seq: int,
+    to_seq: int,
+    through: Through | None = None,
+) -> Iterator[Decoded]:
     """Records ``from_seq..to_seq`` decoded for the projections ``names``: a log that
     stores records encoded (``EncodedLog``: segments, PostgreSQL) decodes only the
     events those fold (the others come as ``Skipped``), the segment log a block of
-    frames at a time; any other log gives its light records."""
+    frames at a time (each run decoded by ``through(decoder)`` when given: a segment
+    log only); any other log gives its light records."""
     tags = frozenset().union(*(ROUTES[n] for n in names))
     if not isinstance(log, SegmentLog):
+        if through is not None:
+            raise TypeError("only a segment log reads its records through a run decoder")
         if isinstance(log, EncodedLog):
             return log.read_decoded(from_seq, to_seq, fold_decoder(tags))
         return log.read(from_seq, to_seq, light=True)
     limit = min(to_seq, log.last_seq)
     if max(from_seq, 1) > limit:
         return iter(())
-    return chain.from_iterable(_runs(log, tags, max(from_seq, 1), limit))
+    return chain.from_iterable(_runs(log, tags, max(from_seq, 1), limit, through))
 
 
 def _runs(
-    log: SegmentLog, tags: frozenset[str], from_seq: int, limit: int
+    log: SegmentLog, tags: frozenset[str], from_seq: int, limit: int, through: Through | None
 ) -> Iterator[Iterable[Any]]:
-    decode = fold_run_decoder(tags)
+    decode: RunDecode = fold_run_decoder(tags)
+    if through is not None:
+        decode = through(decode)
     for seg, fmt, off, expected in log._starts(from_seq, limit):
         yield from read_runs(
             seg, fmt, off, expected, from_seq, limit, decode, log._segments, light=True

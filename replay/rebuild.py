@@ -5,8 +5,9 @@ re-exported here for the callers that import them from ``replay``.
 A rebuild reads the log once, decoding only what the projections it folds read
 (``replay.folding``). A rebuild of a long log (``SPLIT_FROM`` records or more, on a
 machine with two cores or more) folds in two processes: as this one reads the log and
-folds the other projections, it forwards the records the graph folds to a second
-interpreter (``replay.split``), which folds them in log order and hands back the
+folds the other projections, it forwards the records the graph folds (a segment
+log's as their payloads, not decoded here) to a second interpreter
+(``replay.split``), which folds them in log order and hands back the
 graph's snapshot bytes, restored here. The states are byte for byte those of one
 process. A second process that cannot start, fails or answers wrongly leaves the graph
 to this one (with a one-line warning when it failed), never a wrong state.
@@ -23,6 +24,7 @@ from typing import Any
 
 import msgspec
 
+from ocb_events.log import SegmentLog
 from ocb_events.protocol import EventLog
 from projections import PROJECTIONS, ROUTES, fold
 from replay import split as split_process
@@ -97,9 +99,13 @@ def _fold_split(
     these from its snapshots (or fold them here too when it failed)."""
     here, away = parts
     forward = split_process.forward_to(proc, split_process.Job(away, end))
+    mine = {n: states[n] for n in here}
     try:
-        records = read_for(log, [*here, *away], 1, end)
-        states.update(fold_fast(records, {n: states[n] for n in here}, tick, forward))
+        if isinstance(log, SegmentLog):  # payloads forwarded as read, decoded there
+            states.update(fold_fast(read_for(log, here, 1, end, forward.payloads), mine, tick))
+        else:
+            records = read_for(log, [*here, *away], 1, end)
+            states.update(fold_fast(records, mine, tick, forward))
         forward.close()
         got = split_process.finish(proc, forward, away)
     except BaseException:  # interrupted, or a corrupt log: the second process too

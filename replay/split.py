@@ -9,10 +9,17 @@ second process folds them in log order the fast way (``replay.folding.fold_fast`
 its states are the ones a one-process rebuild gives, byte for byte. It never opens the
 log itself, so any log splits alike (a PostgreSQL server reads its log once).
 
+A segment log's records are forwarded as the payloads they were read as
+(``Forward.payloads``): this process decodes only what its own projections fold (a
+weight update costs it its envelope), and the second process decodes the payloads
+with the decoder of its own. Any other log's records go decoded (``Forward.send``).
+
 It runs as ``python -P -m replay.split`` (no fork: a fresh interpreter that imports
 only what folding needs, from this process's tree). Its stdin is a run of frames,
 each a 4-byte little-endian length and that many bytes: a msgpack ``Job``, then
-msgpack arrays of forwarded records (``Item``), then an empty frame; it writes one
+frames of forwarded records, either msgpack arrays of them (``Item``) or runs of
+payloads (``_PAYLOADS``, then their count and each one's length as native u32: both
+processes run on this machine, then the payloads), then an empty frame; it writes one
 msgpack ``Handoff`` to stdout.
 """
 
@@ -25,14 +32,23 @@ import subprocess
 import sys
 import tempfile
 import threading
+from array import array
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
 import msgspec
 
-from ocb_events.codec import EdgesPackedRaw, EdgesUpdatedRaw, FoldPeek, Skipped
+from ocb_events.codec import (
+    PACKED_TAG,
+    EdgesPackedRaw,
+    EdgesUpdatedRaw,
+    FoldPeek,
+    Skipped,
+    fold_run_decoder,
+)
 from ocb_events.schema import FoldRecord
+from ocb_events.segments import RunDecode
 from projections import PROJECTIONS, ROUTES
 from replay.folding import Decoded, fold_fast, no_cycle_collection
 
@@ -64,6 +80,9 @@ FRAMES = 64
 """Frames queued for the writing thread at most (this process waits beyond)."""
 
 _LENGTH = struct.Struct("<I")
+_PAYLOADS = 0
+"""The first byte of a frame of payloads (one of records starts a msgpack array)."""
+_COUNT = struct.Struct("=I")
 
 
 class Job(msgspec.Struct, array_like=True):
@@ -165,6 +184,10 @@ class Forward:
         """Records forwarded so far."""
         self._encode = msgspec.msgpack.Encoder().encode_into
         self._buf, self._n = bytearray(_HEAD), 0
+        self._lengths: array[int] = array("I")
+        self._raw: list[bytes] = []  # the payloads of the frame being gathered, joined
+        self._raw_bytes = 0
+        self._tagged = _Tagged(self._tags)
         self._thread = threading.Thread(target=self._write, name="rebuild-forward", daemon=True)
         self._thread.start()
         self._queue.put(_frame(msgspec.msgpack.encode(job)))
@@ -178,6 +201,46 @@ class Forward:
                 send(rec)
             yield rec
 
+    def payloads(self, decode: RunDecode) -> RunDecode:
+        """``decode`` (a run decoder of this process's projections) passing on each
+        run's records and forwarding, as they were read, the payloads of those the job
+        folds, a run at a time (``ocb_events.segments.read_runs`` gives payloads of
+        immutable bytes)."""
+
+        def run(views: list[memoryview], offsets: list[int], segment: str) -> list[Any]:
+            records = list(decode(views, offsets, segment))  # (a run is a few hundred)
+            tagged = self._tagged
+            picked = [v for v, r in zip(views, records, strict=True) if tagged[type(r.event)]]
+            if picked:
+                self._send_payloads(picked)
+            return records
+
+        return run
+
+    def send_payload(self, payload: memoryview) -> None:
+        """Forward one record as its payload (one the job folds)."""
+        self._send_payloads([payload])
+
+    def _send_payloads(self, payloads: list[memoryview]) -> None:
+        if self._n:
+            self._flush()  # the records before them first
+        self._lengths.extend(map(len, payloads))
+        joined = b"".join(payloads)
+        self._raw.append(joined)
+        self._raw_bytes += len(joined)
+        if self._raw_bytes >= FRAME_BYTES:
+            self._flush_payloads()
+
+    def _flush_payloads(self) -> None:
+        n = len(self._lengths)
+        if n:
+            size = 1 + _COUNT.size + 4 * n + self._raw_bytes
+            head = _LENGTH.pack(size) + bytes((_PAYLOADS,)) + _COUNT.pack(n)
+            # one write a frame: the writing thread takes the GIL back once a write
+            self._queue.put(b"".join([head, self._lengths.tobytes(), *self._raw]))
+            self.count += n
+            self._lengths, self._raw, self._raw_bytes = array("I"), [], 0
+
     def wants(self, kind: type) -> bool:
         """Whether records of ``kind`` are forwarded."""
         k = self._kinds.get(kind)
@@ -185,6 +248,8 @@ class Forward:
 
     def send(self, rec: Decoded) -> None:
         """Forward one record (one the job folds: ``wants``)."""
+        if self._lengths:
+            self._flush_payloads()  # the payloads before it first
         ev: Any = rec.event
         k = self._kinds[type(ev)]
         if k == 1:
@@ -220,6 +285,7 @@ class Forward:
     def close(self) -> None:
         """End the stream and wait for the thread to have written it."""
         self._flush()
+        self._flush_payloads()
         self._queue.put(_frame(b""))
         self._queue.put(None)
         self._thread.join()
@@ -235,6 +301,25 @@ class Forward:
             self._stdin.close()
         except OSError:
             pass
+
+
+class _Tagged(dict[type, bool]):
+    """Whether records of each event kind are among ``tags`` (``_tag``), found once."""
+
+    def __init__(self, tags: frozenset[str]) -> None:
+        super().__init__()
+        self.tags = tags
+
+    def __missing__(self, kind: type) -> bool:
+        wanted = self[kind] = _tag(kind) in self.tags
+        return wanted
+
+
+def _tag(kind: type) -> str:
+    """The tag of an event kind as the projections' routes name it (a packed weight
+    update is an ``edges_updated``)."""
+    tag = str(getattr(kind, "__struct_config__").tag)  # noqa: B009 (not typed as a Struct)
+    return "edges_updated" if tag == PACKED_TAG else tag
 
 
 def _frame(data: bytes) -> bytes:
@@ -281,8 +366,9 @@ def main(stream: IO[bytes]) -> bytes:
     job = msgspec.msgpack.decode(_read_frame(stream), type=Job)
     states = {n: PROJECTIONS[n].initial() for n in job.names}
     count = [0]
+    decode = fold_run_decoder(frozenset().union(*(ROUTES[n] for n in job.names)))
     with no_cycle_collection():
-        fold_fast(_received(stream, count), states)
+        fold_fast(_received(stream, count, decode), states)
     for state in states.values():
         state.seq = max(state.seq, job.end)
     snapshots = {n: PROJECTIONS[n].snapshot(states[n]) for n in job.names}
@@ -300,8 +386,13 @@ def _read_frame(stream: IO[bytes]) -> bytes:
     return data
 
 
-def _received(stream: IO[bytes], count: list[int]) -> Iterator[Any]:
+def _received(stream: IO[bytes], count: list[int], decode: RunDecode) -> Iterator[Any]:
     while data := _read_frame(stream):
+        if data[0] == _PAYLOADS:
+            views = _payloads(data)
+            count[0] += len(views)
+            yield from decode(views, [0] * len(views), "(forwarded)")
+            continue
         items = _ITEMS.decode(data)
         count[0] += len(items)
         for item in items:
@@ -313,6 +404,21 @@ def _received(stream: IO[bytes], count: list[int]) -> Iterator[Any]:
                 yield FoldPeek(seq=item.seq, ts=0, actor="", event=ev)
             else:
                 yield item.rec
+
+
+def _payloads(data: bytes) -> list[memoryview]:
+    """The payloads of a frame of them (views of ``data``)."""
+    (n,) = _COUNT.unpack_from(data, 1)
+    at = 1 + _COUNT.size + 4 * n
+    lengths = array("I")
+    lengths.frombytes(data[1 + _COUNT.size : at])
+    if len(lengths) != n or at + sum(lengths) != len(data):
+        raise ValueError("a frame of payloads does not add up")
+    view, out = memoryview(data), []
+    for size in lengths:
+        out.append(view[at : at + size])
+        at += size
+    return out
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import io
+import struct
 import sys
 import tempfile
 from pathlib import Path
@@ -101,12 +102,16 @@ class _Kept(io.BytesIO):
         super().close()
 
 
-def _handed_back(log: EventLog, end: int) -> dict[str, Any]:
+def _handed_back(log: EventLog, end: int, *, payloads: bool = False) -> dict[str, Any]:
     """This process's states folded as a split rebuild folds them, the graph restored
-    from what the second process (run here) hands back for the records forwarded."""
+    from what the second process (run here) hands back for the records forwarded
+    (decoded, or a segment log's as the payloads read)."""
     sink = _Kept()
     forward = split_process.Forward(sink, split_process.Job(["graph"], end))
-    records = forward.records(read_for(log, NAMES, 1, end))
+    if payloads:
+        records = read_for(log, HERE, 1, end, forward.payloads)
+    else:
+        records = forward.records(read_for(log, NAMES, 1, end))
     states = fold_fast(records, {n: PROJECTIONS[n].initial() for n in HERE})
     forward.close()
     assert forward.error is None
@@ -126,6 +131,7 @@ def test_the_graph_handed_back_and_restored_folds_as_this_process_would(
         with SegmentLog(Path(tmp) / "log", clock=clock(), durability="none") as log:
             append(log, [_graph(), a, _updates(times), b, _updates(times)])
             end = log.last_seq
+            assert snapshots(_handed_back(log, end, payloads=True)) == reference(log)
             states = _handed_back(log, end)
             assert snapshots(states) == reference(log)
             # the restored graph goes on folding as a folded one
@@ -141,6 +147,55 @@ def test_records_of_every_form_forwarded_fold_alike(a: list[Event], b: list[Even
     assert snapshots(_handed_back(memory, memory.last_seq)) == reference(memory)
     with SegmentLog(GOLDEN, writer=False) as log:  # weight updates in msgpack, left raw
         assert snapshots(_handed_back(log, log.last_seq)) == reference(log)
+
+
+@settings(max_examples=30)
+@given(how=st.lists(st.booleans(), min_size=1))
+def test_records_and_payloads_forwarded_in_any_mix_fold_in_log_order(how: list[bool]) -> None:
+    with SegmentLog(GOLDEN, writer=False) as log:
+        end = log.last_seq
+        sink = _Kept()
+        forward = split_process.Forward(sink, split_process.Job(["graph"], end))
+        full = read_for(log, NAMES, 1, end)  # the same records, decoded for every fold
+
+        def mixed(decode: Any) -> Any:
+            def run(views: Any, offsets: Any, segment: str) -> Any:
+                for view, rec in zip(views, decode(views, offsets, segment), strict=True):
+                    whole = next(full)
+                    assert whole.seq == rec.seq
+                    if forward.wants(type(whole.event)):
+                        if how[rec.seq % len(how)]:
+                            forward.send_payload(view)
+                        else:
+                            forward.send(whole)
+                    yield rec
+
+            return run
+
+        for _ in read_for(log, HERE, 1, end, mixed):
+            pass
+        forward.close()
+        want = reference(log, ["graph"])["graph"]
+    got = msgspec.msgpack.decode(
+        split_process.main(io.BytesIO(sink.kept)), type=split_process.Handoff
+    )
+    assert got.records == forward.count > 0
+    assert got.snapshots["graph"] == want
+
+
+def test_a_frame_of_payloads_that_does_not_add_up_is_an_error() -> None:
+    with SegmentLog(GOLDEN, writer=False) as log:
+        sink = _Kept()
+        forward = split_process.Forward(sink, split_process.Job(["graph"], log.last_seq))
+        for _ in read_for(log, HERE, 1, log.last_seq, forward.payloads):
+            pass
+        forward.close()
+    data = bytearray(sink.kept)
+    job = 4 + struct.unpack_from("<I", data)[0]
+    assert data[job + 4] == 0, "a frame of payloads follows the job"
+    data[job + 9] ^= 0x01  # the first payload's length
+    with pytest.raises(ValueError, match="does not add up"):
+        split_process.main(io.BytesIO(bytes(data)))
 
 
 def test_a_stream_of_records_cut_short_is_an_error_not_a_state() -> None:
