@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, overload
 
 import msgspec
 import numpy as np
@@ -196,15 +196,39 @@ class Table:
 
     def payloads(
         self, light: memoryview, base: int, lo: int, hi: int
-    ) -> tuple[list[memoryview], list[int]]:
+    ) -> tuple[list[memoryview], FrameOffsets]:
         """The light payloads of frames ``lo..hi-1`` (views of ``light``) and the
-        frames' offsets in the segment (the block starting at segment offset ``base``)."""
+        frames' offsets in the segment (the block starting at segment offset ``base``;
+        found when asked: a rebuild names one only in an error)."""
         ends = self.ends[lo:hi]
-        starts = ends - self.lengths[lo:hi]
-        extra = np.zeros(len(self.lengths), np.int64)
-        extra[self.cut] = self.piece - len(EMPTY_BIN)
-        grown = np.cumsum(extra)[lo:hi] - extra[lo:hi]
-        offsets = (starts + (base - self.size) + grown).tolist()
-        firsts = (starts + self.skips[lo:hi]).tolist()
+        firsts = (ends - self.lengths[lo:hi] + self.skips[lo:hi]).tolist()
         views = [light[s:e] for s, e in zip(firsts, ends.tolist(), strict=True)]
-        return views, offsets
+        return views, FrameOffsets(self, base, lo, hi)
+
+
+class FrameOffsets(Sequence[int]):
+    """The segment offsets of frames ``lo..hi-1`` of a block (``Table.payloads``): a
+    frame's light start, moved by the bodies taken out of the frames before it."""
+
+    __slots__ = ("_base", "_hi", "_lo", "_table")
+
+    def __init__(self, table: Table, base: int, lo: int, hi: int) -> None:
+        self._table, self._base, self._lo, self._hi = table, base, lo, hi
+
+    def __len__(self) -> int:
+        return self._hi - self._lo
+
+    @overload
+    def __getitem__(self, i: int) -> int: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[int]: ...
+    def __getitem__(self, i: int | slice) -> int | list[int]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        if not -len(self) <= i < len(self):
+            raise IndexError("frame index out of range")
+        t, k = self._table, self._lo + (i % len(self))
+        before = int(np.searchsorted(t.cut, k))  # the frames before k that gave a body
+        grown = int(t.piece[:before].sum()) - len(EMPTY_BIN) * before
+        start = int(t.ends[k]) - int(t.lengths[k])
+        return start + self._base - int(t.size) + grown

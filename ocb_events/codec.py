@@ -21,7 +21,7 @@ upcasting when that fails.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any, Union, get_args
 
 import msgspec
@@ -339,7 +339,7 @@ def fold_run_decoder(tags: Collection[str]) -> _Run:
     return _fold_run_decoder(frozenset(tags))
 
 
-_Run = Callable[[list[memoryview], list[int], str], Iterator[Record | FoldRecord | FoldPeek]]
+_Run = Callable[[list[memoryview], Sequence[int], str], Iterator[Record | FoldRecord | FoldPeek]]
 
 
 @functools.cache
@@ -347,7 +347,7 @@ def _fold_run_decoder(tags: frozenset[str]) -> _Run:
     fast, one = _envelope_decoder(tags).decode, _fold_decoder(tags)
 
     def decode_run(
-        views: list[memoryview], offsets: list[int], segment: str
+        views: list[memoryview], offsets: Sequence[int], segment: str
     ) -> Iterator[Record | FoldRecord | FoldPeek]:
         at = 0
         while at < len(views):

@@ -269,7 +269,7 @@ def read_frames(
             buf.close()
 
 
-RunDecode = Callable[[list[memoryview], list[int], str], Iterable[Any]]
+RunDecode = Callable[[list[memoryview], Sequence[int], str], Iterable[Any]]
 """Decodes the payloads of a run of frames (given with the frames' offsets and the
 segment's name, for errors) into their records, in order."""
 PLAIN_RUN = 256
@@ -326,7 +326,7 @@ def read_runs(
 
 def _light_runs(
     box: Packed, from_seq: int, limit: int
-) -> Iterator[tuple[list[memoryview], list[int]]]:
+) -> Iterator[tuple[list[memoryview], Sequence[int]]]:
     """The light payloads of the records ``from_seq..limit`` of an ``OCBSEGZ2``
     container, a block at a time, with the frames' segment offsets (``read_runs``)."""
     with open(box.path, "rb") as fh:

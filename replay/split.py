@@ -33,7 +33,7 @@ import sys
 import tempfile
 import threading
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -207,7 +207,7 @@ class Forward:
         folds, a run at a time (``ocb_events.segments.read_runs`` gives payloads of
         immutable bytes)."""
 
-        def run(views: list[memoryview], offsets: list[int], segment: str) -> list[Any]:
+        def run(views: list[memoryview], offsets: Sequence[int], segment: str) -> list[Any]:
             records = list(decode(views, offsets, segment))  # (a run is a few hundred)
             tagged = self._tagged
             picked = [v for v, r in zip(views, records, strict=True) if tagged[type(r.event)]]
