@@ -50,8 +50,10 @@ block. zlib (codec 1) is read too.
 
 from __future__ import annotations
 
+import os
 import struct
 import sys
+import weakref
 import zlib
 from array import array
 from collections.abc import Sequence
@@ -289,20 +291,38 @@ def _train(samples: list[bytes], total: int, size: int) -> zstd.ZstdDict | None:
         return None
 
 
+class _At:
+    """Reads a file from the start, by position (never moving the offset it shares
+    with the descriptors it was duplicated from or to)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd, self.at = fd, 0
+
+    def read(self, n: int) -> bytes:
+        data = os.pread(self.fd, n, self.at)
+        self.at += len(data)
+        return data
+
+
 class Packed:
     """A compressed segment file (either container), its block table read once.
+
+    Every read goes to the file it was opened from (``fd``: the open file ``fh`` when
+    given, else ``path`` opened once), even after ``path`` names another file: a
+    segment rewritten in place (compressed, redacted, repaired) is renamed over the old
+    one, whose blocks this table describes.
 
     Raises:
         LogCorrupt: the container's header or table is damaged.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, fh: BinaryIO | None = None) -> None:
         self.path = path
         self.name = path.name
-        with open(path, "rb") as fh:
-            self.v2 = fh.read(8) == MAGIC2
-            fh.seek(0)
-            blocks = self._read_v2(fh) if self.v2 else self._read_v1(fh)
+        self.fd = os.dup(fh.fileno()) if fh is not None else os.open(path, os.O_RDONLY)
+        weakref.finalize(self, os.close, self.fd)
+        self.v2 = os.pread(self.fd, 8, 0) == MAGIC2
+        blocks = self._read_v2(_At(self.fd)) if self.v2 else self._read_v1(_At(self.fd))
         self.blocks: list[Block] = blocks
         self.size = blocks[-1].end if blocks else 0
         self.firsts = array("Q", (b.first_seq for b in blocks))
@@ -310,7 +330,7 @@ class Packed:
     def _bad(self, why: str, seq: int = -1) -> LogCorrupt:
         return LogCorrupt(self.name, 0, seq, why)
 
-    def _read_v1(self, fh: BinaryIO) -> list[Block]:
+    def _read_v1(self, fh: _At) -> list[Block]:
         head = fh.read(_HEAD.size)
         if len(head) < _HEAD.size or head[:8] != MAGIC:
             raise self._bad("bad compressed segment header")
@@ -328,7 +348,7 @@ class Packed:
             at += stored
         return blocks
 
-    def _read_v2(self, fh: BinaryIO) -> list[Block]:
+    def _read_v2(self, fh: _At) -> list[Block]:
         head = fh.read(_HEAD2.size)
         if len(head) < _HEAD2.size or head[:8] != MAGIC2:
             raise self._bad("bad compressed segment header")
@@ -385,16 +405,18 @@ class Packed:
         """
         last = len(self.blocks) - 1 if last is None else last
         out = []
-        with open(self.path, "rb") as fh:
-            for b in self.blocks[first : last + 1]:
-                fh.seek(b.at)
-                try:
-                    out.append(self.block(b, fh.read(b.stored)))
-                except LogCorrupt:
-                    if not lenient:
-                        raise
-                    out.append(bytes(b.length))
+        for b in self.blocks[first : last + 1]:
+            try:
+                out.append(self.block(b, self.stored(b)))
+            except LogCorrupt:
+                if not lenient:
+                    raise
+                out.append(bytes(b.length))
         return b"".join(out)
+
+    def stored(self, b: Block, *, light: bool = False) -> bytes:
+        """The stored bytes of block ``b`` (``light``: its light part alone)."""
+        return os.pread(self.fd, b.light if light else b.stored, b.at)
 
     def _corrupt(self, b: Block, why: str) -> LogCorrupt:
         return LogCorrupt(self.name, b.offset, b.first_seq, f"{why} (compressed block)")
@@ -443,11 +465,9 @@ class Packed:
         if not self.blocks:
             return b""
         b = self.blocks[0]
-        with open(self.path, "rb") as fh:
-            fh.seek(b.at)
-            if not self.v2:
-                return self.block(b, fh.read(b.stored))
-            light, table = self.light(b, fh.read(b.light))
+        if not self.v2:
+            return self.block(b, self.stored(b))
+        light, table = self.light(b, self.stored(b, light=True))
         return light[table.size : table.size + table.start]
 
     def light(self, b: Block, z: bytes) -> tuple[bytes, Table]:

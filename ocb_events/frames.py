@@ -288,7 +288,7 @@ def map_file(path: Path, *, lenient: bool = False) -> tuple[mmap.mmap | bytes, i
             return b"", 0
         if is_packed(fh.read(8)):
             try:
-                data = Packed(path).read(lenient=lenient)
+                data = Packed(path, fh).read(lenient=lenient)
             except LogCorrupt:
                 if not lenient:
                     raise

@@ -9,7 +9,7 @@ import os
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 
@@ -191,9 +191,14 @@ def is_compressed(path: Path) -> bool:
 def packed(path: Path) -> Packed | None:
     """The block table of a segment file stored compressed; None for a plain one."""
     with open(path, "rb") as fh:
-        if not is_packed(fh.read(8)):
-            return None
-    return Packed(path)
+        return packed_file(fh, path)
+
+
+def packed_file(fh: BinaryIO, path: Path) -> Packed | None:
+    """``packed`` of the segment file open as ``fh``: a reader that goes on reading a
+    plain segment from ``fh`` reads the file it found plain, even if the writer has
+    meanwhile renamed the segment compressed over it."""
+    return Packed(path, fh) if is_packed(os.pread(fh.fileno(), 8, 0)) else None
 
 
 def read_at(path: Path, off: int, n: int) -> bytes:
@@ -203,9 +208,9 @@ def read_at(path: Path, off: int, n: int) -> bytes:
     Raises:
         LogCorrupt: the block is damaged.
     """
-    box = packed(path)
-    if box is None:
-        with open(path, "rb") as fh:
+    with open(path, "rb") as fh:
+        box = packed_file(fh, path)
+        if box is None:
             return os.pread(fh.fileno(), n, off)
     i = box.block_of_offset(off)
     base = box.blocks[i].offset if box.blocks else 0
@@ -295,8 +300,16 @@ def read_runs(
     Raises:
         LogCorrupt: framing or a checksum that does not hold, or a record missing.
     """
+    with open(seg.path, "rb") as fh:  # every read of this segment from this file
+        yield from _read_runs(seg, fh, fmt, off, expected, from_seq, limit, decode, segs, light)
+
+
+def _read_runs(
+    seg: Segment, fh: BinaryIO, fmt: Format, off: int, expected: int, from_seq: int,
+    limit: int, decode: RunDecode, segs: Sequence[Segment], light: bool,
+) -> Iterator[Iterable[Any]]:  # fmt: skip
     name = seg.name
-    box = packed(seg.path)
+    box = packed_file(fh, seg.path)
     if light and box is not None and box.v2 and box.blocks:
         for views, offsets in _light_runs(box, from_seq, limit):
             yield decode(views, offsets, name)
@@ -304,7 +317,7 @@ def read_runs(
         at, expected = box.size, min(limit, tail.first_seq + tail.frames - 1) + 1
     else:
         if box is None or not box.blocks:
-            data = seg.path.read_bytes()
+            data = fh.read()
             parts: Iterator[tuple[bytes, int, int, int]] = iter([(data, 0, off, expected)])
             check = True
         else:
@@ -329,15 +342,13 @@ def _light_runs(
 ) -> Iterator[tuple[list[memoryview], Sequence[int]]]:
     """The light payloads of the records ``from_seq..limit`` of an ``OCBSEGZ2``
     container, a block at a time, with the frames' segment offsets (``read_runs``)."""
-    with open(box.path, "rb") as fh:
-        fd = fh.fileno()
-        for i in range(box.block_of_seq(from_seq), box.block_of_seq(limit) + 1):
-            b = box.blocks[i]
-            data, table = box.light(b, os.pread(fd, b.light, b.at))
-            lo = max(from_seq - b.first_seq, 0)
-            hi = min(limit - b.first_seq + 1, b.frames)
-            if hi > lo:
-                yield table.payloads(memoryview(data), b.offset, lo, hi)
+    for i in range(box.block_of_seq(from_seq), box.block_of_seq(limit) + 1):
+        b = box.blocks[i]
+        data, table = box.light(b, box.stored(b, light=True))
+        lo = max(from_seq - b.first_seq, 0)
+        hi = min(limit - b.first_seq + 1, b.frames)
+        if hi > lo:
+            yield table.payloads(memoryview(data), b.offset, lo, hi)
 
 
 def payload_skips(data: bytes, seg: Segment, offsets: Sequence[int]) -> list[int] | None:
@@ -368,12 +379,10 @@ def _blocks(
     """The blocks holding records ``from_seq..limit``, decompressed one at a time: their
     bytes, the segment offsets they start at and where their first frame is, and the
     seq of that frame."""
-    with open(box.path, "rb") as fh:
-        for i in range(box.block_of_seq(from_seq), box.block_of_seq(limit) + 1):
-            b = box.blocks[i]
-            fh.seek(b.at)
-            data = box.block(b, fh.read(b.stored))
-            yield data, b.offset, b.offset + (fmt.header_size if i == 0 else 0), b.first_seq
+    for i in range(box.block_of_seq(from_seq), box.block_of_seq(limit) + 1):
+        b = box.blocks[i]
+        data = box.block(b, box.stored(b))
+        yield data, b.offset, b.offset + (fmt.header_size if i == 0 else 0), b.first_seq
 
 
 def _frames(
@@ -449,8 +458,7 @@ def packed_head(seg: Segment, seq: int, fmt: Format) -> bytes | None:
     i = box.block_of_seq(seq)
     b = box.blocks[i]
     if box.v2:  # the frame headers are whole in the light part, the table says where
-        with open(box.path, "rb") as fh:
-            light, table = box.light(b, os.pread(fh.fileno(), b.light, b.at))
+        light, table = box.light(b, box.stored(b, light=True))
         k = seq - b.first_seq
         off = int(table.ends[k] - table.lengths[k]) if 0 <= k < b.frames else len(light)
         head = light[off : off + fmt.frame_size]

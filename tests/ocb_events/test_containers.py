@@ -19,7 +19,7 @@ import msgspec
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ocb_events import blocks
+from ocb_events import blocks, segments
 from ocb_events.blocks import MAGIC, MAGIC2, Packed, pack, pack_z1
 from ocb_events.bodies import EMPTY_BIN, body_at
 from ocb_events.codec import encode_record, fold_decoder, fold_run_decoder
@@ -376,3 +376,80 @@ def test_a_segment_whose_parts_would_not_give_it_back_stays_plain(
     monkeypatch.undo()
     assert compress_segment(seg, scan_offsets(seg.path, seg.first_seq, CURRENT))
     assert Packed(seg.path).read() == data
+
+
+# ------------------------------------------------------------------ a segment renamed over
+
+
+def _rename_over(path: Path, other: bytes) -> None:
+    tmp = path.with_name(path.name + ".rewrite")
+    tmp.write_bytes(other)
+    os.replace(tmp, path)
+
+
+def _renamed_over_on_open(
+    monkeypatch: pytest.MonkeyPatch, path: Path, other: bytes, *, packed: bool
+) -> None:
+    """The writer renames a file holding ``other`` over ``path`` (as a seal, a
+    redaction or a repair does) just after a reader opens it: after
+    ``ocb_events.segments`` opens it (``packed``: after a block table is read)."""
+    done: list[bool] = []
+    if packed:
+        real_init = Packed.__init__
+
+        def init(self: Packed, *args: Any, **kw: Any) -> None:
+            real_init(self, *args, **kw)
+            if not done:
+                done.append(True)
+                _rename_over(path, other)
+
+        monkeypatch.setattr(Packed, "__init__", init)
+        return
+    real = open
+
+    def opening(file: Any, *args: Any, **kw: Any) -> Any:
+        fh = real(file, *args, **kw)
+        if Path(file) == path and not done:
+            done.append(True)
+            _rename_over(path, other)
+        return fh
+
+    monkeypatch.setattr(segments, "open", opening, raising=False)
+
+
+@pytest.mark.parametrize("light", [False, True])
+@pytest.mark.parametrize("was", ["plain", "packed"])
+def test_a_reader_reads_the_segment_it_opened_though_another_is_renamed_over_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, was: str, light: bool
+) -> None:
+    data = _segment([_trace(i) for i in range(40)], set())
+    (tmp_path / "other").mkdir()
+    seg = _store(tmp_path, data, MAGIC2, 3000)
+    stored = seg.path.read_bytes()
+    if was == "plain":  # the writer compresses the segment a reader opened plain
+        seg.path.write_bytes(data)
+        other = stored
+    else:  # the writer rewrites a compressed segment in other blocks
+        other = _store(tmp_path / "other", data, MAGIC2, 700).path.read_bytes()
+        assert other != stored
+    plain = seg
+    want = _runs(plain, 1, 40, light=light)
+    assert [r.seq for r, _ in want] == list(range(1, 41))
+    _renamed_over_on_open(monkeypatch, plain.path, other, packed=was == "packed")
+    assert _runs(plain, 1, 40, light=light) == want
+    assert plain.path.read_bytes() == other  # it was renamed over, read all the same
+
+
+@pytest.mark.parametrize("was", ["plain", "packed"])
+def test_one_record_reads_from_the_segment_opened_though_another_is_renamed_over_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, was: str
+) -> None:
+    data = _segment([_trace(i) for i in range(40)], set())
+    (tmp_path / "other").mkdir()
+    seg = _store(tmp_path, data, MAGIC2, 3000)
+    other = _store(tmp_path / "other", data, MAGIC2, 700).path.read_bytes()
+    if was == "plain":
+        seg.path.write_bytes(data)
+    at = scan_offsets(tmp_path / "other" / seg.path.name, 1, CURRENT)[25]
+    _renamed_over_on_open(monkeypatch, seg.path, other, packed=was == "packed")
+    assert segments.read_at(seg.path, at, 64) == data[at : at + 64]
