@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, strategies as st
 
 from tests.import_scan import imports
 
@@ -252,13 +253,77 @@ def import_graph() -> dict[str, dict[str, int]]:
 
 def cycles(graph: dict[str, dict[str, int]]) -> list[tuple[str, ...]]:
     """Every elementary cycle (up to MAX_CYCLES), each from its smallest module: a walk
-    from each module through larger ones back to it."""
+    from each module through larger ones of its strongly connected component (where
+    every cycle through it lies) back to it."""
     found: list[tuple[str, ...]] = []
+    part = components(graph)
 
     def walk(path: list[str]) -> None:
         for nxt in sorted(graph[path[-1]]):
             if len(found) >= MAX_CYCLES:
                 return
+            if nxt == path[0]:
+                found.append(tuple(path))
+            elif nxt > path[0] and nxt not in path and part[nxt] == part[path[0]]:
+                walk([*path, nxt])
+
+    for start in sorted(graph):
+        walk([start])
+    return found
+
+
+def components(graph: dict[str, dict[str, int]]) -> dict[str, int]:
+    """The strongly connected component of each module, as a number (Tarjan's, without
+    recursion)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    part: dict[str, int] = {}
+    stack: list[str] = []
+    held: set[str] = set()
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        held.add(root)
+        while work:
+            node, targets = work[-1]
+            nxt = next((t for t in targets if t not in index or t in held), None)
+            if nxt is not None and nxt not in index:
+                index[nxt] = low[nxt] = len(index)
+                stack.append(nxt)
+                held.add(nxt)
+                work.append((nxt, iter(sorted(graph[nxt]))))
+                continue
+            if nxt is not None:  # on the stack: a way back
+                low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                while True:
+                    member = stack.pop()
+                    held.discard(member)
+                    part[member] = index[node]
+                    if member == node:
+                        break
+    return part
+
+
+def described(cycle: tuple[str, ...], graph: dict[str, dict[str, int]]) -> str:
+    steps = zip(cycle, [*cycle[1:], cycle[0]], strict=True)
+    lines = ", ".join(f"{MODULES[a].relative_to(ROOT)}:{graph[a][b]}" for a, b in steps)
+    return f"{' -> '.join([*cycle, cycle[0]])} (imports at {lines})"
+
+
+def _every_cycle(graph: dict[str, dict[str, int]]) -> list[tuple[str, ...]]:
+    """Every elementary cycle, each from its smallest node, by walking every path."""
+    found: list[tuple[str, ...]] = []
+
+    def walk(path: list[str]) -> None:
+        for nxt in sorted(graph[path[-1]]):
             if nxt == path[0]:
                 found.append(tuple(path))
             elif nxt > path[0] and nxt not in path:
@@ -269,10 +334,13 @@ def cycles(graph: dict[str, dict[str, int]]) -> list[tuple[str, ...]]:
     return found
 
 
-def described(cycle: tuple[str, ...], graph: dict[str, dict[str, int]]) -> str:
-    steps = zip(cycle, [*cycle[1:], cycle[0]], strict=True)
-    lines = ", ".join(f"{MODULES[a].relative_to(ROOT)}:{graph[a][b]}" for a, b in steps)
-    return f"{' -> '.join([*cycle, cycle[0]])} (imports at {lines})"
+@given(st.dictionaries(st.sampled_from("abcdefg"), st.sets(st.sampled_from("abcdefg"))))
+def test_the_cycle_finder_finds_every_cycle_a_walk_of_every_path_finds(
+    edges: dict[str, set[str]],
+) -> None:
+    nodes = set(edges).union(*edges.values())
+    graph = {n: {t: 1 for t in sorted(edges.get(n, ())) if t != n} for n in nodes}
+    assert cycles(graph) == _every_cycle(graph)
 
 
 def test_no_import_cycle_in_the_product() -> None:
