@@ -17,7 +17,16 @@ from pathlib import Path
 
 import msgspec
 
-from ocb_events.blocks import is_packed, pack
+from ocb_events.blocks import (
+    Dicts,
+    Packed,
+    Split,
+    assemble,
+    is_packed,
+    samples,
+    split_blocks,
+    train,
+)
 from ocb_events.durable import fsync_dir, replace_file
 from ocb_events.errors import LogCorrupt
 from ocb_events.frames import (
@@ -64,20 +73,41 @@ def seal_of(path: Path, first_seq: int, last_seq: int, last_ts: int, chain: byte
 
 def compress_segment(seg: Segment, offsets: Sequence[int]) -> bool:
     """Store a full segment compressed in blocks (``ocb_events.blocks``; the same
-    bytes inside, so its chain and seal content stay), atomically; ``offsets`` are its
-    frames'. Returns whether it was rewritten (False when it already was compressed).
+    bytes inside, so its chain and seal content stay), atomically, with dictionaries
+    trained on it; ``offsets`` are its frames'. Returns whether it was rewritten (False
+    when it already was compressed).
 
     Raises:
         OSError: the disk refused the write (the segment stays as it was).
     """
+    parts = split_segment(seg, offsets)
+    return parts is not None and store_compressed(seg, parts, train(samples(parts)))
+
+
+def split_segment(seg: Segment, offsets: Sequence[int], *, stored: bool = False) -> Split | None:
+    """A full segment's bytes cut into blocks, each split into its light and heavy
+    parts (``ocb_events.blocks.split_blocks``; ``offsets`` are its frames'), or None
+    when it is not to be stored compressed: stored so already (unless ``stored``: then
+    its own bytes are read back), or a frame without its checksum (``payload_skips``).
+    """
     data = seg.path.read_bytes()
-    if is_packed(data) or not offsets:
-        return False
-    skips = payload_skips(data, seg, offsets)
-    if skips is None:
-        return False
+    if is_packed(data):
+        if not stored:
+            return None
+        data = Packed(seg.path).read()
+    skips = payload_skips(data, seg, offsets) if offsets else None
+    return None if skips is None else split_blocks(data, seg.first_seq, offsets, skips)
+
+
+def store_compressed(seg: Segment, parts: Split, dicts: Dicts) -> bool:
+    """Put the container of a split segment, compressed with ``dicts``, in its place;
+    False (the segment left as it was) when its parts would not give it back.
+
+    Raises:
+        OSError: the disk refused the write.
+    """
     try:
-        stored = pack(data, seg.first_seq, offsets, skips)
+        stored = assemble(parts, dicts)
     except ValueError:
         return False
     replace_segment(seg.path, stored)

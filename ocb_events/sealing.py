@@ -20,21 +20,11 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ocb_events.blocks import (
-    Dicts,
-    Packed,
-    Samples,
-    Split,
-    assemble,
-    is_packed,
-    samples,
-    split_blocks,
-    train,
-)
+from ocb_events.blocks import Dicts, Samples, samples, train
 from ocb_events.errors import LogCorrupt
 from ocb_events.marks import Seal, write_seals
-from ocb_events.rewrite import replace_segment, seal_of
-from ocb_events.segments import Segment, payload_skips
+from ocb_events.rewrite import seal_of, split_segment, store_compressed
+from ocb_events.segments import Segment
 
 Offsets = Callable[[Segment], Sequence[int]]
 
@@ -76,21 +66,19 @@ class Sealer:
         matches only makes the next open verify the segment)."""
         *before, seg = sealed
         try:
-            parts = _split(seg, offsets)
+            parts = split_segment(seg, offsets(seg))
             if parts is None:
                 return
-            own = samples(parts)
             dicts = self._dicts_after(before[-1], offsets) if before else None
-            self._ahead = _Ahead(seg.first_seq, own)
-            if dicts is None:
-                dicts = self._ahead.result()
-            replace_segment(seg.path, assemble(parts, dicts))
+            self._ahead = _Ahead(seg.first_seq, samples(parts))
+            if not store_compressed(seg, parts, dicts or self._ahead.result()):
+                return
             old = seals[seg.first_seq]
             seals[seg.first_seq] = seal_of(
                 seg.path, old.first_seq, old.last_seq, old.last_ts, old.chain
             )
             write_seals(directory, seals)
-        except (OSError, ValueError):
+        except OSError:
             pass
 
     def _dicts_after(self, prev: Segment, offsets: Offsets) -> Dicts | None:
@@ -101,22 +89,8 @@ class Sealer:
             dicts = ahead.result()
         else:
             try:
-                parts = _split(prev, offsets, stored=True)
+                parts = split_segment(prev, offsets(prev), stored=True)
             except (OSError, LogCorrupt, ValueError):
                 return None
             dicts = train(samples(parts)) if parts is not None else (None, None)
         return None if None in dicts else dicts
-
-
-def _split(seg: Segment, offsets: Offsets, *, stored: bool = False) -> Split | None:
-    """A full segment's bytes split into blocks, or None when it is not to be stored
-    compressed: already stored so (unless ``stored``: then its own bytes are read back),
-    or a frame without its checksum (``payload_skips``)."""
-    data = seg.path.read_bytes()
-    if is_packed(data):
-        if not stored:
-            return None
-        data = Packed(seg.path).read()
-    frames = offsets(seg)
-    skips = payload_skips(data, seg, frames) if frames else None
-    return None if skips is None else split_blocks(data, seg.first_seq, frames, skips)
