@@ -1,5 +1,6 @@
-"""What the fold tests share: a clock for a test log, appends, and every projection's
-snapshot bytes, folded record by record (the reference a faster fold must equal)."""
+"""What the fold tests share: a clock for a test log, appends, a small graph, and every
+projection's snapshot bytes, folded record by record (the reference a faster fold must
+equal)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ocb_events.protocol import EventLog
-from ocb_events.schema import Event
+from ocb_events.schema import ChunkText, EdgesCreated, EdgeSpec, Event, FileIndexed
 from projections import PROJECTIONS, fold
 
 NAMES = sorted(PROJECTIONS)
@@ -33,3 +34,19 @@ def append(log: EventLog, batches: list[list[Event]]) -> None:
     for batch in batches:
         if batch:
             log.append(batch, actor="test")
+
+
+def chunk_graph(nodes: list[str], *, into_last: bool = True) -> list[Event]:
+    """A file of ``nodes`` as chunks and a sibling edge of weight 0 from each to every
+    other (``into_last=False``: none into the last node)."""
+    chunks = tuple(
+        ChunkText(id=n, text=f"t{i}", text_hash=f"h{i}", start_line=i + 1, end_line=i + 1)
+        for i, n in enumerate(nodes)
+    )
+    edges = tuple(
+        EdgeSpec(source=s, target=t, weight=0.0, kind="sibling")
+        for s in nodes
+        for t in nodes
+        if s != t and (into_last or t != nodes[-1])
+    )
+    return [FileIndexed(path="n.md", content_hash="c", chunks=chunks), EdgesCreated(edges=edges)]

@@ -18,20 +18,18 @@ from ocb_events.memory import MemoryLog
 from ocb_events.protocol import EventLog
 from ocb_events.schema import (
     STOP,
-    ChunkText,
     EdgeDeltas,
     EdgesCreated,
     EdgeSpec,
     EdgesUpdated,
     Event,
-    FileIndexed,
     NodeValue,
 )
 from projections import PROJECTIONS, fold
 from replay.folding import fold_fast, read_for
 from replay.weights import WeightRuns
 from tests.projections.streams import streams
-from tests.replay.folds import NAMES, append, clock, reference, snapshots
+from tests.replay.folds import NAMES, append, chunk_graph, clock, reference, snapshots
 
 
 def _fast(log: EventLog, names: list[str] = NAMES) -> dict[str, bytes]:
@@ -107,20 +105,8 @@ def _every_encoding_folds_alike(log: SegmentLog, directory: Path) -> None:
 
 
 NODES = [f"n.md::{i}" for i in range(8)]
-
-
-def _graph_of_four() -> list[Event]:
-    chunks = tuple(
-        ChunkText(id=n, text=f"t{i}", text_hash=f"h{i}", start_line=i + 1, end_line=i + 1)
-        for i, n in enumerate(NODES)
-    )
-    edges = tuple(
-        EdgeSpec(source=s, target=t, weight=0.0, kind="sibling")
-        for s in NODES
-        for t in NODES
-        if s != t and t != NODES[-1]  # no edge into the last node: deltas to it are dropped
-    )
-    return [FileIndexed(path="n.md", content_hash="c", chunks=chunks), EdgesCreated(edges=edges)]
+"""The nodes of the test graph (``chunk_graph(NODES, into_last=False)``: deltas into
+the last node are dropped)."""
 
 
 _targets = st.lists(st.sampled_from([*NODES, STOP]), min_size=0, max_size=9, unique=True)
@@ -167,7 +153,13 @@ def test_long_runs_of_weight_updates_fold_as_one_by_one(
             # its updates so that weights hit their bounds and stay there a while
             spec = EdgeSpec(source=NODES[0], target=NODES[1], weight=0.5, kind="sibling")
             reset = EdgesCreated(edges=(spec,))
-            append(log, [_graph_of_four(), *(b for run in runs for b in ([reset], run * times))])
+            append(
+                log,
+                [
+                    chunk_graph(NODES, into_last=False),
+                    *(b for run in runs for b in ([reset], run * times)),
+                ],
+            )
             _every_encoding_folds_alike(log, Path(tmp))
 
 
@@ -186,7 +178,7 @@ def test_baselines_recorded_for_the_sources_fold_as_one_by_one(
         with SegmentLog(Path(tmp) / "log", clock=clock(), durability="none") as log:
             spec = EdgeSpec(source=NODES[0], target=NODES[1], weight=0.5, kind="sibling")
             reset = EdgesCreated(edges=(spec,))
-            append(log, [_graph_of_four(), first, [reset], then, [other], first])
+            append(log, [chunk_graph(NODES, into_last=False), first, [reset], then, [other], first])
             _every_encoding_folds_alike(log, Path(tmp))
 
 
@@ -201,7 +193,7 @@ def test_updates_whose_lists_differ_in_length_fold_as_one_by_one() -> None:
     )
     tmp = Path(tempfile.mkdtemp())
     with SegmentLog(tmp / "log", clock=clock(), durability="none") as log:
-        append(log, [_graph_of_four(), [odd, odd, odd]])
+        append(log, [chunk_graph(NODES, into_last=False), [odd, odd, odd]])
         _every_encoding_folds_alike(log, tmp)
 
 

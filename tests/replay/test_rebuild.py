@@ -21,13 +21,9 @@ from ocb_events.memory import MemoryLog
 from ocb_events.protocol import EventLog
 from ocb_events.schema import (
     STOP,
-    ChunkText,
     EdgeDeltas,
-    EdgesCreated,
-    EdgeSpec,
     EdgesUpdated,
     Event,
-    FileIndexed,
     NodeValue,
 )
 from projections import PROJECTIONS, fold
@@ -36,26 +32,12 @@ from replay.folding import fold_fast, read_for
 from tests.ocb_events.golden_log import GOLDEN
 from tests.pg_server import PgServer
 from tests.projections.streams import streams
-from tests.replay.folds import NAMES, append, clock, reference, snapshots
+from tests.replay.folds import NAMES, append, chunk_graph, clock, reference, snapshots
 
 HERE = [n for n in NAMES if n != "graph"]
 
 
 NODES = [f"n.md::{i}" for i in range(6)]
-
-
-def _graph() -> list[Event]:
-    chunks = tuple(
-        ChunkText(id=n, text=f"t{i}", text_hash=f"h{i}", start_line=i + 1, end_line=i + 1)
-        for i, n in enumerate(NODES)
-    )
-    edges = tuple(
-        EdgeSpec(source=s, target=t, weight=0.0, kind="sibling")
-        for s in NODES
-        for t in NODES
-        if s != t
-    )
-    return [FileIndexed(path="n.md", content_hash="c", chunks=chunks), EdgesCreated(edges=edges)]
 
 
 def _updates(n: int) -> list[Event]:
@@ -129,7 +111,7 @@ def test_the_graph_handed_back_and_restored_folds_as_this_process_would(
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         with SegmentLog(Path(tmp) / "log", clock=clock(), durability="none") as log:
-            append(log, [_graph(), a, _updates(times), b, _updates(times)])
+            append(log, [chunk_graph(NODES), a, _updates(times), b, _updates(times)])
             end = log.last_seq
             assert snapshots(_handed_back(log, end, payloads=True)) == reference(log)
             states = _handed_back(log, end)
@@ -143,7 +125,7 @@ def test_the_graph_handed_back_and_restored_folds_as_this_process_would(
 @given(a=streams, b=streams)
 def test_records_of_every_form_forwarded_fold_alike(a: list[Event], b: list[Event]) -> None:
     memory = MemoryLog(clock=clock())  # decoded weight updates
-    append(memory, [_graph(), a, _updates(4), b])
+    append(memory, [chunk_graph(NODES), a, _updates(4), b])
     assert snapshots(_handed_back(memory, memory.last_seq)) == reference(memory)
     with SegmentLog(GOLDEN, writer=False) as log:  # weight updates in msgpack, left raw
         assert snapshots(_handed_back(log, log.last_seq)) == reference(log)
@@ -240,7 +222,7 @@ def test_a_second_process_that_crashes_leaves_the_graph_to_this_one(
     tmp_path: Path, monkeypatch: Any
 ) -> None:
     with SegmentLog(tmp_path / "log", clock=clock(), durability="none") as log:
-        append(log, [_graph(), _updates(20)])
+        append(log, [chunk_graph(NODES), _updates(20)])
         want = reference(log)
         cases = [
             ("import sys; sys.stderr.write('boom: it broke\\n'); sys.exit(1)", "boom: it broke"),
@@ -268,7 +250,7 @@ def test_the_second_process_runs_the_code_of_this_one(tmp_path: Path, monkeypatc
     monkeypatch.chdir(other.parent)
     _failing(monkeypatch, "import sys, replay; sys.exit(replay.__file__)")
     with SegmentLog(tmp_path / "log", clock=clock(), durability="none") as log:
-        append(log, [_graph()])
+        append(log, [chunk_graph(NODES)])
         failed: list[str] = []
         rebuild(log, split=True, warn=failed.append)
     assert len(failed) == 1 and failed[0].count(str(Path(split_process.__file__).parent)) == 1
@@ -278,7 +260,7 @@ def test_without_an_interpreter_to_start_everything_is_folded_here(
     tmp_path: Path, monkeypatch: Any
 ) -> None:
     with SegmentLog(tmp_path / "log", clock=clock(), durability="none") as log:
-        append(log, [_graph(), _updates(5)])
+        append(log, [chunk_graph(NODES), _updates(5)])
         monkeypatch.setattr(sys, "executable", "")
         failed: list[str] = []
         assert snapshots(rebuild(log, split=True, warn=failed.append)) == reference(log)
@@ -287,7 +269,7 @@ def test_without_an_interpreter_to_start_everything_is_folded_here(
 
 def test_a_log_in_memory_is_rebuilt_in_two_processes_alike() -> None:
     log = MemoryLog(clock=clock())
-    append(log, [_graph(), _updates(5)])
+    append(log, [chunk_graph(NODES), _updates(5)])
     failed: list[str] = []
     assert snapshots(rebuild(log, split=True, warn=failed.append)) == reference(log)
     assert not failed
@@ -297,7 +279,7 @@ def test_a_postgresql_log_is_rebuilt_in_two_processes(pg_server: PgServer) -> No
     from ocb_events.pg.log import PostgresLog
 
     with PostgresLog(pg_server.fresh_url(), clock=clock()) as log:
-        append(log, [_graph(), _updates(20), _graph(), _updates(7)])
+        append(log, [chunk_graph(NODES), _updates(20), chunk_graph(NODES), _updates(7)])
         failed: list[str] = []
         assert snapshots(rebuild(log, split=True, warn=failed.append)) == reference(log)
         assert not failed
@@ -319,7 +301,7 @@ def test_a_rebuild_that_fails_here_stops_the_second_process(
     monkeypatch.setattr(split_process, "start", keep)
     _failing(monkeypatch, "import time; time.sleep(60)")
     with SegmentLog(tmp_path / "log", clock=clock(), durability="none") as log:
-        append(log, [_graph(), _updates(5)])
+        append(log, [chunk_graph(NODES), _updates(5)])
         with pytest.raises(KeyboardInterrupt):
             rebuild(log, split=True, progress=interrupt)
     assert len(started) == 1 and started[0].returncode is not None  # killed and waited for
