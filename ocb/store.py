@@ -28,6 +28,7 @@ from ocb.redaction import scanner_of, screened
 from ocb.settings import Actor, Indexing, Learning, S, Storage, Traversal, resolve
 from ocb.shared_log import blob_store, location, open_shared
 from ocb_events.clock import Clock, system_clock
+from ocb_events.codec import only_types
 from ocb_events.errors import (
     BrainError,
     EmbedderMismatch,
@@ -36,7 +37,7 @@ from ocb_events.errors import (
     LogTruncated,
 )
 from ocb_events.log import Durability, Recovery, SegmentLog
-from ocb_events.protocol import EventLog
+from ocb_events.protocol import EncodedLog, EventLog
 from ocb_events.schema import Event, NodesEmbedded, Record, RouteModelTrained, tag_of
 from projections import PROJECTIONS, fold
 from projections.graph import State as GraphState
@@ -231,8 +232,13 @@ class Store:
 
     def _events(self, since: int, wanted: set[str], limit: int | None) -> Iterator[Record]:
         n = 0
-        for rec in self.log.read(since + 1, self.horizon):
-            if wanted and tag_of(rec.event) not in wanted:
+        records: Iterator[Record | None]
+        if wanted and isinstance(self.log, EncodedLog):  # the others' types are only peeked
+            records = self.log.read_decoded(since + 1, self.horizon, only_types(wanted))
+        else:
+            records = self.log.read(since + 1, self.horizon)
+        for rec in records:
+            if rec is None or (wanted and tag_of(rec.event) not in wanted):
                 continue
             if limit is not None and n >= limit:
                 return

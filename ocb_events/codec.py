@@ -177,6 +177,45 @@ def decode_record(buf: bytes | memoryview, *, segment: str = "", offset: int = 0
         raise LogCorrupt(segment, offset, -1, f"undecodable record: {exc}") from exc
 
 
+class _TypeOnly(msgspec.Struct):
+    type: str
+
+
+class _Peek(msgspec.Struct):
+    event: _TypeOnly
+
+
+_PEEK = msgspec.msgpack.Decoder(_Peek)
+
+
+def tag_of_stored(buf: bytes | memoryview) -> str | None:
+    """The event type of a stored record, read without decoding the rest of it (None
+    when it cannot be read that way: decode the record to know)."""
+    if buf and buf[0] == PACKED_TRACE:
+        return "query_traced"
+    if buf[:7] == PACKED_UPDATES:
+        return "edges_updated"
+    try:
+        tag = _PEEK.decode(buf).event.type
+    except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
+        return None
+    return tag if tag in _KNOWN_TAGS else None  # an old tag: the upcasters name it
+
+
+def only_types(wanted: Collection[str]) -> Callable[..., Record | None]:
+    """A decoder (``decode(buf, *, segment, offset)``) of the records whose event type
+    is in ``wanted``; None for the others, whose type it reads without decoding them."""
+    kept = frozenset(wanted)
+
+    def decode(buf: bytes | memoryview, *, segment: str = "", offset: int = 0) -> Record | None:
+        tag = tag_of_stored(buf)
+        if tag is not None and tag not in kept:
+            return None
+        return decode_record(buf, segment=segment, offset=offset)
+
+    return decode
+
+
 def decode_for_fold(
     buf: bytes | memoryview, *, segment: str = "", offset: int = 0
 ) -> Record | FoldRecord:

@@ -424,3 +424,29 @@ def test_a_light_decode_keeps_what_folds_need_of_a_trace(data: st.DataObject) ->
     if not isinstance(other.event, QueryTraced):  # every other event comes back whole
         light_other = decode_for_fold(encode_record(other))
         assert (light_other.seq, light_other.event) == (other.seq, other.event)
+
+
+@given(rec=any_record)
+def test_the_type_of_a_stored_record_is_read_without_decoding_it(rec: Record) -> None:
+    stored = encode_record(rec)
+    assert codec.tag_of_stored(stored) == tag_of(rec.event)
+    assert codec.tag_of_stored(memoryview(stored)) == tag_of(rec.event)
+
+
+@given(
+    rec=any_record,
+    wanted=st.sets(st.sampled_from(sorted(str(t.__struct_config__.tag) for t in EVENT_BUILDERS))),
+)
+def test_only_types_decodes_the_wanted_records_and_skips_the_others(
+    rec: Record, wanted: set[str]
+) -> None:
+    got = codec.only_types(wanted)(encode_record(rec))
+    assert got == (decode_record(encode_record(rec)) if tag_of(rec.event) in wanted else None)
+
+
+def test_only_types_decodes_an_old_tag_to_learn_its_type() -> None:
+    old = msgspec.msgpack.encode({"seq": 1, "ts": 1, "actor": "cli",
+                                  "event": {"type": "no_such_type_yet"}})  # fmt: skip
+    assert codec.tag_of_stored(old) is None
+    with pytest.raises(UnknownEventType):
+        codec.only_types({"workspace_attached"})(old)
