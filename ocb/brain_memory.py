@@ -171,6 +171,10 @@ class MemoryCommands:
 
         return kg_get(self.store, subject, predicate)
 
+    def kg_subjects(self) -> list[str]:
+        """Every subject with a current fact, sorted."""
+        return sorted({e.subject for e in self.store.state("kg").entries.values()})
+
     def kg_history(self, subject: str, predicate: str | None = None) -> KgHistory:
         """Every statement of a subject, oldest first (``ocb.memory.kg.kg_history``)."""
         from ocb.memory.kg import kg_history

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from ocb_events.schema import EdgeDelta
+from ocb_events.schema import EdgeDelta, QueryTraced
 
 
 class Hit(msgspec.Struct, frozen=True):
@@ -40,6 +40,9 @@ class Answer(msgspec.Struct):
     another question's route (see ``ocb.engine.routes``)."""
     route_question: str = ""
     """The question whose route it followed when that is another question's."""
+    walk: QueryTraced | None = None
+    """The trace as decided (seeds, steps with their candidates, vetoes), recorded or
+    not; ``answer_json`` leaves it out unless asked (``walk_json``)."""
 
 
 class SyncReport(msgspec.Struct):

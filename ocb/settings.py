@@ -31,12 +31,12 @@ RouteMode = Literal["edge", "edge+sim", "learned"]
 Rule = Literal["transfer", "route", "pg", "heuristic"]
 Actor = Literal[
     "cli", "daemon", "mcp", "plugin", "watcher", "maintenance", "bench",
-    "sync", "human", "teacher", "reembed", "repair",
+    "sync", "human", "teacher", "reembed", "repair", "ui",
 ]  # fmt: skip
 """Who records an event (its ``actor``): the CLI, the daemon on its own, an MCP client,
 the OpenClaw plugin, the workspace watcher, scheduled maintenance, a benchmark; a sync
 that names no one, a person's own decision (an anchor, a retraction), a teacher's
-labels, a change of embedder, a repair of the log."""
+labels, a change of embedder, a repair of the log; a person in ``ocb ui``."""
 
 
 ACTORS: tuple[Actor, ...] = get_args(Actor)

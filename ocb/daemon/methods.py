@@ -72,7 +72,7 @@ class Params(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """The params of a method that records nothing."""
 
 
-CLIENTS: tuple[Actor, ...] = ("cli", "mcp", "plugin")
+CLIENTS: tuple[Actor, ...] = ("cli", "mcp", "plugin", "ui")
 """The actors a client may ask as: the ``actor`` of what a method records."""
 
 
@@ -93,6 +93,8 @@ class Query(Asked):
     chat_id: str = ""
     mode: str | None = None
     record: bool = True
+    walk: bool = False
+    """Also answer how the query walked (``ocb.wire.walk_json``)."""
 
 
 class Search(Query):
@@ -162,7 +164,7 @@ class Reflect(Asked):
 
 class Kg(Asked):
     subject: str
-    action: Literal["get", "set", "history"] = "get"
+    action: Literal["get", "set", "history", "subjects"] = "get"
     predicate: str | None = None
     value: str | None = None
     source: str = ""
@@ -330,6 +332,8 @@ def _kg(b: LiveBrain, p: Kg) -> Any:
         return set_json(b.kg_set(p.subject, p.predicate, p.value, p.source, actor=p.actor))
     if p.action == "history":
         return history_json(b.kg_history(p.subject, p.predicate))
+    if p.action == "subjects":
+        return {"subjects": b.kg_subjects()}
     return get_json(b.kg_get(p.subject, p.predicate))
 
 
@@ -381,7 +385,7 @@ def methods(brain: LiveBrain, app: App | None = None) -> dict[str, Method]:
 
     recorded = when("record", "write", "read", True)
     table = {
-        "query": m(recorded, Query, lambda p: answer_json(_query(b, p))),
+        "query": m(recorded, Query, lambda p: answer_json(_query(b, p), walk=p.walk)),
         "search": m(recorded, Search, lambda p: search_json(_query(b, p), p.style, p.min_score)),
         "context": m("write", Context, lambda p: context_json(_query(b, p), p.budget)),
         "learn": m("write", Learn, lambda p: learn_json(b.learn(

@@ -339,6 +339,7 @@ def query_at(
         route=trace.route,
         route_mode=trace.route_mode,
         route_question=_route_question(store, trace),
+        walk=trace,
     )
 
 

@@ -42,6 +42,7 @@ import msgspec
 
 from ocb.settings import in_force, lookup, registry
 from ocb.wire.encode import fields, plain
+from ocb_events.codec import to_builtins
 
 if TYPE_CHECKING:
     from ocb.graph.route import TrainReport
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
     from ocb.upkeep.blobs import BlobReport
     from ocb.upkeep.health import Health
     from ocb.upkeep.maintain import AnchorReport, MaintenanceReport
-    from ocb_events.schema import EdgeDelta, Record
+    from ocb_events.schema import EdgeDelta, QueryTraced, Record
     from replay.audit import EdgeAudit, NodeAudit
     from replay.report import HistoryReport
     from replay.store_meta import QueryResult
@@ -88,12 +89,27 @@ def hit_json(h: Hit) -> dict[str, Any]:
     return out
 
 
-def answer_json(a: Answer) -> dict[str, Any]:
-    """The answer's fields with ``chat_id`` third (after ``trace_id`` and ``query``)."""
+def answer_json(a: Answer, *, walk: bool = False) -> dict[str, Any]:
+    """The answer's fields with ``chat_id`` third (after ``trace_id`` and ``query``);
+    with ``walk``, also ``walk_json`` of its trace."""
     d = msgspec.structs.asdict(a)
+    d.pop("walk")
     d["results"] = [hit_json(h) for h in a.results]
     head = {"trace_id": d.pop("trace_id"), "query": d.pop("query"), "chat_id": d.pop("chat_id")}
+    if walk:
+        d["walk"] = walk_json(a.walk)
     return head | d
+
+
+def walk_json(t: QueryTraced | None) -> dict[str, Any] | None:
+    """How the query walked: ``{"seeds": [{node_id, score, lexical, vector}], "steps":
+    [{hop, node, candidates: [{target, weight, logit, tier, uses}], stop_logit, chosen,
+    followed}], "vetoed", "fired", "params"}`` as its trace holds them (None: no trace)."""
+    if t is None:
+        return None
+    full = to_builtins(t)
+    keys = ("seeds", "steps", "vetoed", "fired", "params")
+    return {k: full[k] for k in keys if k in full}
 
 
 def sync_json(r: SyncReport) -> dict[str, Any]:

@@ -51,7 +51,8 @@ CALLS: dict[str, tuple[tuple[Callable[..., Any], ...], dict[str, str]]] = {
     "sync": ((Brain.sync,), {}),
 }
 OWN = {
-    "search": {"style", "min_score"},  # how the hits are shaped
+    "query": {"walk"},  # the answer shaped with its walk
+    "search": {"style", "min_score", "walk"},  # how the hits are shaped
     "context": {"budget"},  # the block's size
     "kg": {"action"},  # which of the three it calls
 }

@@ -66,7 +66,7 @@ def test_the_daemon_records_who_asked_and_refuses_anyone_else(built: Path) -> No
         with pytest.raises(RpcError) as info:
             rpc(built, "query", text=QUESTION, actor="root")
         assert info.value.code == -32001 and info.value.message == "unknown actor 'root'"
-        assert info.value.hint == "use one of: cli, mcp, plugin"
+        assert info.value.hint == "use one of: cli, mcp, plugin, ui"
     actors = [e["actor"] for e in events(built, "query_traced", "outcome_recorded")]
     assert actors[-3:] == ["plugin", "plugin", "cli"]
 
