@@ -45,6 +45,8 @@ def allowed(module: str) -> bool:
         return True
     if module == "ocb.mcp" or module.startswith("ocb.mcp."):  # ocb mcp runs the MCP server
         return True
+    if module == "ocb.ui" or module.startswith("ocb.ui."):  # ocb ui runs the window
+        return True
     if module == "ocb.wire" or module.startswith("ocb.wire."):  # --json prints the wire's JSON
         return True
     return module in ALLOWED or module == "ocb.cli" or module.startswith("ocb.cli.")

@@ -113,12 +113,15 @@ LAYERS["ocb.daemon"] = set(LAYERS) | {"ocb"}
 # the MCP server: a thin layer over the daemon's protocol (its client, or its methods
 # run in-process)
 LAYERS["ocb.mcp"] = {"ocb.daemon", "ocb"}
+# the window (ocb ui): a thin layer over the daemon's protocol too, and the JSON of its
+# pages; the CLI hands it the command line its pages' commands run in
+LAYERS["ocb.ui"] = {"ocb.daemon", "ocb"}
 LAYERS["ocb.cli"] = set(LAYERS)  # the top: anything in ocb
 # the ocb script: the daemon's thin client, else the CLI
 LAYERS["ocb.entry"] = {"ocb.daemon", "ocb.cli"}
 # the package itself: its public surface names the facade and the structs it returns
 # (exported lazily, so importing ocb loads nothing else)
-LAYERS["ocb"] = set(LAYERS) - {"ocb.cli", "ocb.daemon", "ocb.entry", "ocb.mcp"}
+LAYERS["ocb"] = set(LAYERS) - {"ocb.cli", "ocb.daemon", "ocb.entry", "ocb.mcp", "ocb.ui"}
 # graph, memory and upkeep are peers: one may import another only where listed here
 # (importer module, imported module), so any new one fails.
 PEER_IMPORTS: set[tuple[str, str]] = {
@@ -379,9 +382,10 @@ MAX_LINES = 600
 
 
 def test_no_product_module_is_over_the_line_limit() -> None:
+    pages = sorted((ROOT / "ocb" / "ui" / "static").glob("*.js"))  # the window's scripts too
     long = {
         str(path.relative_to(ROOT)): n
-        for path in MODULES.values()
+        for path in [*MODULES.values(), *pages]
         if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
     }
     assert long == {}, f"split these modules (at most {MAX_LINES} lines): {long}"

@@ -24,6 +24,7 @@ from ocb.cli.memory import group as memory
 from ocb.cli.reflect import group as reflect
 from ocb.cli.retract import group as retract
 from ocb.cli.serve import group as live, serve
+from ocb.cli.ui import group as window
 from ocb.cli.upkeep import group as upkeep
 from ocb.cli.warm import group as warming
 from ocb.cli.whatif import group as whatif
@@ -41,6 +42,7 @@ GROUPS = (
     live,
     mcp,
     warming,
+    window,
 )
 """Every group of top-level commands; their commands are listed flat."""
 
@@ -77,6 +79,7 @@ ORDER = (
     "what-if",
     "watch",
     "mcp",
+    "ui",
 )
 """The top-level commands in the order ``ocb --help`` lists them (the sub-apps follow)."""
 

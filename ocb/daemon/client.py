@@ -2,8 +2,8 @@
 the answer, with the same output and exit code as running it in-process.
 
 A command is forwarded when its brain (``--brain`` or ``$OCB_BRAIN``) has a daemon
-listening on ``<brain>/run/ocb.sock``; ``serve``, ``watch``, ``demo`` and
-``mcp`` always run here, as does everything under ``--no-daemon`` or ``OCB_NO_DAEMON=1``.
+listening on ``<brain>/run/ocb.sock``; ``serve``, ``watch``, ``demo``, ``mcp`` and ``ui``
+always run here, as does everything under ``--no-daemon`` or ``OCB_NO_DAEMON=1``.
 Relative paths among the options are made absolute first (the daemon runs elsewhere).
 
 NOTE: this module is the start of every ``ocb`` command: the standard library and
@@ -21,7 +21,7 @@ from ocb.daemon.protocol import PROTOCOL, RpcError, call, connect
 
 __all__ = ["LOCAL_COMMANDS", "PATH_OPTIONS", "brain_of", "forward", "split_no_daemon"]
 
-LOCAL_COMMANDS = frozenset({"serve", "watch", "demo", "mcp", "log", "export"})
+LOCAL_COMMANDS = frozenset({"serve", "watch", "demo", "mcp", "log", "export", "ui"})
 """Commands that never go to a daemon (they start one, need the brain to themselves, or
 write files with a DuckDB connection of their own: export)."""
 PATH_OPTIONS = frozenset(

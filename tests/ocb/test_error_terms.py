@@ -19,7 +19,7 @@ from ocb_events.errors import InputError, unknown
 
 ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = ("ocb", "ocb_events", "workspace_sync", "replay", "projections")
-FRONT_ENDS = ("ocb/cli/", "ocb/daemon/", "ocb/mcp/")
+FRONT_ENDS = ("ocb/cli/", "ocb/daemon/", "ocb/mcp/", "ocb/ui/")
 CALLS = {"InputError", "unknown", "unknown_with"}
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 PARAM = re.compile(r"`([a-z_][a-z0-9_]*)(?:=[^`]*)?`")

@@ -6,7 +6,6 @@ plugin from this checkout, a throwaway copy of the example workspace, the fake L
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ocb.daemon.protocol import call, connect
+from tests.installs import install
 from tests.waiting import wait_for
 
 __all__ = [
@@ -50,15 +50,7 @@ TURN_TIMEOUT = 300.0
 def install_host() -> Path:
     """The installed host (node + openclaw + typescript), installing it on first use; one
     process installs at a time (xdist workers wait on a lock)."""
-    cache = Path(os.environ.get("OCB_TEST_CACHE", Path.home() / ".cache" / "ocb"))
-    root = cache / "openclaw-host"
-    cache.mkdir(parents=True, exist_ok=True)
-    with (cache / "openclaw-host.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        done = subprocess.run(
-            ["bash", str(PLUGIN / "host" / "setup.sh"), str(root)],
-            capture_output=True, text=True, timeout=1800,
-        )  # fmt: skip
+    root, done = install("openclaw-host", PLUGIN / "host" / "setup.sh")
     assert done.returncode == 0, f"host setup failed:\n{done.stdout}\n{done.stderr}"
     return root
 
