@@ -291,3 +291,17 @@ def test_without_no_open_it_opens_the_url_in_the_users_browser(built: Path, tmp_
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
         assert proc.returncode == 0 and "Traceback" not in err, err
+
+
+def test_a_read_only_window_follows_what_other_commands_record(built: Path) -> None:
+    with window(built) as w:
+        before = w.api("/api/info")["last_seq"]
+        w.api("/api/health")  # the window has loaded the brain as it was
+        with Brain(built) as b:  # another command records beside the window
+            b.learn(1.0, trace_id=b.query("who is on call this week").trace_id, rule="pg")
+            now = b.log.last_seq
+        assert now > before
+        wait_for(lambda: w.api("/api/info")["last_seq"] == now, "the window to see them", 30)
+        days = w.api("/api/history")["days"]
+        assert sum(d["n"] for d in days) == now
+        assert any(d["kind"] == "outcome" for d in days)
