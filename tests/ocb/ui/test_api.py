@@ -118,3 +118,17 @@ def test_a_read_only_source_reads(built: Path) -> None:
         assert api.diff(src, "0", None)["nodes"]["added"] > 0
         assert api.doctor(src)["ok"] is True
         assert api.health(src)["last_sync"]["seq"] > 0
+
+
+def test_the_shell_loads_exactly_the_files_the_window_serves() -> None:
+    import re
+    from importlib import resources
+
+    from ocb.ui.app import STATIC
+
+    static = resources.files("ocb.ui").joinpath("static")
+    shell = static.joinpath("index.html").read_text("utf-8")
+    named = set(re.findall(r'(?:src|href)="/static/([^"]+)"', shell))
+    assert named == set(STATIC)
+    on_disk = {p.name for p in static.iterdir() if p.name != "index.html"}  # type: ignore[attr-defined]
+    assert on_disk == set(STATIC)
