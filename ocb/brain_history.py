@@ -9,7 +9,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 import msgspec
 
@@ -45,12 +45,18 @@ class HistoryCommands:
 
         check_query(statement)
 
-    def sql(self, statement: str, **catch_up: Unpack[CatchUp]) -> QueryResult:
+    def sql(
+        self,
+        statement: str,
+        params: list[Any] | None = None,
+        **catch_up: Unpack[CatchUp],
+    ) -> QueryResult:
         """Run one reading statement over the whole history (``replay.analytics``), in
-        a worker process within the ``sql.*`` limits; AnalyticsError (or InputError)
-        when it is not a single read, fails, or goes over a limit."""
+        a worker process within the ``sql.*`` limits, its ``?`` placeholders taking
+        ``params``; AnalyticsError (or InputError) when it is not a single read, fails,
+        or goes over a limit."""
         with self._history(**catch_up) as store:
-            return store.query(statement)
+            return store.query(statement, params)
 
     def report(self, *, top: int = 10, **catch_up: Unpack[CatchUp]) -> HistoryReport:
         """Canned analytics over the whole history (``replay.report``)."""

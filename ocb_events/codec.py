@@ -193,7 +193,7 @@ def tag_of_stored(buf: bytes | memoryview) -> str | None:
     when it cannot be read that way: decode the record to know)."""
     if buf and buf[0] == PACKED_TRACE:
         return "query_traced"
-    if buf[:7] == PACKED_UPDATES:
+    if is_packed_updates(buf):
         return "edges_updated"
     try:
         tag = _PEEK.decode(buf).event.type

@@ -191,6 +191,7 @@ class Read(Params):
 
 class Sql(Params):
     statement: str
+    params: list[Any] | None = None
 
 
 class Health(Asked):
@@ -409,7 +410,7 @@ def methods(brain: LiveBrain, app: App | None = None) -> dict[str, Method]:
         "events": m("read", Events, lambda p: _events(b, p)),
         "audit": m("history", Audit, lambda p: _audit(b, p)),
         "read": m("read", Read, lambda p: _read(b, p)),
-        "sql": m("history", Sql, lambda p: result_json(b.sql(p.statement))),
+        "sql": m("history", Sql, lambda p: result_json(b.sql(p.statement, p.params))),
         "doctor": m("read", Params, lambda p: doctor_json(b.doctor_at(b.path))),
         "health": m(when("apply", "write", "read"), Health, lambda p: health_json(
             b.health(window=p.window, apply=p.apply, actor=p.actor))),

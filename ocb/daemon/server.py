@@ -288,7 +288,7 @@ class Server:
             "requests": self.requests,
             "writes": self.writer.jobs,
             "groups": self.writer.groups,
-            "rss_bytes": _rss(),
+            "rss_bytes": rss_bytes(),
             **self._info(),
         }
 
@@ -455,7 +455,7 @@ class Server:
             threading.Thread(target=self._connection, args=(client,), daemon=True).start()
 
 
-def _rss() -> int:
+def rss_bytes() -> int:
     """The resident memory of this process in bytes (0 where /proc is missing)."""
     try:
         with open("/proc/self/statm", "rb") as f:

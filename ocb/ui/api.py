@@ -81,32 +81,24 @@ def _int(value: str | int | None, what: str, *, low: int = 0, default: int | Non
     return got
 
 
-def _quote(text: str) -> str:
-    """``text`` as a SQL string literal (DuckDB: quotes doubled, no escapes)."""
-    return "'" + text.replace("'", "''") + "'"
-
-
-def _sql(src: Source, statement: str) -> list[dict[str, Any]]:
-    got: list[dict[str, Any]] = src.call("sql", {"statement": statement})
+def _sql(src: Source, statement: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
+    got: list[dict[str, Any]] = src.call("sql", {"statement": statement, "params": params})
     return got
-
-
-def _budget(src: Source) -> int:
-    got = src.call("config", {"key": "traversal.max_context_chars"})
-    return int(got["settings"]["traversal.max_context_chars"])
 
 
 # --------------------------------------------------------------------------- pages
 
 
 def info(src: Source) -> dict[str, Any]:
-    """The window's header: which brain, served how, writes on or off, its last seq."""
+    """The window's header: which brain, served how, writes on or off, its last seq,
+    the context budget in force."""
+    got = src.call("config", {"key": "traversal.max_context_chars"})
     return {
         "brain": str(src.brain.resolve()),
         "mode": src.mode,
         "writes": src.writes,
         "last_seq": src.last_seq(),
-        "budget": _budget(src),
+        "budget": int(got["settings"]["traversal.max_context_chars"]),
     }
 
 
@@ -125,9 +117,11 @@ def ask(src: Source, q: str | None, top: str | None = None) -> dict[str, Any]:
         credits = _sql(
             src,
             "SELECT seq, ts, question, node, delta, cause_seq FROM route_credits "
-            f"WHERE route_id = {_quote(str(answer['route']))} ORDER BY seq DESC LIMIT 200",
+            "WHERE route_id = ? ORDER BY seq DESC LIMIT 200",
+            [str(answer["route"])],
         )
-    return {"answer": answer, "budget": _budget(src), "credits": credits,
+    budget = int(answer["walk"]["params"]["max_context_chars"])  # this query's own
+    return {"answer": answer, "budget": budget, "credits": credits,
             "recorded": bool(answer.get("trace_id"))}  # fmt: skip
 
 
@@ -135,15 +129,13 @@ def history(src: Source) -> dict[str, Any]:
     """The timeline (events per day and kind), the learning curves (context size and
     fired chunks per question over the history, and for the most repeated questions
     repetition by repetition) and the outcomes by reward source."""
-    cases = " ".join(
-        f"WHEN type IN ({', '.join(_quote(t) for t in types)}) THEN {_quote(kind)}"
-        for kind, types in KINDS.items()
-    )
+    cases = " ".join("WHEN list_contains(?, type) THEN ?" for _ in KINDS)
     days = _sql(
         src,
         f"SELECT CAST(ts AS DATE)::VARCHAR AS day, CASE {cases} ELSE 'other' END AS kind, "
         "count(*) AS n, min(seq) AS first_seq, max(seq) AS last_seq FROM events "
         "GROUP BY ALL ORDER BY day, kind",
+        [x for kind, types in KINDS.items() for x in (list(types), kind)],
     )
     curve = _sql(
         src,
@@ -243,8 +235,11 @@ def moves(src: Source) -> dict[str, Any]:
 def health(src: Source) -> dict[str, Any]:
     """Tier shares and costs (brain-death signs among the findings), what serves the
     brain and when the workspace was last synced."""
-    types = ", ".join(_quote(t) for t in KINDS["sync"])
-    synced = _sql(src, f"SELECT max(seq) AS seq, max(ts) AS ts FROM events WHERE type IN ({types})")
+    synced = _sql(
+        src,
+        "SELECT max(seq) AS seq, max(ts) AS ts FROM events WHERE list_contains(?, type)",
+        [list(KINDS["sync"])],
+    )
     return {"health": src.call("health", {}), "status": src.status(),
             "last_sync": synced[0] if synced else None}  # fmt: skip
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import threading
 import webbrowser
 from collections.abc import Callable
 from pathlib import Path
@@ -45,7 +44,6 @@ def listen(port: int) -> socket.socket:
             f"cannot listen on {HOST}:{port} ({exc.strerror})", "pass --port 0 for a free one"
         ) from None
     sock.listen(128)
-    sock.set_inheritable(True)
     return sock
 
 
@@ -56,7 +54,6 @@ def serve(
     open_browser: bool = True,
     writes: bool = False,
     echo: Callable[[str], None] = print,
-    ready: threading.Event | None = None,
     app: App,
     abandon: Callable[[], None] | None = None,
 ) -> None:
@@ -88,8 +85,6 @@ def serve(
             server = _Server(config, stop)
             if open_browser:
                 webbrowser.open(url)
-            if ready is not None:
-                ready.set()
             try:
                 server.run(sockets=[sock])  # (uvicorn raises the Ctrl-C it stopped for)
             finally:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import threading
 import time
 from collections.abc import Iterator
@@ -28,7 +27,7 @@ from ocb.daemon.protocol import (
     call,
     connect,
 )
-from ocb.daemon.server import rpc_error
+from ocb.daemon.server import rpc_error, rss_bytes
 from ocb_events.codec import record_to_json
 from ocb_events.errors import InputError, OcbError
 from ocb_events.log import SegmentLog
@@ -220,14 +219,13 @@ class Source:
         if self.mode == "daemon":
             got: dict[str, Any] = self._daemon("status")
             return {"mode": "daemon"} | got
-        usage = resource.getrusage(resource.RUSAGE_SELF)
         return {
             "mode": "in-process",
             "pid": os.getpid(),
             "brain": str(self.brain.resolve()),
             "uptime_s": round(time.monotonic() - self._started, 1),
             "seq": self.last_seq(),
-            "max_rss_bytes": usage.ru_maxrss * 1024,
+            "rss_bytes": rss_bytes(),
         }
 
 

@@ -61,9 +61,8 @@
       table([{ label: 'Check', get: (c) => c.name }, { label: 'Status', get: (c) => badge(c.status) }, { label: 'Detail', get: (c) => c.detail }], checks)];
   }
   function renderServed(st, sync) {
-    const mem = typeof st.rss_bytes === 'number' ? `${(st.rss_bytes / 1048576).toFixed(1)} MB`
-      : typeof st.max_rss_bytes === 'number' ? `${(st.max_rss_bytes / 1048576).toFixed(1)} MB (peak)` : '—';
-    const shownKeys = ['mode', 'pid', 'uptime_s', 'clients', 'requests', 'rss_bytes', 'max_rss_bytes', 'seq', 'brain'];
+    const mem = typeof st.rss_bytes === 'number' ? `${(st.rss_bytes / 1048576).toFixed(1)} MB` : '—';
+    const shownKeys = ['mode', 'pid', 'uptime_s', 'clients', 'requests', 'rss_bytes', 'seq', 'brain'];
     const extra = Object.entries(st).filter(([k, v]) => !shownKeys.includes(k) && (typeof v !== 'object' || v === null));
     return kv([
       ['Mode', st.mode === 'daemon' ? 'daemon (ocb serve)' : st.mode || '—'], ['Process id', st.pid === undefined ? '—' : String(st.pid)], ['Uptime', duration(st.uptime_s)],

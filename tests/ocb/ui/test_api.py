@@ -4,13 +4,13 @@ the SQL literals the pages' statements are built with."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 import typer.main
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 
 from ocb.brain import Brain
 from ocb.cli.app import app
@@ -41,15 +41,24 @@ def test_every_event_type_has_one_kind_on_the_timeline() -> None:
     assert set(placed) == _tags()
 
 
-@given(st.text(max_size=60))
-def test_a_quoted_text_reads_back_as_itself_in_duckdb(text: str) -> None:
-    text = text.replace("\x00", "")
-    con = duckdb.connect()
-    try:
-        got = con.execute(f"SELECT {api._quote(text)}").fetchone()
-    finally:
-        con.close()
-    assert got == (text,)
+@pytest.fixture(scope="module")
+def reader(example_brain: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Source]:
+    """A read-only source over a copy of the example brain (shared by the examples: they
+    only read)."""
+    import shutil
+
+    path = tmp_path_factory.mktemp("ui-reader") / "brain"
+    shutil.copytree(example_brain, path)
+    with open_source(path, writes=False, app=APP) as src:
+        yield src
+
+
+@settings(max_examples=30)  # each one a query in the analytics worker
+@given(text=st.text(max_size=60).map(lambda t: t.replace("\x00", "")))
+def test_a_text_passed_to_the_histories_sql_reads_back_as_itself(reader: Source, text: str) -> None:
+    got = reader.call("sql", {"statement": "SELECT ? AS t, count(*) AS n FROM events "
+                              "WHERE type = ?", "params": [text, text]})  # fmt: skip
+    assert got == [{"t": text, "n": 0}]
 
 
 def test_the_walk_of_a_recorded_answer_is_its_trace(built: Path) -> None:
