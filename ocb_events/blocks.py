@@ -28,8 +28,9 @@ bodies), ``ocb_events.bodies``; each with its own dictionary::
 
 A rebuild decompresses only the light frames (a third of a block's bytes on a log of
 traces) and takes every payload from its table, with no walk over the frames
-(``ocb_events.segments.read_runs``); everything else reads a block whole, its heavy
-bytes put back.
+(``ocb_events.segments.read_runs``); the analytics store reads both parts and takes
+each body apart from its light payload (``read_body_runs``, ``Packed.parts``);
+everything else reads a block whole, its heavy bytes put back.
 
 A dictionary (none in a small segment) is trained on a segment's frames (the writer
 trains a segment's on the segment before it, ahead of its seal: ``ocb_events.sealing``)
@@ -62,7 +63,7 @@ from typing import BinaryIO
 
 import msgspec
 
-from ocb_events.bodies import Parts, Table, split
+from ocb_events.bodies import EMPTY_BIN, Parts, Table, split
 from ocb_events.errors import LogCorrupt
 
 if sys.version_info >= (3, 14):
@@ -453,6 +454,27 @@ class Packed:
         if len(data) != b.length:
             raise self._corrupt(b, "wrong length")
         return data
+
+    def parts(self, b: Block) -> tuple[bytes, Table, bytes]:
+        """The light bytes of block ``b`` of an ``OCBSEGZ2`` container with their
+        table, and its heavy bytes (the bins taken out, in order), each checked
+        against its checksum, not spliced: ``Table.bins`` gives each frame its bin.
+
+        Raises:
+            LogCorrupt: either part is damaged or they do not fit the table.
+        """
+        z = self.stored(b)
+        if len(z) != b.stored:
+            raise self._corrupt(b, "checksum mismatch")
+        light, table = self.light(b, z[: b.light])
+        if zlib.crc32(z[b.light :]) != b.heavy_crc:
+            raise self._corrupt(b, "checksum mismatch in the heavy part")
+        heavy = self._unzip(b, z[b.light :], self.hdict, "heavy ")
+        if int(table.piece.sum()) != len(heavy):
+            raise self._corrupt(b, "damaged heavy part: bin lengths do not add up")
+        if b.length != len(light) - table.size + len(heavy) - len(EMPTY_BIN) * len(table.cut):
+            raise self._corrupt(b, "wrong length")
+        return light, table, heavy
 
     def head(self) -> bytes:
         """The first bytes of the segment, its header whole (in an ``OCBSEGZ2``

@@ -205,6 +205,37 @@ class Table:
         views = [light[s:e] for s, e in zip(firsts, ends.tolist(), strict=True)]
         return views, FrameOffsets(self, base, lo, hi)
 
+    def offsets(self, base: int, lo: int, hi: int) -> list[int]:
+        """The segment offsets of frames ``lo..hi-1`` (the block starting at segment
+        offset ``base``), all at once: ``FrameOffsets``' values."""
+        grown = np.zeros(len(self.lengths) + 1, dtype=np.int64)
+        grown[self.cut + 1] = self.piece - len(EMPTY_BIN)
+        grown = np.cumsum(grown)[lo:hi]
+        starts = self.ends[lo:hi] - self.lengths[lo:hi]
+        got: list[int] = (starts + grown + (base - self.size)).tolist()
+        return got
+
+    def bins(self, light: bytes, heavy: memoryview, lo: int, hi: int) -> list[Any]:
+        """For each frame ``lo..hi-1``, the bin it gave up (header and body, a view of
+        ``heavy``, its placeholder checked in ``light``), or None for a frame left
+        whole.
+
+        Raises:
+            ValueError: a placeholder is not an empty bin.
+        """
+        out: list[Any] = [None] * (hi - lo)
+        k0, k1 = (int(k) for k in np.searchsorted(self.cut, (lo, hi)))
+        if k0 == k1:
+            return out
+        hends = np.cumsum(self.piece)
+        cut, marks = self.cut[k0:k1], self.ends[self.cut[k0:k1]]
+        starts, ends = (hends - self.piece)[k0:k1].tolist(), hends[k0:k1].tolist()
+        for k, mark, s, e in zip((cut - lo).tolist(), marks.tolist(), starts, ends, strict=True):
+            if light[mark - 2 : mark] != EMPTY_BIN:
+                raise ValueError("a placeholder is not an empty bin")
+            out[k] = heavy[s:e]
+        return out
+
 
 class FrameOffsets(Sequence[int]):
     """The segment offsets of frames ``lo..hi-1`` of a block (``Table.payloads``): a

@@ -337,6 +337,54 @@ def _read_runs(
         raise LogCorrupt(name, at, expected, "record missing")
 
 
+BodyRunDecode = Callable[[list[memoryview], Sequence[int], str, list[Any] | None], Iterable[Any]]
+"""A ``RunDecode`` that also takes, for each payload, the bin of the trace body taken
+out of it (a light payload of an ``OCBSEGZ2`` block: ``Table.bins``), or None for all
+of them when every payload is whole."""
+
+
+def read_body_runs(
+    seg: Segment, fmt: Format, off: int, expected: int, from_seq: int, limit: int,
+    decode: BodyRunDecode, segs: Sequence[Segment],
+) -> Iterator[Iterable[Any]]:  # fmt: skip
+    """The records ``from_seq..limit`` of a segment as ``read_runs`` reads them, for a
+    reader of trace bodies that needs no whole payload: an ``OCBSEGZ2`` block gives
+    its light payloads from its table and each trace body apart, from its heavy bytes
+    (checked, not spliced back; ``Packed.parts``); any other segment its whole
+    payloads.
+
+    Raises:
+        LogCorrupt: framing or a checksum that does not hold, or a record missing.
+    """
+    with open(seg.path, "rb") as fh:
+        box = packed_file(fh, seg.path)
+        if box is None or not box.v2 or not box.blocks:
+            yield from _read_runs(
+                seg, fh, fmt, off, expected, from_seq, limit,
+                lambda views, offsets, name: decode(views, offsets, name, None), segs, False,
+            )  # fmt: skip
+            return
+        for i in range(box.block_of_seq(from_seq), box.block_of_seq(limit) + 1):
+            b = box.blocks[i]
+            light, table, heavy = box.parts(b)
+            lo = max(from_seq - b.first_seq, 0)
+            hi = min(limit - b.first_seq + 1, b.frames)
+            if hi <= lo:
+                continue
+            try:
+                bins = table.bins(light, memoryview(heavy), lo, hi)
+            except ValueError as exc:
+                raise LogCorrupt(
+                    seg.name, b.offset, b.first_seq, f"damaged heavy part: {exc}"
+                ) from exc
+            views, _ = table.payloads(memoryview(light), b.offset, lo, hi)
+            yield decode(views, table.offsets(b.offset, lo, hi), seg.name, bins)
+        tail = box.blocks[-1]
+        at, expected = box.size, min(limit, tail.first_seq + tail.frames - 1) + 1
+    if expected <= limit and all(s.first_seq != expected for s in segs):
+        raise LogCorrupt(seg.name, at, expected, "record missing")
+
+
 def _light_runs(
     box: Packed, from_seq: int, limit: int
 ) -> Iterator[tuple[list[memoryview], Sequence[int]]]:

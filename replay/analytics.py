@@ -70,11 +70,19 @@ from replay.store_meta import (
     first_ts as first_ts_of,
     same_history,
 )
-from replay.tables import GROUPED, HISTORY, TABLES, store_columns, view_sql
+from replay.tables import (
+    APART,
+    GROUPED,
+    HISTORY,
+    TABLES,
+    heads_columns,
+    store_columns,
+    view_sql,
+)
 from replay.trace_rows import Names, read_rows
 from replay.worker import first_line
 
-VERSION = 9
+VERSION = 10
 """The schema version; a store of another version is rebuilt."""
 
 CHUNK = 100_000
@@ -153,6 +161,9 @@ def _schema_sql() -> list[str]:
     for name, cols in TABLES.items():
         stored = store_columns(name)
         out.append(f"CREATE TABLE store.{name}({', '.join(f'{c} {k}' for c, k in stored)})")
+        if name in APART:
+            heads = ", ".join(f"{c} {k}" for c, k in heads_columns(name))
+            out.append(f"CREATE TABLE store.{APART[name]}({heads})")
         if stored != cols:
             out.append(f"CREATE VIEW main.{name} AS {view_sql(name)}")
             continue

@@ -86,20 +86,22 @@ def causes_select(changes: str) -> str:
 
 
 CAUSES = "INSERT INTO store.causes " + causes_select(
-    "store.deltas WHERE seq BETWEEN $from AND $to AND cause_seq <= $to "
+    "store.updates WHERE seq BETWEEN $from AND $to AND cause_seq <= $to "
     "AND cause_seq NOT IN (SELECT key FROM store.causes)"
 )
 """The causes of the changes of seqs ``$from..$to`` that ``store.causes`` lacks (a
-flush's, once they and the records they name are loaded)."""
+flush's, once they and the records they name are loaded), read from the changes'
+heads (``store.updates``)."""
 
 
 def _changes_of(source: int, target: int) -> str:
     """The edge's changes found by the codes of its source and target (``store.ids``;
     the row groups of ``store.deltas`` that cannot hold them are skipped), as ``d``."""
     return (
-        "WITH d AS MATERIALIZED (SELECT s.seq, s.ord, s.ts, s.before, s.after, s.delta, "
-        "r.name AS rule, s.cause_seq, e.name AS event FROM store.deltas s "
-        "JOIN store.ids r ON r.id = s.rule JOIN store.ids e ON e.id = s.event "
+        "WITH d AS MATERIALIZED (SELECT s.seq, s.ord, u.ts, s.before, s.after, s.delta, "
+        "r.name AS rule, u.cause_seq, e.name AS event FROM store.deltas s "
+        "JOIN store.updates u ON u.seq = s.seq "
+        "JOIN store.ids r ON r.id = u.rule JOIN store.ids e ON e.id = u.event "
         f"WHERE s.source = {int(source)} AND s.target = {int(target)})\n"
     )
 

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from replay.tables import (
+    APART,
     BIGINT,
     BY_TRACE,
     CODED,
@@ -163,21 +164,33 @@ def _concatenate(arrays: list[Any]) -> Any:
     return np.concatenate(arrays)
 
 
+HEADS = "_heads"
+"""The key of the heads of a table kept apart (``replay.tables.APART``) among the
+columns ``grouped`` gives: a dict of columns, one row per group."""
+
+
 def grouped(
     table: str, tails: Tails, groups: list[tuple[tuple[Any, ...], int]], names: Names
 ) -> Any:
-    """The columns of a grouped table: heads repeated, ordinals numbered, tails as given;
-    the coded ones (``replay.tables.CODED``) as codes of ``names``, without the
-    ``trace_id`` the store reads from the trace."""
+    """The columns of a grouped table: heads repeated (those kept apart once per group
+    under ``HEADS``), ordinals numbered, tails as given; the coded ones
+    (``replay.tables.CODED``) as codes of ``names``, without the ``trace_id`` the store
+    reads from the trace."""
     kinds = dict(TABLES[table])
     heads, ordinal, first = GROUPED[table]
     coded = CODED[table]
     counts = np.fromiter((n for _, n in groups), dtype=np.int64, count=len(groups))
-    data = {
-        name: np.repeat(names.coded(vals) if name in coded else column(kinds[name], vals), counts)
+    once = {
+        name: names.coded(vals) if name in coded else column(kinds[name], vals)
         for name, vals in zip(heads, zip(*(h for h, _ in groups), strict=True), strict=True)
         if not (name == "trace_id" and table in BY_TRACE)
     }
+    if table in APART:  # the heads once per group that has rows, in their own table
+        has = counts > 0
+        data: dict[str, Any] = {HEADS: {name: col[has] for name, col in once.items()}}
+        data["seq"] = np.repeat(once["seq"], counts)
+    else:
+        data = {name: np.repeat(col, counts) for name, col in once.items()}
     starts = np.repeat(np.cumsum(counts) - counts, counts)
     data[ordinal] = np.arange(len(starts), dtype=np.int64) - starts + first
     cols = tail_columns(table)

@@ -13,9 +13,9 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from replay.columns import column, grouped
+from replay.columns import HEADS, column, grouped
 from replay.rows import RowFold
-from replay.tables import TABLES, VARCHAR, VARCHARS, store_columns
+from replay.tables import APART, TABLES, VARCHAR, VARCHARS, store_columns
 from replay.trace_rows import Names
 
 KEY_PROBE = "ocb edge"
@@ -150,6 +150,9 @@ def insert(
             data[c] = joined_col
             picks.append(f"string_split(_batch.{c}, chr(31))[2:]")
     sql = f"INSERT INTO store.{table} ({names}) SELECT {', '.join(picks)} FROM {source}"
+    heads = data.pop(HEADS, None)
+    if heads is not None:
+        _insert_heads(con, APART[table], heads)
     if table == "deltas":
         data = by_edge(data)
     elif followed is not None:
@@ -164,6 +167,16 @@ def insert(
     finally:
         for name in more:
             con.unregister(name)
+
+
+def _insert_heads(con: duckdb.DuckDBPyConnection, table: str, heads: dict[str, Any]) -> None:
+    """Load the heads of a table kept apart (``replay.tables.APART``) into ``store.<table>``."""
+    names = ", ".join(heads)
+    con.register("_heads", heads)
+    try:
+        con.execute(f"INSERT INTO store.{table} ({names}) SELECT {names} FROM _heads")
+    finally:
+        con.unregister("_heads")
 
 
 def load(con: duckdb.DuckDBPyConnection, table: str, rows: list[Any]) -> None:

@@ -115,31 +115,56 @@ BY_TRACE = ("fired", "seeds", "steps")
 ``store.traces`` by ``seq`` (one trace a seq)."""
 
 
+APART: dict[str, str] = {"deltas": "updates"}
+"""Grouped tables whose heads the store keeps once per group, in a table of their own
+(``store.<name>``, one row per record, keyed by ``seq``), which their view joins back:
+``store.deltas`` holds each change's edge and weights beside its seq and ordinal, and
+``store.updates`` each weight-changing record's time, rule, cause and event. A flush's
+changes are stored by edge (``replay.store_load.by_edge``), so the heads would repeat
+in no order at all, the costliest columns to compress and write."""
+
+
+def _apart(table: str) -> tuple[str, ...]:
+    """The heads of ``table`` kept in ``store.<APART[table]>`` (all but ``seq``)."""
+    return tuple(h for h in GROUPED[table][0] if h != "seq") if table in APART else ()
+
+
 def store_columns(table: str) -> tuple[tuple[str, str], ...]:
     """The columns of ``store.<table>``: those of the view, coded ones as INTEGER, a
-    trace's rows without the ``trace_id`` of their trace."""
-    coded = CODED.get(table, ())
+    trace's rows without the ``trace_id`` of their trace, heads kept apart left out."""
+    coded, apart = CODED.get(table, ()), _apart(table)
     return tuple(
         (c, INTEGER if c in coded else k)
         for c, k in TABLES[table]
-        if not (c == "trace_id" and table in BY_TRACE)
+        if not (c == "trace_id" and table in BY_TRACE) and c not in apart
     )
+
+
+def heads_columns(table: str) -> tuple[tuple[str, str], ...]:
+    """The columns of ``store.<APART[table]>``: ``seq``, then the heads kept apart
+    (coded ones as INTEGER)."""
+    coded, kinds = CODED.get(table, ()), dict(TABLES[table])
+    return tuple((c, INTEGER if c in coded else kinds[c]) for c in ("seq", *_apart(table)))
 
 
 def view_sql(table: str) -> str:
     """The ``SELECT`` of the view ``main.<table>`` over ``store.<table>`` (names for
-    codes, a trace's id from its trace), columns as ``TABLES`` lists them."""
-    coded = CODED.get(table, ())
+    codes, a trace's id from its trace, heads kept apart from their table), columns as
+    ``TABLES`` lists them."""
+    coded, apart = CODED.get(table, ()), _apart(table)
     picks, joins = [], []
+    if apart:
+        joins.append(f" JOIN store.{APART[table]} _h ON _h.seq = s.seq")
     for c, _ in TABLES[table]:
+        at = "_h" if c in apart else "s"
         if c in coded:
             picks.append(f"_{c}.name AS {c}")
-            joins.append(f" LEFT JOIN store.ids _{c} ON _{c}.id = s.{c}")
+            joins.append(f" LEFT JOIN store.ids _{c} ON _{c}.id = {at}.{c}")
         elif c == "trace_id" and table in BY_TRACE:
             picks.append("_t.trace_id")
             joins.append(" JOIN store.traces _t ON _t.seq = s.seq")
         else:
-            picks.append(f"s.{c}")
+            picks.append(f"{at}.{c}")
     return f"SELECT {', '.join(picks)} FROM store.{table} s{''.join(joins)}"
 
 

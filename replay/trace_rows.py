@@ -22,16 +22,19 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
+from itertools import chain
 from typing import Any, NamedTuple
 
 import msgspec
 import numpy as np
 
+from ocb_events.bodies import EMPTY_BIN
 from ocb_events.codec import PACKED_TRACE, PACKED_UPDATES, EdgesPackedRaw, TraceHead, decode_record
 from ocb_events.errors import LogCorrupt
 from ocb_events.log import SegmentLog
 from ocb_events.packing import BadBody, RawColumns, pack_trace, raw_columns, unpack_trace
 from ocb_events.schema import FoldRecord, Record
+from ocb_events.segments import read_body_runs
 from replay.body_scan import I64, Mask, read_ints, read_lists
 from replay.store_meta import History
 
@@ -112,12 +115,57 @@ def _length(raw: Any) -> int:
     return -1
 
 
+_BIN_HEAD = {0xC4: 2, 0xC5: 3, 0xC6: 5}
+"""The header length of a msgpack bin, by its first byte."""
+
+
+def _with_body(light: memoryview, bin_: memoryview, segment: str, offset: int) -> Decoded:
+    """``decode_for_rows`` of a compact trace whose light payload (``light``, its body
+    an empty bin) and body's bin (``bin_``) were read apart: the payload decoded and
+    the body put in its place, or, for anything unusual, the payload made whole."""
+    head = _BIN_HEAD.get(bin_[0], 0) if len(bin_) else 0
+    if head:
+        try:
+            rec = _DECODER.decode(light)
+            if not rec.z:
+                rec.z = z = bytes(bin_[head:])
+                cols = raw_columns(z)
+                sizes = (_length(cols[17]), _length(cols[1]), _length(cols[5]))
+                if min(sizes) >= 0:
+                    rec.cols, rec.sizes, rec.where = cols, sizes, (segment, offset)
+                    return rec
+        except (msgspec.DecodeError, msgspec.ValidationError, BadBody):
+            pass  # the full path names the damage
+    whole = bytes(light[: -len(EMPTY_BIN)]) + bytes(bin_)
+    return decode_for_rows(whole, segment=segment, offset=offset)
+
+
+def _rows_run(
+    views: list[memoryview], offsets: Sequence[int], segment: str, bins: list[Any] | None
+) -> Iterator[Decoded]:
+    """``decode_for_rows`` of a run of payloads (``ocb_events.segments.read_body_runs``)."""
+    for i, view in enumerate(views):
+        body = bins[i] if bins is not None else None
+        if body is None:
+            yield decode_for_rows(view, segment=segment, offset=offsets[i])
+        else:
+            yield _with_body(view, body, segment, offsets[i])
+
+
 def read_rows(log: History, from_seq: int, to_seq: int, *, packed: bool) -> Iterator[Decoded]:
     """Records ``from_seq..to_seq``: from a segment log with compact traces left packed
-    (when ``packed``), else as ``log.read`` gives them."""
+    (when ``packed``; a compressed segment's traces read with their bodies apart,
+    ``read_body_runs``), else as ``log.read`` gives them."""
     if not packed or not isinstance(log, SegmentLog):
         return iter(log.read(from_seq, to_seq))
-    return log.read_decoded(from_seq, to_seq, decode_for_rows)
+    limit, first = min(to_seq, log.last_seq), max(from_seq, 1)
+    if first > limit:
+        return iter(())
+    runs = (
+        read_body_runs(seg, fmt, off, expected, first, limit, _rows_run, log._segments)
+        for seg, fmt, off, expected in log._starts(first, limit)
+    )
+    return chain.from_iterable(chain.from_iterable(runs))
 
 
 class Names:

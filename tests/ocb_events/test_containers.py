@@ -39,9 +39,17 @@ from ocb_events.parts import Candidate, QueryParams, SeedHit, Step
 from ocb_events.recode import rewrite_log
 from ocb_events.rewrite import compress_segment, seal_of
 from ocb_events.schema import Event, OutcomeRecorded, QueryTraced, Record
-from ocb_events.segments import Segment, list_segments, packed, payload_skips, read_runs
+from ocb_events.segments import (
+    Segment,
+    list_segments,
+    packed,
+    payload_skips,
+    read_body_runs,
+    read_runs,
+)
 from projections import PROJECTIONS, ROUTES
 from replay import fold, rebuild
+from replay.trace_rows import read_rows
 from tests.strategies import any_event, query_traced
 
 _TAGS = frozenset().union(*ROUTES.values())
@@ -113,6 +121,78 @@ def test_either_container_gives_back_the_segment_and_the_light_path_the_same_rec
             full = _runs(seg, lo, hi, light=False)
             assert [r.seq for r, _ in full] == list(range(lo, hi + 1))
             assert _runs(seg, lo, hi, light=True) == full
+
+
+def _body_runs(seg: Segment, lo: int, hi: int) -> list[tuple[bytes, int, bool]]:
+    """The records ``lo..hi`` of a segment as a reader of trace bodies takes them
+    (``read_body_runs``): each payload made whole again from its light payload and its
+    bin, its segment offset, and whether its body came apart."""
+
+    def decode(
+        views: list[memoryview], offsets: list[int], name: str, bins: list[Any] | None
+    ) -> Iterable[Any]:
+        got = []
+        for i, view in enumerate(views):
+            body = None if bins is None else bins[i]
+            if body is None:
+                got.append((bytes(view), offsets[i], False))
+            else:
+                assert bytes(view[-len(EMPTY_BIN) :]) == EMPTY_BIN
+                got.append((bytes(view[: -len(EMPTY_BIN)]) + bytes(body), offsets[i], True))
+        return got
+
+    runs = read_body_runs(seg, CURRENT, CURRENT.header_size, 1, lo, hi, decode, [seg])
+    return list(chain.from_iterable(runs))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    events=_events,
+    redact=st.sets(st.integers(0, 11), max_size=3),
+    block_bytes=st.sampled_from([1, 700, 3000, 1 << 20]),
+    span=st.tuples(st.integers(1, 12), st.integers(0, 12)),
+)
+def test_a_reader_of_bodies_takes_them_apart_and_reads_every_payload_as_stored(
+    events: list[Event], redact: set[int], block_bytes: int, span: tuple[int, int]
+) -> None:
+    """Every container and a plain segment: the payloads, their offsets, and in the
+    new container each compact trace's body apart from its light payload."""
+    data = _segment(events, redact)
+    lo, hi = min(span[0], len(events)), min(span[0] + span[1], len(events))
+
+    def whole(views: list[memoryview], offsets: list[int], name: str) -> Iterable[Any]:
+        return [(bytes(v), o) for v, o in zip(views, offsets, strict=True)]
+
+    with tempfile.TemporaryDirectory() as tmp:
+        plain = Segment(1, Path(tmp) / "plain.seg")
+        plain.path.write_bytes(data)
+        start = CURRENT.header_size
+        want = list(
+            chain.from_iterable(read_runs(plain, CURRENT, start, 1, lo, hi, whole, [plain]))
+        )
+        assert [(p, o) for p, o, _ in _body_runs(plain, lo, hi)] == want
+        for container in (MAGIC, MAGIC2):
+            seg = _store(Path(tmp), data, container, block_bytes)
+            got = _body_runs(seg, lo, hi)
+            assert [(p, o) for p, o, _ in got] == want
+            apart = [cut for _, _, cut in got]
+            traces = [p[0] == 0x85 for p, _ in want]
+            assert apart == (traces if container == MAGIC2 else [False] * len(want))
+
+
+def test_a_reader_of_bodies_names_a_damaged_heavy_part(tmp_path: Path) -> None:
+    _log(tmp_path / "log")
+    seg = list_segments(tmp_path / "log")[1]
+    b = Packed(seg.path).blocks[0]
+    with SegmentLog(tmp_path / "log", writer=False) as log:
+        fine = list(read_rows(log, 1, log.last_seq, packed=True))
+        assert [r.seq for r in fine] == list(range(1, log.last_seq + 1))
+        _rot(seg.path, b.at + (b.light + b.stored) // 2)
+        with pytest.raises(LogCorrupt) as info:
+            list(read_rows(log, 1, log.last_seq, packed=True))
+    err = info.value
+    assert (err.segment, err.offset, err.seq) == (seg.name, b.offset, b.first_seq)
+    assert "in the heavy part" in err.message
 
 
 @settings(max_examples=60, deadline=None)

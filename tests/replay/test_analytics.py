@@ -20,6 +20,7 @@ from ocb_events.clock import TickClock
 from ocb_events.errors import AnalyticsError
 from ocb_events.log import SegmentLog
 from ocb_events.schema import STOP, EdgesUpdated, OutcomeRecorded, QueryTraced
+from ocb_events.segments import list_segments, packed
 from replay.analytics import AnalyticsStore, _open, _schema_sql
 from replay.columns import column
 from replay.store_load import _SEP, _joined, insert, store_names
@@ -77,6 +78,31 @@ def test_columns_hold_the_rows_of_the_row_by_row_fold(built: Path, tmp_path: Pat
         rows = build(tmp_path / "rows.duckdb", b, chunk=7, bulk=False)
         assert bulk == rows
         assert len(bulk["deltas"]) > 20 and any(r[4] == STOP for r in bulk["deltas"])
+
+
+def test_a_compressed_log_gives_the_rows_of_the_row_by_row_fold(
+    built: Path, tmp_path: Path
+) -> None:
+    """Sealed segments in the container whose trace bodies lie apart (``OCBSEGZ2``):
+    the store reads each trace's body apart from its record, and holds the rows of the
+    row-by-row fold, which reads whole records."""
+    with learned_brain(built) as b:
+        b.learn(0.5, trace_id=b.query(QUESTIONS[0]).trace_id, rule="pg")
+        records = list(b.log.read())
+    with SegmentLog(tmp_path / "log", segment_bytes=6000) as log:
+        for rec in records:
+            log.append([rec.event], actor=rec.actor)
+    boxes = [packed(s.path) for s in list_segments(tmp_path / "log")]
+    sealed = [box for box in boxes if box is not None and box.v2]
+    assert len(sealed) > 3
+    got = {}
+    with SegmentLog(tmp_path / "log", writer=False) as log:
+        for bulk in (True, False):
+            with AnalyticsStore(tmp_path / f"{bulk}.duckdb", bulk=bulk) as store:
+                store.catch_up(log, chunk=50)
+                got[bulk] = contents(store)
+    assert got[True] == got[False]
+    assert len(got[True]["steps"]) > 20 and len(got[True]["deltas"]) > 20
 
 
 @settings(max_examples=25, deadline=None)
@@ -180,6 +206,35 @@ def test_every_view_holds_the_records_of_the_log(built: Path, tmp_path: Path) ->
             ]
             assert store.query("SELECT node_type FROM injections").rows == [("CORRECTION",)]
             check_present(contents(store), b)
+
+
+def test_a_change_s_time_rule_cause_and_event_are_stored_once_per_record(
+    built: Path, tmp_path: Path
+) -> None:
+    """``store.deltas`` holds each change's edge and weights; its record's time, rule,
+    cause and event are one row of ``store.updates``, which the view joins back."""
+    with learned_brain(built) as b:
+        records = {r.seq: r for r in b.log.read()}
+        with AnalyticsStore(tmp_path / "a.duckdb") as store:
+            store.catch_up(b.log)
+            views = store.query(
+                "SELECT seq, ts, rule, cause_seq, event, count(*) FROM deltas GROUP BY ALL"
+            ).rows
+    con = _open(str(tmp_path / "a.duckdb"), read_only=True)
+    try:
+        stored = {r[0] for r in con.execute("DESCRIBE store.deltas").fetchall()}
+        heads = con.execute("SELECT seq FROM store.updates ORDER BY seq").fetchall()
+    finally:
+        con.close()
+    assert stored == {"seq", "ord", "source", "target", "before", "after", "delta"}
+    assert [seq for seq, *_ in sorted(views)] == [seq for (seq,) in heads]  # once each
+    assert len(views) > 5
+    for seq, ts, rule, cause, event, _n in views:
+        rec = records[seq]
+        tag = type(rec.event).__struct_config__.tag
+        assert (round(ts.timestamp() * 1e6), event) == (rec.ts // 1000, tag)
+        if isinstance(rec.event, EdgesUpdated):
+            assert (rule, cause) == (rec.event.rule, rec.event.cause_seq)
 
 
 def test_the_issue_s_query_runs_over_traces(built: Path, tmp_path: Path) -> None:

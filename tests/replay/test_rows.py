@@ -35,7 +35,7 @@ from ocb_events.schema import (
     Record,
 )
 from projections import graph
-from replay.columns import grouped
+from replay.columns import HEADS, grouped
 from replay.rows import RowFold
 from replay.store_load import by_edge
 from replay.tables import CODED
@@ -159,11 +159,14 @@ def _rows(fold: RowFold) -> dict[str, Any]:
             assert not data
             data = grouped(table, fold.tails[table], fold.groups[table], fold.names)
         names = fold.names.array()
-        for c in CODED[table]:  # codes differ from fold to fold: compare the names
-            if c in data:
-                got = data[c]
-                data[c] = np.where(np.ma.getmaskarray(got), None, names[np.ma.getdata(got)])
+        heads = data.pop(HEADS, {})  # (a table whose heads the store keeps apart)
+        for cols in (data, heads):
+            for c in CODED[table]:  # codes differ from fold to fold: compare the names
+                if c in cols:
+                    got = cols[c]
+                    cols[c] = np.where(np.ma.getmaskarray(got), None, names[np.ma.getdata(got)])
         out[table] = {k: _values(v) for k, v in data.items()}
+        out[f"{table} heads"] = {k: _values(v) for k, v in heads.items()}
     out["traces"] = fold.rows["traces"]
     out["events"] = fold.rows["events"]
     out["graph"] = graph.snapshot(fold.graph())
