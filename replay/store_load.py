@@ -45,10 +45,14 @@ def _edge_order(source: Any, target: Any) -> Any:
     return np.arange(len(source)) if order is None else order
 
 
+_NAMES = "WITH _names AS (SELECT list(name ORDER BY id) AS n FROM store.ids) "
+"""Every name of ``store.ids`` as one list, its code + 1 the place of each (codes are
+0, 1, 2 ...): a list of codes becomes its names by ``list_transform``, with no join."""
 PATHS = (
-    "INSERT INTO store.paths SELECT b.seq, list(n.name || ' -> ' || c.name ORDER BY b.step) "
-    "FROM _batch b JOIN store.ids n ON n.id = b.node JOIN store.ids c ON c.id = b.chosen "
-    "GROUP BY b.seq"
+    "INSERT INTO store.paths "
+    + _NAMES
+    + "SELECT b.seq, list(_names.n[b.node + 1] || ' -> ' || _names.n[b.chosen + 1] "
+    "ORDER BY b.step) FROM _batch b CROSS JOIN _names GROUP BY b.seq"
 )
 """Each trace's walk (``node -> chosen``, step by step) in ``store.paths`` (no view),
 built from the same batch as ``steps``: an audit reads the paths of its traces there
@@ -91,17 +95,18 @@ Followed = tuple[Any, Any]
 of them as codes of ``store.ids``, step after step (``replay.trace_rows``)."""
 
 _FOLLOWED = (
-    "LEFT JOIN (SELECT x.row, list(i.name ORDER BY x.k) AS followed FROM _fol x "
-    "JOIN store.ids i ON i.id = x.node GROUP BY x.row) f ON f.row = _batch._row"
+    "LEFT JOIN (SELECT x.row, list(_names.n[x.node + 1] ORDER BY x.k) AS followed "
+    "FROM _fol x, _names GROUP BY x.row) f ON f.row = _batch._row"
 )
 WIDE = 8
-"""Up to this many followed ids a step, they go as one column of codes per place (each
-joined to its name); a batch with longer lists goes as one row per id, aggregated."""
+"""Up to this many followed ids a step, they go as one column of codes per place,
+made names in place; a batch with longer lists goes as one row per id, aggregated."""
 
 
 def _followed(data: dict[str, Any], followed: Followed) -> tuple[str, str, dict[str, Any]]:
     """How ``insert`` reads the steps' followed ids: the expression of the list, the
-    joins it needs, and the tables to register besides ``_batch``."""
+    joins it needs, and the tables to register besides ``_batch`` (``_names`` is in
+    scope: ``_NAMES``)."""
     lens, codes = followed
     data["_row"] = np.arange(len(lens), dtype=np.int64)
     width = int(lens.max()) if len(lens) else 0
@@ -112,15 +117,17 @@ def _followed(data: dict[str, Any], followed: Followed) -> tuple[str, str, dict[
         return "[]::VARCHAR[]", "", {}
     data["_n"] = lens
     starts = np.cumsum(lens) - lens
-    joins = []
     for j in range(width):
         has = lens > j
-        col = np.zeros(len(lens), dtype=np.int32)
+        col = np.zeros(len(lens), dtype=np.int32)  # (a place past a step's list: cut)
         col[has] = codes[starts[has] + j]
-        data[f"_f{j}"] = np.ma.masked_array(col, mask=~has)
-        joins.append(f"LEFT JOIN store.ids _i{j} ON _i{j}.id = _batch._f{j}")
-    names = ", ".join(f"_i{j}.name" for j in range(width))
-    return f"list_slice([{names}], 1, _batch._n)", " ".join(joins), {}
+        data[f"_f{j}"] = col
+    places = ", ".join(f"_batch._f{j}" for j in range(width))
+    return (
+        f"list_transform(list_slice([{places}], 1, _batch._n), lambda c: _names.n[c + 1])",
+        "",
+        {},
+    )
 
 
 def insert(
@@ -136,9 +143,10 @@ def insert(
     names = ", ".join(c for c, _ in cols)
     picks, source, listed = [], "_batch", ""
     more: dict[str, Any] = {}
+    prefix = ""
     if followed is not None:
         listed, joins, more = _followed(data, followed)
-        source = f"_batch {joins}"
+        source, prefix = f"_batch CROSS JOIN _names {joins}", _NAMES
     for c, kind in cols:
         if c == "followed" and followed is not None:
             picks.append(listed)
@@ -149,7 +157,7 @@ def insert(
         else:
             data[c] = joined_col
             picks.append(f"string_split(_batch.{c}, chr(31))[2:]")
-    sql = f"INSERT INTO store.{table} ({names}) SELECT {', '.join(picks)} FROM {source}"
+    sql = f"INSERT INTO store.{table} ({names}) {prefix}SELECT {', '.join(picks)} FROM {source}"
     heads = data.pop(HEADS, None)
     if heads is not None:
         _insert_heads(con, APART[table], heads)
