@@ -124,7 +124,7 @@ def _with_body(light: memoryview, bin_: memoryview, segment: str, offset: int) -
     an empty bin) and body's bin (``bin_``) were read apart: the payload decoded and
     the body put in its place, or, for anything unusual, the payload made whole."""
     head = _BIN_HEAD.get(bin_[0], 0) if len(bin_) else 0
-    if head:
+    if head and int.from_bytes(bin_[1:head], "big") == len(bin_) - head:
         try:
             rec = _DECODER.decode(light)
             if not rec.z:
