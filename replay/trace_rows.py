@@ -88,12 +88,9 @@ def decode_for_rows(buf: bytes | memoryview, *, segment: str = "", offset: int =
     ``decode_record`` gives it."""
     if buf and buf[0] == PACKED_TRACE:
         try:
-            rec = _DECODER.decode(buf)
-            cols = raw_columns(rec.z)
-            sizes = (_length(cols[17]), _length(cols[1]), _length(cols[5]))
-            if min(sizes) >= 0:
-                rec.cols, rec.sizes, rec.where = cols, sizes, (segment, offset)
-                return rec
+            got = _columned(_DECODER.decode(buf), segment, offset)
+            if got is not None:
+                return got
         except (msgspec.DecodeError, msgspec.ValidationError, BadBody):
             pass  # the full path names the damage
     elif buf[:7] == PACKED_UPDATES or _UPDATE_TAG in bytes(buf[:96]):
@@ -102,6 +99,21 @@ def decode_for_rows(buf: bytes | memoryview, *, segment: str = "", offset: int =
         except (msgspec.DecodeError, msgspec.ValidationError):
             pass
     return decode_record(buf, segment=segment, offset=offset)
+
+
+def _columned(rec: PackedTrace, segment: str, offset: int) -> PackedTrace | None:
+    """A compact trace with its body's columns (``raw_columns``), sizes and place; None
+    when a count does not read (the full path then names the damage).
+
+    Raises:
+        BadBody: the body is not a packed body of this version.
+    """
+    cols = raw_columns(rec.z)
+    sizes = (_length(cols[17]), _length(cols[1]), _length(cols[5]))
+    if min(sizes) < 0:
+        return None
+    rec.cols, rec.sizes, rec.where = cols, sizes, (segment, offset)
+    return rec
 
 
 def _length(raw: Any) -> int:
@@ -128,12 +140,10 @@ def _with_body(light: memoryview, bin_: memoryview, segment: str, offset: int) -
         try:
             rec = _DECODER.decode(light)
             if not rec.z:
-                rec.z = z = bytes(bin_[head:])
-                cols = raw_columns(z)
-                sizes = (_length(cols[17]), _length(cols[1]), _length(cols[5]))
-                if min(sizes) >= 0:
-                    rec.cols, rec.sizes, rec.where = cols, sizes, (segment, offset)
-                    return rec
+                rec.z = bytes(bin_[head:])
+                got = _columned(rec, segment, offset)
+                if got is not None:
+                    return got
         except (msgspec.DecodeError, msgspec.ValidationError, BadBody):
             pass  # the full path names the damage
     whole = bytes(light[: -len(EMPTY_BIN)]) + bytes(bin_)

@@ -56,6 +56,14 @@ _TAGS = frozenset().union(*ROUTES.values())
 _ONE = fold_decoder(_TAGS)
 _RUN = fold_run_decoder(_TAGS)
 _events = st.lists(st.one_of(query_traced(), query_traced(), any_event), min_size=1, max_size=12)
+_SEGMENTS = {
+    "events": _events,
+    "redact": st.sets(st.integers(0, 11), max_size=3),
+    "block_bytes": st.sampled_from([1, 700, 3000, 1 << 20]),
+    "span": st.tuples(st.integers(1, 12), st.integers(0, 12)),
+}
+"""A segment's events, those redacted, the container's block size, and a range of seqs
+(its first, and how many more) to read."""
 
 
 def _segment(events: list[Event], redact: set[int]) -> bytes:
@@ -87,6 +95,11 @@ def _store(directory: Path, data: bytes, container: bytes, block_bytes: int) -> 
     return seg
 
 
+def _span(span: tuple[int, int], n: int) -> tuple[int, int]:
+    """The seqs ``lo..hi`` of a drawn range, within a segment of ``n`` records."""
+    return min(span[0], n), min(span[0] + span[1], n)
+
+
 def _runs(seg: Segment, lo: int, hi: int, *, light: bool) -> list[tuple[Any, int]]:
     """The records ``lo..hi`` of a segment as a rebuild decodes them, with the segment
     offsets the reader names for each."""
@@ -99,17 +112,12 @@ def _runs(seg: Segment, lo: int, hi: int, *, light: bool) -> list[tuple[Any, int
 
 
 @settings(max_examples=60, deadline=None)
-@given(
-    events=_events,
-    redact=st.sets(st.integers(0, 11), max_size=3),
-    block_bytes=st.sampled_from([1, 700, 3000, 1 << 20]),
-    span=st.tuples(st.integers(1, 12), st.integers(0, 12)),
-)
+@given(**_SEGMENTS)
 def test_either_container_gives_back_the_segment_and_the_light_path_the_same_records(
     events: list[Event], redact: set[int], block_bytes: int, span: tuple[int, int]
 ) -> None:
     data = _segment(events, redact)
-    lo, hi = min(span[0], len(events)), min(span[0] + span[1], len(events))
+    lo, hi = _span(span, len(events))
     with tempfile.TemporaryDirectory() as tmp:
         for container in (MAGIC, MAGIC2):
             seg = _store(Path(tmp), data, container, block_bytes)
@@ -146,19 +154,14 @@ def _body_runs(seg: Segment, lo: int, hi: int) -> list[tuple[bytes, int, bool]]:
 
 
 @settings(max_examples=60, deadline=None)
-@given(
-    events=_events,
-    redact=st.sets(st.integers(0, 11), max_size=3),
-    block_bytes=st.sampled_from([1, 700, 3000, 1 << 20]),
-    span=st.tuples(st.integers(1, 12), st.integers(0, 12)),
-)
+@given(**_SEGMENTS)
 def test_a_reader_of_bodies_takes_them_apart_and_reads_every_payload_as_stored(
     events: list[Event], redact: set[int], block_bytes: int, span: tuple[int, int]
 ) -> None:
     """Every container and a plain segment: the payloads, their offsets, and in the
     new container each compact trace's body apart from its light payload."""
     data = _segment(events, redact)
-    lo, hi = min(span[0], len(events)), min(span[0] + span[1], len(events))
+    lo, hi = _span(span, len(events))
 
     def whole(views: list[memoryview], offsets: list[int], name: str) -> Iterable[Any]:
         return [(bytes(v), o) for v, o in zip(views, offsets, strict=True)]
