@@ -207,7 +207,7 @@ class Table:
 
     def offsets(self, base: int, lo: int, hi: int) -> list[int]:
         """The segment offsets of frames ``lo..hi-1`` (the block starting at segment
-        offset ``base``), all at once: ``FrameOffsets``' values."""
+        offset ``base``), all at once (``FrameOffsets`` reads them one at a time)."""
         grown = np.zeros(len(self.lengths) + 1, dtype=np.int64)
         grown[self.cut + 1] = self.piece - len(EMPTY_BIN)
         grown = np.cumsum(grown)[lo:hi]
@@ -258,8 +258,5 @@ class FrameOffsets(Sequence[int]):
             return [self[k] for k in range(*i.indices(len(self)))]
         if not -len(self) <= i < len(self):
             raise IndexError("frame index out of range")
-        t, k = self._table, self._lo + (i % len(self))
-        before = int(np.searchsorted(t.cut, k))  # the frames before k that gave a body
-        grown = int(t.piece[:before].sum()) - len(EMPTY_BIN) * before
-        start = int(t.ends[k]) - int(t.lengths[k])
-        return start + self._base - int(t.size) + grown
+        k = self._lo + (i % len(self))
+        return self._table.offsets(self._base, k, k + 1)[0]
