@@ -271,6 +271,16 @@ def test_without_the_extra_it_says_how_to_install_it(built: Path, missing: str) 
     assert done.stdout == ""
 
 
+def _answers(url: str) -> bool:
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=5) as got:
+            return bool(got.status == 200)
+    except OSError:
+        return False
+
+
 def test_without_no_open_it_opens_the_url_in_the_users_browser(built: Path, tmp_path: Path) -> None:
     import signal
 
@@ -287,6 +297,8 @@ def test_without_no_open_it_opens_the_url_in_the_users_browser(built: Path, tmp_
         url = proc.stdout.readline().strip()
         wait_for(lambda: opened.exists() and opened.read_text(), "the browser to be opened", 60)
         assert opened.read_text() == url and "token=" in url
+        # the window serves once the browser command has returned: Ctrl-C then stops it
+        wait_for(lambda: _answers(url), "the window to serve", 60)
     finally:
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
