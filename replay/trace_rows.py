@@ -13,9 +13,10 @@ comparing codes), with no object per row: the store is handed numbers only
 (``followed``, a list per step, as all its codes in a row and a length per step, made
 lists by DuckDB).
 
-``read_rows`` reads a segment log with traces decoded this way (``PackedTrace``); any
-other log, or a trace of the old encoding, gives full records, which ``RowFold`` packs
-into the same columns (``pack_trace`` keeps every value, floats bit for bit).
+``read_rows`` reads a log that stores records encoded (segments, PostgreSQL) with
+traces decoded this way (``PackedTrace``); any other log, or a trace of the old
+encoding, gives full records, which ``RowFold`` packs into the same columns
+(``pack_trace`` keeps every value, floats bit for bit).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from ocb_events.codec import PACKED_TRACE, PACKED_UPDATES, EdgesPackedRaw, Trace
 from ocb_events.errors import LogCorrupt
 from ocb_events.log import SegmentLog
 from ocb_events.packing import BadBody, RawColumns, pack_trace, raw_columns, unpack_trace
+from ocb_events.protocol import EncodedLog
 from ocb_events.schema import FoldRecord, Record
 from ocb_events.segments import read_body_runs
 from replay.body_scan import I64, Mask, read_ints, read_lists
@@ -163,9 +165,12 @@ def _rows_run(
 
 
 def read_rows(log: History, from_seq: int, to_seq: int, *, packed: bool) -> Iterator[Decoded]:
-    """Records ``from_seq..to_seq``: from a segment log with compact traces left packed
-    (when ``packed``; a compressed segment's traces read with their bodies apart,
+    """Records ``from_seq..to_seq``: when ``packed``, from a log that stores records
+    encoded (the segment log, PostgreSQL) with compact traces left packed
+    (``decode_for_rows``; a compressed segment's traces read with their bodies apart,
     ``read_body_runs``), else as ``log.read`` gives them."""
+    if packed and isinstance(log, EncodedLog) and not isinstance(log, SegmentLog):
+        return log.read_decoded(from_seq, to_seq, decode_for_rows)
     if not packed or not isinstance(log, SegmentLog):
         return iter(log.read(from_seq, to_seq))
     limit, first = min(to_seq, log.last_seq), max(from_seq, 1)

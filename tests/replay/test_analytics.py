@@ -17,15 +17,18 @@ from hypothesis import given, settings, strategies as st
 from ocb.brain import Brain
 from ocb.upkeep.maintain import maintain
 from ocb_events.clock import TickClock
+from ocb_events.codec import TraceHead
 from ocb_events.errors import AnalyticsError
 from ocb_events.log import SegmentLog
+from ocb_events.pg import PostgresLog
+from ocb_events.pg.copy import copy_to_postgres
 from ocb_events.schema import STOP, EdgesUpdated, OutcomeRecorded, QueryTraced
 from ocb_events.segments import list_segments, packed
 from replay.analytics import AnalyticsStore, _open, _schema_sql
 from replay.columns import column
 from replay.store_load import _SEP, _joined, insert, store_names
 from replay.tables import TABLES, VARCHARS
-from replay.trace_rows import Names
+from replay.trace_rows import Names, PackedTrace, read_rows
 from tests.ocb.support import ops, run_op, workspaces, write_workspace
 from tests.ocb_events.golden_log import GOLDEN
 
@@ -103,6 +106,29 @@ def test_a_compressed_log_gives_the_rows_of_the_row_by_row_fold(
                 got[bulk] = contents(store)
     assert got[True] == got[False]
     assert len(got[True]["steps"]) > 20 and len(got[True]["deltas"]) > 20
+
+
+def test_a_log_on_postgresql_gives_the_rows_of_the_segment_log(
+    built: Path, tmp_path: Path, pg_server: Any
+) -> None:
+    """The same records on PostgreSQL: the store reads its compact traces packed, as
+    from segments (no record decoded whole and packed again), and holds the same rows,
+    those of the row-by-row fold."""
+    with learned_brain(built) as b:
+        b.learn(0.5, trace_id=b.query(QUESTIONS[0]).trace_id, rule="pg")
+        seg = build(tmp_path / "seg.duckdb", b, chunk=9)
+        with PostgresLog(pg_server.fresh_url()) as pg:
+            copy_to_postgres(b.log, pg)
+            read = list(read_rows(pg, 1, pg.last_seq, packed=True))
+            traces = [r for r in read if isinstance(r.event, QueryTraced | TraceHead)]
+            assert len(traces) > 3 and all(isinstance(r, PackedTrace) for r in traces)
+            got = {}
+            for bulk in (True, False):
+                with AnalyticsStore(tmp_path / f"pg-{bulk}.duckdb", bulk=bulk) as store:
+                    store.catch_up(pg, chunk=9)
+                    got[bulk] = contents(store)
+    assert got[True] == seg == got[False]
+    assert len(seg["steps"]) > 20 and len(seg["deltas"]) > 20
 
 
 @settings(max_examples=25, deadline=None)
