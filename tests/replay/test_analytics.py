@@ -20,8 +20,6 @@ from ocb_events.clock import TickClock
 from ocb_events.codec import TraceHead
 from ocb_events.errors import AnalyticsError
 from ocb_events.log import SegmentLog
-from ocb_events.pg import PostgresLog
-from ocb_events.pg.copy import copy_to_postgres
 from ocb_events.schema import STOP, EdgesUpdated, OutcomeRecorded, QueryTraced
 from ocb_events.segments import list_segments, packed
 from replay.analytics import AnalyticsStore, _open, _schema_sql
@@ -31,6 +29,7 @@ from replay.tables import TABLES, VARCHARS
 from replay.trace_rows import Names, PackedTrace, read_rows
 from tests.ocb.support import ops, run_op, workspaces, write_workspace
 from tests.ocb_events.golden_log import GOLDEN
+from tests.pg_server import PgServer
 
 QUESTIONS = ["how do I roll back a bad deploy", "who is on call", "postgres pool size"]
 
@@ -109,11 +108,14 @@ def test_a_compressed_log_gives_the_rows_of_the_row_by_row_fold(
 
 
 def test_a_log_on_postgresql_gives_the_rows_of_the_segment_log(
-    built: Path, tmp_path: Path, pg_server: Any
+    built: Path, tmp_path: Path, pg_server: PgServer
 ) -> None:
     """The same records on PostgreSQL: the store reads its compact traces packed, as
     from segments (no record decoded whole and packed again), and holds the same rows,
     those of the row-by-row fold."""
+    from ocb_events.pg import PostgresLog
+    from ocb_events.pg.copy import copy_to_postgres
+
     with learned_brain(built) as b:
         b.learn(0.5, trace_id=b.query(QUESTIONS[0]).trace_id, rule="pg")
         seg = build(tmp_path / "seg.duckdb", b, chunk=9)
