@@ -231,7 +231,8 @@ def _check_first_turn(case: Case, llm: FakeLlm, session: str, code: str) -> None
             ("assistant", "Extractor noted:", answer),
             ("user", "Extractor noted:", 1),
         ]
-        assert answer > 1 and {f["session"] for f in facts} == {session}
+        ends = [ln for ln in case.gateway.host_log().splitlines() if "ocb-memory: run of" in ln]
+        assert answer > 1 and {f["session"] for f in facts} == {session}, (facts, ends)
     else:
         assert said == []
 
