@@ -81,7 +81,10 @@ def _run_and_kill(directory: Path, run: int, rng: random.Random) -> Kill:
         finally:
             if proc.poll() is None:
                 os.kill(proc.pid, signal.SIGKILL)
-            rest, err = proc.communicate(timeout=30)
+            # the rest from the same reader: ``communicate`` would read the pipe itself
+            # and miss what ``readline`` had read ahead, starting at any place in a line
+            rest = proc.stdout.read()
+            _, err = proc.communicate(timeout=30)
     assert first.startswith("open "), f"the writer failed to start: {first!r} {err}"
     assert proc.returncode == -signal.SIGKILL, f"the writer died on its own: {err}"
     # A line without its newline was cut by the kill: it does not count.

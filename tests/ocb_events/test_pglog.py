@@ -164,13 +164,27 @@ def _start(url: str, run: int, seed: int) -> subprocess.Popen[str]:
 
 
 def _kill(proc: subprocess.Popen[str], after: int) -> list[int]:
-    """Wait for ``after`` acknowledgements, SIGKILL, return every acknowledged seq."""
+    """Wait for ``after`` acknowledgements, SIGKILL, return every acknowledged seq (a
+    line cut short by the kill is no acknowledgement)."""
     assert proc.stdout is not None
     lines = [proc.stdout.readline() for _ in range(after)]
     os.kill(proc.pid, signal.SIGKILL)
-    rest, _ = proc.communicate(timeout=30)
+    # the rest from the same reader: ``communicate`` would read the pipe itself and
+    # miss what ``readline`` had read ahead, starting at any place in a line
+    rest = proc.stdout.read()
+    _reap(proc)
     done = [ln for ln in lines + rest.splitlines(keepends=True) if ln.endswith("\n")]
     return [int(ln) for ln in done]
+
+
+def _reap(proc: subprocess.Popen[str]) -> None:
+    """Kill ``proc`` if it still runs, wait for it and close its pipes."""
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait(timeout=30)
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
 
 
 def _check_whole_batches(records: list[Record]) -> None:
@@ -194,8 +208,12 @@ def test_writers_killed_mid_append_lose_nothing_acknowledged(url: str) -> None:
     acked: list[int] = []
     for run in range(10):
         procs = [_start(url, run * 2 + k, rng.randrange(2**32)) for k in range(2)]
-        for proc in procs:
-            acked += _kill(proc, rng.randint(1, 30))
+        try:
+            for proc in procs:
+                acked += _kill(proc, rng.randint(1, 30))
+        finally:
+            for proc in procs:
+                _reap(proc)
     with PostgresLog(url) as log:
         records = list(log.read())
         assert [r.seq for r in records] == list(range(1, log.last_seq + 1))
