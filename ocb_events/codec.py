@@ -168,7 +168,7 @@ def decode_record(buf: bytes | memoryview, *, segment: str = "", offset: int = 0
     try:
         if buf and buf[0] == PACKED_TRACE:
             return _decode_packed(buf, segment, offset)
-        if buf[:7] == PACKED_UPDATES:
+        if is_packed_updates(buf):
             return _decode_updates(buf, segment, offset)
         return _DECODER.decode(buf)
     except msgspec.ValidationError as exc:
@@ -222,7 +222,7 @@ def decode_for_fold(
     """Decode one record for folding: a query trace comes back as its head only
     (every other event in full). Anything unusual takes the full path of
     ``decode_record`` (upcasters, errors)."""
-    if buf[:7] == PACKED_UPDATES:
+    if is_packed_updates(buf):
         return decode_record(buf, segment=segment, offset=offset)
     try:
         return _FOLD_DECODER.decode(buf)

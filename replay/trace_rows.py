@@ -30,7 +30,13 @@ import msgspec
 import numpy as np
 
 from ocb_events.bodies import EMPTY_BIN
-from ocb_events.codec import PACKED_TRACE, PACKED_UPDATES, EdgesPackedRaw, TraceHead, decode_record
+from ocb_events.codec import (
+    PACKED_TRACE,
+    EdgesPackedRaw,
+    TraceHead,
+    decode_record,
+    is_packed_updates,
+)
 from ocb_events.errors import LogCorrupt
 from ocb_events.log import SegmentLog
 from ocb_events.packing import BadBody, RawColumns, pack_trace, raw_columns, unpack_trace
@@ -95,7 +101,7 @@ def decode_for_rows(buf: bytes | memoryview, *, segment: str = "", offset: int =
                 return got
         except (msgspec.DecodeError, msgspec.ValidationError, BadBody):
             pass  # the full path names the damage
-    elif buf[:7] == PACKED_UPDATES or _UPDATE_TAG in bytes(buf[:96]):
+    elif is_packed_updates(buf) or _UPDATE_TAG in bytes(buf[:96]):
         try:
             return _UPDATES.decode(bytes(buf))  # (its raw parts keep what they read)
         except (msgspec.DecodeError, msgspec.ValidationError):
@@ -169,9 +175,9 @@ def read_rows(log: History, from_seq: int, to_seq: int, *, packed: bool) -> Iter
     encoded (the segment log, PostgreSQL) with compact traces left packed
     (``decode_for_rows``; a compressed segment's traces read with their bodies apart,
     ``read_body_runs``), else as ``log.read`` gives them."""
-    if packed and isinstance(log, EncodedLog) and not isinstance(log, SegmentLog):
+    if packed and not isinstance(log, SegmentLog) and isinstance(log, EncodedLog):
         return log.read_decoded(from_seq, to_seq, decode_for_rows)
-    if not packed or not isinstance(log, SegmentLog):
+    if not (packed and isinstance(log, SegmentLog)):
         return iter(log.read(from_seq, to_seq))
     limit, first = min(to_seq, log.last_seq), max(from_seq, 1)
     if first > limit:
