@@ -101,7 +101,7 @@ def part_fold_alone(brain: Path, db: Path) -> dict[str, float]:
             t0, c0 = time.perf_counter(), time.process_time()
             store._hold("exclusive")
             end = b.log.last_seq
-            n = store._fold_into(b.log, end, analytics.first_ts_of(b.log), None, analytics.CHUNK)
+            n = store._fold_into(b.log, end, analytics.first_ts_of(b.log), None, None)
             wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         finally:
             store.close()

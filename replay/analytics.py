@@ -45,7 +45,7 @@ from ocb_events.errors import AnalyticsError
 from projections import graph
 from replay import confinement
 from replay.audit_sql import CAUSES, causes_select
-from replay.behind import Behind
+from replay.behind import Behind, batch_size
 from replay.diff import Tiers
 from replay.folding import no_cycle_collection
 from replay.isolation import Limits, Running, Worker
@@ -84,9 +84,6 @@ from replay.worker import first_line
 
 VERSION = 10
 """The schema version; a store of another version is rebuilt."""
-
-CHUNK = 100_000
-"""Records folded per commit (each commit holds a consistent seq)."""
 
 WAIT_S = 60.0
 """How long a process waits for others' queries or catch-up before it gives up."""
@@ -323,10 +320,11 @@ class AnalyticsStore:
         *,
         to_seq: int | None = None,
         progress: Progress | None = None,
-        chunk: int = CHUNK,
+        chunk: int | None = None,
     ) -> int:
         """Fold the log's records after the store's seq (up to ``to_seq``, default the
-        last) into it; return how many.
+        last) into it, ``chunk`` records a commit (default: ``batch_size``); return
+        how many.
 
         A missing store is built; a damaged or mismatched one is rebuilt with a
         warning. Waits for other processes' queries or catch-up. Leaves the store
@@ -375,7 +373,7 @@ class AnalyticsStore:
         return True
 
     def _fold_safely(
-        self, log: History, end: int, first_ts: int, progress: Progress | None, chunk: int
+        self, log: History, end: int, first_ts: int, progress: Progress | None, chunk: int | None
     ) -> int:
         """Fold into the store, or rebuild it with a warning when it is unusable."""
         try:
@@ -421,7 +419,7 @@ class AnalyticsStore:
         return meta
 
     def _fold_into(
-        self, log: History, end: int, first_ts: int, progress: Progress | None, chunk: int
+        self, log: History, end: int, first_ts: int, progress: Progress | None, chunk: int | None
     ) -> int:
         meta = self._open_for_writing(first_ts, log)
         con = self._connect(read_only=False)
@@ -439,6 +437,7 @@ class AnalyticsStore:
             names=names,
         )
         total, done = end - meta.last_seq, 0
+        chunk = batch_size(total) if chunk is None else chunk
         # the rows are millions of acyclic tuples: the cycle collector would rescan
         # them again and again (a third of the run) and can find nothing to free
         bg = Behind()

@@ -7,7 +7,21 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-__all__ = ["Behind"]
+__all__ = ["CHUNK", "MIN_CHUNK", "Behind", "batch_size"]
+
+CHUNK = 50_000
+"""At most this many records folded per commit (each commit holds a consistent seq)."""
+MIN_CHUNK = 25_000
+"""At least this many records per commit, but for the last (``batch_size``)."""
+
+
+def batch_size(total: int) -> int:
+    """Records per commit in a catch-up of ``total`` records: a quarter of them, so
+    that DuckDB writes each batch while the next one is folded (the last batch's
+    commit overlaps nothing), within ``MIN_CHUNK`` (each commit's fixed cost, which
+    grows with the store, outweighs the overlap below it) and ``CHUNK`` (the rows a
+    batch holds in memory, and the last commit)."""
+    return min(CHUNK, max(MIN_CHUNK, -(-total // 4)))
 
 
 class Behind:

@@ -22,7 +22,9 @@ from ocb_events.errors import AnalyticsError
 from ocb_events.log import SegmentLog
 from ocb_events.schema import STOP, EdgesUpdated, OutcomeRecorded, QueryTraced
 from ocb_events.segments import list_segments, packed
+from replay import behind
 from replay.analytics import AnalyticsStore, _open, _schema_sql
+from replay.behind import CHUNK, MIN_CHUNK, batch_size
 from replay.columns import column
 from replay.store_load import _SEP, _joined, insert, store_names
 from replay.tables import TABLES, VARCHARS
@@ -71,6 +73,32 @@ def test_the_golden_log_folds_to_the_rows_it_always_did(tmp_path: Path) -> None:
             with AnalyticsStore(tmp_path / f"{bulk}.duckdb", bulk=bulk) as store:
                 store.catch_up(log, chunk=5)
                 assert digest(contents(store)) == GOLDEN_CONTENTS
+
+
+@given(st.integers(0, 10**7))
+def test_a_catch_up_commits_in_about_four_batches_within_bounds(total: int) -> None:
+    size = batch_size(total)
+    assert MIN_CHUNK <= size <= CHUNK
+    batches = -(-total // size)
+    if 4 * MIN_CHUNK <= total <= 4 * CHUNK:
+        assert batches == 4  # each commit overlaps the next batch's fold
+    else:
+        assert batches <= max(4, -(-total // CHUNK))
+
+
+def test_a_catch_up_is_committed_in_the_batches_of_its_size(
+    built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(behind, "MIN_CHUNK", 3)
+    monkeypatch.setattr(behind, "CHUNK", 10_000)
+    seen: list[tuple[int, int]] = []
+    with Brain(built, writer=False) as b, AnalyticsStore(tmp_path / "a.duckdb") as store:
+        store.catch_up(b.log, progress=lambda done, total: seen.append((done, total)))
+        total = b.log.last_seq
+    size = -(-total // 4)
+    assert total > 12 and sorted({d for d, _ in seen}) == [
+        min(size * k, total) for k in range(1, 5)
+    ]
 
 
 def test_columns_hold_the_rows_of_the_row_by_row_fold(built: Path, tmp_path: Path) -> None:
