@@ -1,5 +1,6 @@
 """A flush of the analytics store committed on a thread of its own while the next batch
-is folded (``replay.analytics``): DuckDB writes one batch while Python decodes the next.
+is folded (``replay.analytics``): DuckDB writes one batch while Python decodes the next;
+and how many records a batch holds (``batch_size``).
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ MIN_CHUNK = 25_000
 def batch_size(total: int) -> int:
     """Records per commit in a catch-up of ``total`` records: a quarter of them, so
     that DuckDB writes each batch while the next one is folded (the last batch's
-    commit overlaps nothing), within ``MIN_CHUNK`` (each commit's fixed cost, which
-    grows with the store, outweighs the overlap below it) and ``CHUNK`` (the rows a
+    commit overlaps nothing), within ``MIN_CHUNK`` (below it, each commit's own cost
+    outweighs the overlap: every other one checkpoints) and ``CHUNK`` (the rows a
     batch holds in memory, and the last commit)."""
     return min(CHUNK, max(MIN_CHUNK, -(-total // 4)))
 
