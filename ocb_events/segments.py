@@ -13,7 +13,7 @@ from typing import Any, BinaryIO
 
 import msgspec
 
-from ocb_events.blocks import Packed, is_packed
+from ocb_events.blocks import Block, Packed, is_packed
 from ocb_events.durable import open_private
 from ocb_events.errors import BrainLocked, LogCorrupt
 from ocb_events.frames import (
@@ -266,8 +266,7 @@ def read_frames(
                 yield rec
             off = end
             expected += 1
-        if expected <= limit and all(s.first_seq != expected for s in segs):
-            raise LogCorrupt(name, off, expected, "record missing")
+        _check_end(name, off, expected, limit, segs)
     finally:
         view.release()
         if isinstance(buf, mmap.mmap):
@@ -313,8 +312,7 @@ def _read_runs(
     if light and box is not None and box.v2 and box.blocks:
         for views, offsets in _light_runs(box, from_seq, limit):
             yield decode(views, offsets, name)
-        tail = box.blocks[-1]
-        at, expected = box.size, min(limit, tail.first_seq + tail.frames - 1) + 1
+        at, expected = _past_blocks(box, limit)
     else:
         if box is None or not box.blocks:
             data = fh.read()
@@ -333,8 +331,32 @@ def _read_runs(
                     yield decode(views, offsets, name)
                 if not full:
                     break
+    _check_end(name, at, expected, limit, segs)
+
+
+def _check_end(name: str, at: int, expected: int, limit: int, segs: Sequence[Segment]) -> None:
+    """Raise unless the records a read stopped short of (from ``expected``, at segment
+    offset ``at``) go on in another segment of ``segs``, or were never asked for."""
     if expected <= limit and all(s.first_seq != expected for s in segs):
         raise LogCorrupt(name, at, expected, "record missing")
+
+
+def _spans(box: Packed, from_seq: int, limit: int) -> Iterator[tuple[Block, int, int]]:
+    """The blocks of an ``OCBSEGZ2`` container holding records ``from_seq..limit``, each
+    with the frames ``lo..hi-1`` of it those are."""
+    for i in range(box.block_of_seq(from_seq), box.block_of_seq(limit) + 1):
+        b = box.blocks[i]
+        lo = max(from_seq - b.first_seq, 0)
+        hi = min(limit - b.first_seq + 1, b.frames)
+        if hi > lo:
+            yield b, lo, hi
+
+
+def _past_blocks(box: Packed, limit: int) -> tuple[int, int]:
+    """Where a read of an ``OCBSEGZ2`` container up to ``limit`` stops: the end of the
+    segment and the seq after its last record read."""
+    tail = box.blocks[-1]
+    return box.size, min(limit, tail.first_seq + tail.frames - 1) + 1
 
 
 BodyRunDecode = Callable[[list[memoryview], Sequence[int], str, list[Any] | None], Iterable[Any]]
@@ -364,13 +386,8 @@ def read_body_runs(
                 lambda views, offsets, name: decode(views, offsets, name, None), segs, False,
             )  # fmt: skip
             return
-        for i in range(box.block_of_seq(from_seq), box.block_of_seq(limit) + 1):
-            b = box.blocks[i]
+        for b, lo, hi in _spans(box, from_seq, limit):
             light, table, heavy = box.parts(b)
-            lo = max(from_seq - b.first_seq, 0)
-            hi = min(limit - b.first_seq + 1, b.frames)
-            if hi <= lo:
-                continue
             try:
                 bins = table.bins(light, memoryview(heavy), lo, hi)
             except ValueError as exc:
@@ -379,10 +396,8 @@ def read_body_runs(
                 ) from exc
             views, _ = table.payloads(memoryview(light), b.offset, lo, hi)
             yield decode(views, table.offsets(b.offset, lo, hi), seg.name, bins)
-        tail = box.blocks[-1]
-        at, expected = box.size, min(limit, tail.first_seq + tail.frames - 1) + 1
-    if expected <= limit and all(s.first_seq != expected for s in segs):
-        raise LogCorrupt(seg.name, at, expected, "record missing")
+        at, expected = _past_blocks(box, limit)
+    _check_end(seg.name, at, expected, limit, segs)
 
 
 def _light_runs(
@@ -390,13 +405,9 @@ def _light_runs(
 ) -> Iterator[tuple[list[memoryview], Sequence[int]]]:
     """The light payloads of the records ``from_seq..limit`` of an ``OCBSEGZ2``
     container, a block at a time, with the frames' segment offsets (``read_runs``)."""
-    for i in range(box.block_of_seq(from_seq), box.block_of_seq(limit) + 1):
-        b = box.blocks[i]
+    for b, lo, hi in _spans(box, from_seq, limit):
         data, table = box.light(b, box.stored(b, light=True))
-        lo = max(from_seq - b.first_seq, 0)
-        hi = min(limit - b.first_seq + 1, b.frames)
-        if hi > lo:
-            yield table.payloads(memoryview(data), b.offset, lo, hi)
+        yield table.payloads(memoryview(data), b.offset, lo, hi)
 
 
 def payload_skips(data: bytes, seg: Segment, offsets: Sequence[int]) -> list[int] | None:
